@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Installs what is needed, builds, and runs the whole test suite: unit tests, live tests (root +
+# tracefs + loop devices; each skip prints its reason) and the benchmarks in smoke mode.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+bash scripts/ensure-tracefs.sh
+bash scripts/build.sh
+cd build
+ctest --output-on-failure --timeout 600 "$@"
