@@ -258,12 +258,13 @@ absl::Status TraceDatReader::ReadV6Flyrecord(ByteView file, size_t pos, const st
     if (!r.Read(&s.offset) || !r.Read(&s.size)) return Corrupt(path_, "flyrecord CPU table");
     AddStream(std::move(s));
   }
-  // With a TRACECLOCK option, the clock follows the table (trace-input.c, init_data_v6).
+  // With a TRACECLOCK option, the clock follows the table (trace-input.c, init_data_v6). The
+  // option wins: trace-cmd 3.1.6 writes the top instance's clock here even for -B instances.
   uint64_t clock_size = 0;
   ByteView clock;
   if (has_trace_clock_option_ && r.Read(&clock_size) && clock_size < 4096 &&
       r.ReadBytes(clock_size, &clock)) {
-    if (buffer.empty() || trace_clock_.empty()) trace_clock_ = CurrentClock(clock.AsString());
+    if (trace_clock_.empty()) trace_clock_ = CurrentClock(clock.AsString());
   }
   *end = r.pos();
   return absl::OkStatus();
