@@ -291,9 +291,9 @@ absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& 
   absl::Status s = cap->Disable();
   if (failure.ok()) failure = s;
   const uint64_t end_ns = NowNs(CLOCK_MONOTONIC);
+  s = cap->ReadCounts();
+  if (failure.ok()) failure = s;
   if (!writer->disk_full()) {
-    s = cap->ReadCounts();
-    if (failure.ok()) failure = s;
     s = drain();
     if (failure.ok()) failure = s;
     if (!writer->disk_full()) {
@@ -317,7 +317,11 @@ absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& 
       row.recorded += k.samples;
       row.kernel_count += k.kernel_count;
       row.ring_lost += k.ring_lost;
-      row.silent += k.Silent();
+      // What the file says was dropped silently; once the disk is full the rest of the
+      // difference was counted by the kernel but never written.
+      uint64_t silent_in_file = st.silent_reported[e * cap->cpus().size() + c];
+      row.silent += silent_in_file;
+      row.unwritten += k.Silent() - std::min(k.Silent(), silent_in_file);
     }
     summary->events.push_back(row);
   }
