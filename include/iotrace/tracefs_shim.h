@@ -1,0 +1,39 @@
+/* A thin C shim over libtracefs: tracefs.h does not compile as C++ (g++ 12), so only
+ * src/tracefs_shim.c includes it and C++ code calls these functions. Ownership follows
+ * libtracefs: returned strings are malloc'd (free() them), lists go to iotrace_tfs_list_free. */
+#ifndef IOTRACE_TRACEFS_SHIM_H_
+#define IOTRACE_TRACEFS_SHIM_H_
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct tracefs_instance;
+
+int iotrace_tfs_set_dir(const char* dir);
+const char* iotrace_tfs_dir(void);
+
+char* iotrace_tfs_event_file_read(struct tracefs_instance* inst, const char* system,
+                                  const char* event, const char* file, int* size);
+int iotrace_tfs_event_file_write(struct tracefs_instance* inst, const char* system,
+                                 const char* event, const char* file, const char* str);
+int iotrace_tfs_event_enable(struct tracefs_instance* inst, const char* system, const char* event);
+int iotrace_tfs_event_disable(struct tracefs_instance* inst, const char* system,
+                              const char* event);
+
+/* Creates a new instance; returns NULL with errno EEXIST when it already existed. */
+struct tracefs_instance* iotrace_tfs_instance_create(const char* name);
+/* Removes the instance directory and frees the handle. */
+int iotrace_tfs_instance_destroy(struct tracefs_instance* inst);
+char* iotrace_tfs_instance_file_read(struct tracefs_instance* inst, const char* file, int* size);
+int iotrace_tfs_instance_file_write(struct tracefs_instance* inst, const char* file,
+                                    const char* str);
+char* iotrace_tfs_error_last(struct tracefs_instance* inst);
+char** iotrace_tfs_instances(const char* regex);
+void iotrace_tfs_list_free(char** list);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* IOTRACE_TRACEFS_SHIM_H_ */
