@@ -40,7 +40,8 @@ class CountingSink : public EventSink {
   CountingSink(std::vector<FtraceEventResult>* events, const std::vector<int>& cpus)
       : events_(events) {
     for (size_t i = 0; i < cpus.size(); ++i) {
-      if (static_cast<size_t>(cpus[i]) >= index_of_cpu_.size()) index_of_cpu_.resize(cpus[i] + 1, -1);
+      if (static_cast<size_t>(cpus[i]) >= index_of_cpu_.size())
+        index_of_cpu_.resize(cpus[i] + 1, -1);
       index_of_cpu_[cpus[i]] = static_cast<int>(i);
     }
   }
@@ -116,8 +117,8 @@ absl::StatusOr<std::unique_ptr<FtraceCapture>> FtraceCapture::Create(FtraceCaptu
     fcntl(s.pipe_w.get(), F_SETPIPE_SZ, kPipeBytes);  // best effort: the default is 64 KiB
     int size = fcntl(s.pipe_w.get(), F_GETPIPE_SZ);
     if (size < static_cast<int>(page)) {
-      return absl::ResourceExhaustedError(
-          absl::StrFormat("ftrace capture: pipe of %d bytes cannot hold a %u-byte page", size, page));
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "ftrace capture: pipe of %d bytes cannot hold a %u-byte page", size, page));
     }
     c->pipe_bytes_ = static_cast<uint32_t>(size) / page * page;
   }
@@ -196,13 +197,13 @@ absl::StatusOr<uint64_t> FtraceCapture::SpliceCpu(Cpu* c) {
     if (n == 0) break;
     uint64_t moved = 0;
     while (moved < static_cast<uint64_t>(n)) {
-      ssize_t m = splice(c->pipe_r.get(), nullptr, c->out, nullptr,
-                         static_cast<size_t>(n) - moved, SPLICE_F_MOVE);
+      ssize_t m = splice(c->pipe_r.get(), nullptr, c->out, nullptr, static_cast<size_t>(n) - moved,
+                         SPLICE_F_MOVE);
       if (m < 0 && errno == EINTR) continue;
       if (m <= 0) {
         int err = m < 0 ? errno : EIO;
-        SwitchToDiscard(ErrnoError(err, absl::StrFormat("write CPU %d pages of", c->cpu),
-                                   options_.output));
+        SwitchToDiscard(
+            ErrnoError(err, absl::StrFormat("write CPU %d pages of", c->cpu), options_.output));
         DiscardPipe(c, moved);
         break;
       }

@@ -43,20 +43,22 @@ absl::StatusOr<FtracePageLayout> ParseHeaderPage(std::string_view text,
     size_t space = decl.find_last_of(" \t");
     absl::string_view name = space == absl::string_view::npos ? decl : decl.substr(space + 1);
     HeaderField* target = nullptr;
-    if (name == "timestamp") target = &timestamp;
-    else if (name == "commit") target = &commit;
-    else if (name == "data") target = &data;
+    if (name == "timestamp")
+      target = &timestamp;
+    else if (name == "commit")
+      target = &commit;
+    else if (name == "data")
+      target = &data;
     if (target == nullptr) continue;
     uint32_t offset = 0, size = 0;
     if (!NumberAfter(line, "offset:", &offset) || !NumberAfter(line, "size:", &size)) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "parse header_page: field %s has no offset or size", std::string(name)));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("parse header_page: field %s has no offset or size", std::string(name)));
     }
     *target = {true, offset, size};
   }
   if (!timestamp.found || !commit.found || !data.found) {
-    return absl::InvalidArgumentError(
-        "parse header_page: timestamp, commit or data field missing");
+    return absl::InvalidArgumentError("parse header_page: timestamp, commit or data field missing");
   }
   FtracePageLayout layout;
   layout.timestamp_offset = timestamp.offset;
@@ -64,16 +66,16 @@ absl::StatusOr<FtracePageLayout> ParseHeaderPage(std::string_view text,
   layout.commit_size = commit.size;
   layout.data_offset = data.offset;
   if (timestamp.size != 8 || (commit.size != 4 && commit.size != 8)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "parse header_page: unexpected sizes (timestamp %u, commit %u bytes)", timestamp.size,
-        commit.size));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("parse header_page: unexpected sizes (timestamp %u, commit %u bytes)",
+                        timestamp.size, commit.size));
   }
   uint64_t page_size = data.size != 0 ? uint64_t{data.offset} + data.size : fallback_page_size;
   if (timestamp.offset + 8 > data.offset || commit.offset + commit.size > data.offset ||
       page_size <= data.offset || page_size > (uint64_t{1} << 27)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "parse header_page: inconsistent layout (data at %u, page of %u bytes)", data.offset,
-        page_size));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("parse header_page: inconsistent layout (data at %u, page of %u bytes)",
+                        data.offset, page_size));
   }
   layout.page_size = static_cast<uint32_t>(page_size);
   return layout;
@@ -103,12 +105,18 @@ absl::Status CheckHeaderEvent(std::string_view text) {
 
 const char* FtracePageProblemName(FtracePageProblem problem) {
   switch (problem) {
-    case FtracePageProblem::kNone: return "none";
-    case FtracePageProblem::kShortPage: return "ftrace_short_page";
-    case FtracePageProblem::kCommitPastEnd: return "ftrace_commit_past_page_end";
-    case FtracePageProblem::kEventPastEnd: return "ftrace_event_past_page_end";
-    case FtracePageProblem::kBadLength: return "ftrace_bad_event_length";
-    case FtracePageProblem::kTimeBackwards: return "ftrace_time_backwards";
+    case FtracePageProblem::kNone:
+      return "none";
+    case FtracePageProblem::kShortPage:
+      return "ftrace_short_page";
+    case FtracePageProblem::kCommitPastEnd:
+      return "ftrace_commit_past_page_end";
+    case FtracePageProblem::kEventPastEnd:
+      return "ftrace_event_past_page_end";
+    case FtracePageProblem::kBadLength:
+      return "ftrace_bad_event_length";
+    case FtracePageProblem::kTimeBackwards:
+      return "ftrace_time_backwards";
   }
   return "ftrace_unknown_problem";
 }

@@ -15,13 +15,20 @@ absl::StatusOr<FtraceCpuStats> ParseFtraceCpuStats(std::string_view text) {
     absl::string_view key = absl::StripAsciiWhitespace(line.substr(0, colon));
     absl::string_view value = absl::StripAsciiWhitespace(line.substr(colon + 1));
     uint64_t* field = nullptr;
-    if (key == "entries") field = &stats.entries;
-    else if (key == "overrun") field = &stats.overrun;
-    else if (key == "commit overrun") field = &stats.commit_overrun;
-    else if (key == "bytes") field = &stats.bytes;
-    else if (key == "dropped events") field = &stats.dropped_events;
-    else if (key == "read events") field = &stats.read_events;
-    else if (key == "iotrace pages not written") field = &stats.pages_not_written;
+    if (key == "entries")
+      field = &stats.entries;
+    else if (key == "overrun")
+      field = &stats.overrun;
+    else if (key == "commit overrun")
+      field = &stats.commit_overrun;
+    else if (key == "bytes")
+      field = &stats.bytes;
+    else if (key == "dropped events")
+      field = &stats.dropped_events;
+    else if (key == "read events")
+      field = &stats.read_events;
+    else if (key == "iotrace pages not written")
+      field = &stats.pages_not_written;
     if (key == "CPU") {
       int cpu = -1;
       if (absl::SimpleAtoi(value, &cpu) && cpu >= 0) stats.cpu = cpu;
@@ -35,7 +42,8 @@ absl::StatusOr<FtraceCpuStats> ParseFtraceCpuStats(std::string_view text) {
     }
   }
   if (known == 0) {
-    return absl::InvalidArgumentError("parse per-CPU ring buffer stats: no known counter in the text");
+    return absl::InvalidArgumentError(
+        "parse per-CPU ring buffer stats: no known counter in the text");
   }
   return stats;
 }

@@ -66,9 +66,12 @@ enum HotProblem : int {
 const char* HotProblemName(int i) {
   if (i < kFtracePageProblemCount) return FtracePageProblemName(static_cast<FtracePageProblem>(i));
   switch (i) {
-    case kHotShortRecord: return "ftrace_short_record";
-    case kHotPartialPage: return "ftrace_partial_page";
-    case kHotMissedUncounted: return "ftrace_missed_events_uncounted";
+    case kHotShortRecord:
+      return "ftrace_short_record";
+    case kHotPartialPage:
+      return "ftrace_partial_page";
+    case kHotMissedUncounted:
+      return "ftrace_missed_events_uncounted";
   }
   return "ftrace_unknown_problem";
 }
@@ -89,7 +92,8 @@ std::string CurrentClock(std::string_view text) {
   size_t open = text.find('[');
   if (open != std::string_view::npos) {
     size_t close = text.find(']', open);
-    if (close != std::string_view::npos) return std::string(text.substr(open + 1, close - open - 1));
+    if (close != std::string_view::npos)
+      return std::string(text.substr(open + 1, close - open - 1));
   }
   size_t end = text.find_first_of(" \n\0", 0, 3);
   return std::string(text.substr(0, end));
@@ -134,8 +138,7 @@ class TraceDatReader final : public TraceReader {
   absl::Status ParseV6(ByteView file, size_t pos);
   absl::Status ParseV7(ByteView file, size_t pos);
   absl::Status HandleOption(uint16_t id, ByteView data, bool v7);
-  absl::Status ReadV6Flyrecord(ByteView file, size_t pos, const std::string& buffer,
-                               size_t* end);
+  absl::Status ReadV6Flyrecord(ByteView file, size_t pos, const std::string& buffer, size_t* end);
   absl::Status FinishMetadata(ByteView file);
   void AddStream(Stream s);
   bool Advance(Cursor* c, std::array<uint64_t, kHotCount>* problems);
@@ -229,8 +232,7 @@ absl::Status TraceDatReader::ParseV6(ByteView file, size_t pos) {
   }
   if (label.AsString() == std::string_view(kTraceDatLatencyLabel, kTraceDatLabelSize)) {
     return absl::UnimplementedError(absl::StrFormat(
-        "read trace.dat %s: it holds a latency trace (text), not per-CPU ring-buffer data",
-        path_));
+        "read trace.dat %s: it holds a latency trace (text), not per-CPU ring-buffer data", path_));
   }
   if (label.AsString() != std::string_view(kTraceDatFlyrecordLabel, kTraceDatLabelSize)) {
     return Corrupt(path_, "section label (expected \"flyrecord\")");
@@ -342,8 +344,8 @@ absl::Status TraceDatReader::ParseV7(ByteView file, size_t pos) {
   block.append(reinterpret_cast<const char*>(&page_size), 4);
   const uint16_t order[] = {kOptionHeaderInfo, kOptionFtraceEvents, kOptionEventFormats,
                             kOptionKallsyms,   kOptionPrintk,       kOptionCmdlines};
-  const char* empty_body[] = {nullptr, "\0\0\0\0", "\0\0\0\0", "\0\0\0\0", "\0\0\0\0",
-                              "\0\0\0\0\0\0\0\0"};
+  const char* empty_body[] = {nullptr,    "\0\0\0\0", "\0\0\0\0",
+                              "\0\0\0\0", "\0\0\0\0", "\0\0\0\0\0\0\0\0"};
   for (int i = 0; i < 6; ++i) {
     auto it = sections.find(order[i]);
     if (it == sections.end()) {
@@ -356,8 +358,8 @@ absl::Status TraceDatReader::ParseV7(ByteView file, size_t pos) {
     uint32_t str = 0;
     uint64_t size = 0;
     ByteView body;
-    if (!s.Seek(it->second) || !s.Read(&id) || !s.Read(&flags) || !s.Read(&str) ||
-        !s.Read(&size) || id != order[i] || !s.ReadBytes(size, &body)) {
+    if (!s.Seek(it->second) || !s.Read(&id) || !s.Read(&flags) || !s.Read(&str) || !s.Read(&size) ||
+        id != order[i] || !s.ReadBytes(size, &body)) {
       return Corrupt(path_, absl::StrCat("metadata section ", order[i]));
     }
     if (flags & kTraceDatSectionCompressed) return Corrupt(path_, "compressed metadata section");
@@ -480,9 +482,9 @@ absl::Status TraceDatReader::FinishMetadata(ByteView file) {
       ++truncated_streams_;
     }
   }
-  streams_.erase(std::remove_if(streams_.begin(), streams_.end(),
-                                [](const Stream& s) { return s.size == 0; }),
-                 streams_.end());
+  streams_.erase(
+      std::remove_if(streams_.begin(), streams_.end(), [](const Stream& s) { return s.size == 0; }),
+      streams_.end());
 
   for (const FormatText& f : meta_.event_formats) {
     auto fmt = ParseEventFormat(f.system, f.text);
@@ -520,7 +522,8 @@ absl::Status TraceDatReader::FinishMetadata(ByteView file) {
   if (!uname_.empty()) info_.emplace_back("uname", uname_);
   if (!recorder_.empty()) info_.emplace_back("recorded by", recorder_);
   if (!buffers.empty()) info_.emplace_back("buffer instances", buffers);
-  if (version_ == 7) info_.emplace_back("compression", compression_.empty() ? "none" : compression_);
+  if (version_ == 7)
+    info_.emplace_back("compression", compression_.empty() ? "none" : compression_);
 
   // The metadata is parsed into owned strings: let the kernel drop its pages.
   size_t first_data = file.size;
@@ -603,8 +606,8 @@ absl::Status TraceDatReader::ReadAll(EventSink* sink) {
     c.page_off = c.next_off = c.released_off = s.offset;
     c.end_off = s.offset + s.size;
     c.order = static_cast<uint32_t>(cursors.size() - 1);
-    madvise(static_cast<uint8_t*>(map_.addr()) + s.offset / 4096 * 4096,
-            s.size + s.offset % 4096, MADV_SEQUENTIAL);
+    madvise(static_cast<uint8_t*>(map_.addr()) + s.offset / 4096 * 4096, s.size + s.offset % 4096,
+            MADV_SEQUENTIAL);
   }
 
   // A binary min-heap of cursors on (timestamp, stream order): ties go to the lower CPU, as in

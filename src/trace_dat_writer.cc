@@ -81,8 +81,8 @@ uint64_t CopyRange(int src, uint64_t src_off, int dst, uint64_t dst_off, uint64_
       static thread_local std::string buf;
       buf.resize(want);
       n = pread(src, buf.data(), want, static_cast<off_t>(src_off + done));
-      if (n > 0) n = pwrite(dst, buf.data(), static_cast<size_t>(n),
-                            static_cast<off_t>(dst_off + done));
+      if (n > 0)
+        n = pwrite(dst, buf.data(), static_cast<size_t>(n), static_cast<off_t>(dst_off + done));
     }
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -94,8 +94,8 @@ uint64_t CopyRange(int src, uint64_t src_off, int dst, uint64_t dst_off, uint64_
       return done;
     }
     // Free the copied chunk of the temp file so the disk holds the data about once.
-    fallocate(src, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-              static_cast<off_t>(src_off + done), n);
+    fallocate(src, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(src_off + done),
+              n);
     done += static_cast<uint64_t>(n);
   }
   return done;
@@ -136,8 +136,8 @@ absl::StatusOr<std::unique_ptr<TraceDatWriter>> TraceDatWriter::Create(
   // cap, the CPU table and the clock.
   std::vector<TraceDatCpuResult> worst(w->options_.nr_cpus);
   std::string header = w->BuildHeader(worst, w->options_.meta.saved_cmdlines);
-  uint64_t reserve = header.size() + kCmdlinesSlack +
-                     uint64_t(w->options_.nr_cpus) * (kMaxCpuStatText + 64);
+  uint64_t reserve =
+      header.size() + kCmdlinesSlack + uint64_t(w->options_.nr_cpus) * (kMaxCpuStatText + 64);
   w->data_start_ = (reserve + w->page_size_ - 1) / w->page_size_ * w->page_size_;
   // Claim the header's blocks (and one copy chunk) now: Finish must be able to write them even
   // when the recording filled the disk. Filesystems without fallocate just skip this.
@@ -239,8 +239,8 @@ absl::StatusOr<TraceDatWriteResult> TraceDatWriter::Finish() {
     const uint64_t whole = size / page_size_ * page_size_;
     c.partial_bytes_cut = size - whole;
     int err = 0;
-    uint64_t copied = whole > 0 ? CopyRange(cpu_fds_[cpu].get(), 0, out_.get(), offset, whole, &err)
-                                : 0;
+    uint64_t copied =
+        whole > 0 ? CopyRange(cpu_fds_[cpu].get(), 0, out_.get(), offset, whole, &err) : 0;
     c.bytes = copied / page_size_ * page_size_;
     c.pages = c.bytes / page_size_;
     c.pages_not_written = (whole - c.bytes) / page_size_;
@@ -251,22 +251,22 @@ absl::StatusOr<TraceDatWriteResult> TraceDatWriter::Finish() {
     cpu_fds_[cpu].Reset();  // the temp file (and its blocks) goes away
   }
 
-  std::string header = BuildHeader(result.cpus, have_new_cmdlines_ ? new_cmdlines_
-                                                                   : options_.meta.saved_cmdlines);
+  std::string header =
+      BuildHeader(result.cpus, have_new_cmdlines_ ? new_cmdlines_ : options_.meta.saved_cmdlines);
   if (header.size() > data_start_) {
     header = BuildHeader(result.cpus, options_.meta.saved_cmdlines);
   }
   if (header.size() > data_start_) {
-    return absl::InternalError(absl::StrFormat(
-        "write trace.dat %s: header of %u bytes exceeds the %u reserved", path_, header.size(),
-        data_start_));
+    return absl::InternalError(
+        absl::StrFormat("write trace.dat %s: header of %u bytes exceeds the %u reserved", path_,
+                        header.size(), data_start_));
   }
   // Zero the gap after the header (the reserved blocks may hold an older header's bytes).
   header.resize(static_cast<size_t>(data_start_), '\0');
   size_t done = 0;
   while (done < header.size()) {
-    ssize_t n = pwrite(out_.get(), header.data() + done, header.size() - done,
-                       static_cast<off_t>(done));
+    ssize_t n =
+        pwrite(out_.get(), header.data() + done, header.size() - done, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return ErrnoError(n < 0 ? errno : EIO, "write header of", path_);
     done += static_cast<size_t>(n);

@@ -35,8 +35,8 @@ struct FtraceCaptureOptions {
   // "dev == 7340035 || dev == 265289728".
   std::string dev_filter;
   std::string clock = "mono";
-  std::string instance_name;           // "" = iotrace_<pid>
-  std::string recorder;                // VERSION option ("" = iotrace <version>)
+  std::string instance_name;  // "" = iotrace_<pid>
+  std::string recorder;       // VERSION option ("" = iotrace <version>)
 };
 
 struct FtraceCpuResult {
@@ -113,9 +113,9 @@ class FtraceCapture {
  private:
   struct Cpu {
     int cpu = 0;
-    UniqueFd raw;      // trace_pipe_raw, O_NONBLOCK
+    UniqueFd raw;  // trace_pipe_raw, O_NONBLOCK
     UniqueFd pipe_r, pipe_w;
-    int out = -1;      // the writer's file for this CPU
+    int out = -1;  // the writer's file for this CPU
     uint64_t bytes_moved = 0;
     uint64_t pages_spliced = 0;
     uint64_t pages_flushed = 0;

@@ -50,7 +50,8 @@ struct FtracePageLayout {
 };
 
 // Parses header_page text. When the text gives no data size, `fallback_page_size` is used.
-absl::StatusOr<FtracePageLayout> ParseHeaderPage(std::string_view text, uint32_t fallback_page_size);
+absl::StatusOr<FtracePageLayout> ParseHeaderPage(std::string_view text,
+                                                 uint32_t fallback_page_size);
 // Checks that header_event describes the encoding this walker implements (type_len:5,
 // time_delta:27, padding 29, time_extend 30, time_stamp 31, data max 28).
 absl::Status CheckHeaderEvent(std::string_view text);
@@ -106,7 +107,7 @@ class FtracePageWalker {
   FtracePageLayout layout_;
   const uint8_t* data_ = nullptr;  // start of the event data
   size_t pos_ = 0;
-  size_t end_ = 0;                 // data size from commit
+  size_t end_ = 0;  // data size from commit
   uint64_t ts_ = 0;
   uint64_t page_ts_ = 0;
   uint64_t missed_count_ = 0;

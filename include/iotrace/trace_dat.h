@@ -14,7 +14,7 @@
 namespace iotrace {
 
 // The section labels of a v6 file: 10 bytes each, NUL included.
-inline constexpr char kTraceDatOptionsLabel[] = "options  ";   // + NUL = 10 bytes
+inline constexpr char kTraceDatOptionsLabel[] = "options  ";    // + NUL = 10 bytes
 inline constexpr char kTraceDatFlyrecordLabel[] = "flyrecord";  // + NUL = 10 bytes
 inline constexpr char kTraceDatLatencyLabel[] = "latency  ";    // + NUL = 10 bytes
 inline constexpr size_t kTraceDatLabelSize = 10;
@@ -30,9 +30,9 @@ enum TraceDatOption : uint16_t {
                           // {u64 size, text} follows the flyrecord CPU table
   kOptionUname = 5,
   kOptionHook = 6,
-  kOptionOffset = 7,      // ASCII: nanoseconds added to every timestamp
-  kOptionCpuCount = 8,    // u32
-  kOptionVersion = 9,     // ASCII: the recording tool's version
+  kOptionOffset = 7,    // ASCII: nanoseconds added to every timestamp
+  kOptionCpuCount = 8,  // u32
+  kOptionVersion = 9,   // ASCII: the recording tool's version
   kOptionProcMaps = 10,
   kOptionTraceId = 11,
   kOptionTimeShift = 12,
@@ -56,7 +56,7 @@ inline constexpr uint16_t kTraceDatSectionCompressed = 1;
 // (kernel/trace/trace.c, tracing_stats_read): "entries: N", "overrun: N", ... Lines iotrace's
 // writer adds are parsed too ("iotrace pages not written: N").
 struct FtraceCpuStats {
-  int cpu = -1;  // from a "CPU: N" line (trace-cmd adds it), -1 when absent
+  int cpu = -1;                 // from a "CPU: N" line (trace-cmd adds it), -1 when absent
   uint64_t entries = 0;         // events still in the ring buffer (not in the file)
   uint64_t overrun = 0;         // events overwritten before they were read
   uint64_t commit_overrun = 0;  // events lost to a wrapped commit (nested writers)

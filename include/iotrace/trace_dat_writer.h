@@ -38,8 +38,8 @@ struct TraceDatWriterOptions {
 };
 
 struct TraceDatCpuResult {
-  uint64_t offset = 0;             // in the output file
-  uint64_t bytes = 0;              // page data stored
+  uint64_t offset = 0;  // in the output file
+  uint64_t bytes = 0;   // page data stored
   uint64_t pages = 0;
   uint64_t partial_bytes_cut = 0;  // a trailing partial page that was dropped
   uint64_t pages_not_written = 0;  // whole pages lost while assembling (disk full, I/O error)

@@ -28,8 +28,8 @@ using iotrace::testing::RunTraceCmdReport;
 const char kTracefs[] = "/sys/kernel/tracing";
 
 std::vector<TraceEventInfo> BlockEvents() {
-  auto events = ResolveEvents(kTracefs, {"block:block_rq_insert", "block:block_rq_issue",
-                                         "block:block_rq_complete"});
+  auto events = ResolveEvents(
+      kTracefs, {"block:block_rq_insert", "block:block_rq_issue", "block:block_rq_complete"});
   EXPECT_TRUE(events.ok()) << events.status();
   return events.ok() ? *events : std::vector<TraceEventInfo>{};
 }
@@ -76,8 +76,9 @@ int RunWhileCapturing(FtraceCapture* capture, const std::string& command, bool p
 class SmallTmpfs {
  public:
   SmallTmpfs(const std::string& dir, const std::string& size) : dir_(dir) {
-    ok_ = Sh("mkdir -p " + dir_ + " && mount -t tmpfs -o size=" + size +
-             " iotrace_tracedat_full " + dir_).exit_code == 0;
+    ok_ = Sh("mkdir -p " + dir_ + " && mount -t tmpfs -o size=" + size + " iotrace_tracedat_full " +
+             dir_)
+              .exit_code == 0;
   }
   ~SmallTmpfs() {
     if (ok_ && Sh("umount " + dir_).exit_code != 0) Sh("umount -l " + dir_);
@@ -248,7 +249,8 @@ TEST(FtraceCaptureLiveTest, DiskFullKeepsAValidFileAndCountsWhatWasNotWritten) {
   }
   for (const FtraceCpuResult& c : result.cpus) overrun += c.stats.overrun + c.stats.dropped_events;
   const uint64_t recorded = TotalRecorded(result);
-  std::fprintf(stderr, "disk full: recorded %llu, unwritten %llu, overrun %llu, unknown pages %llu\n",
+  std::fprintf(stderr,
+               "disk full: recorded %llu, unwritten %llu, overrun %llu, unknown pages %llu\n",
                (unsigned long long)recorded, (unsigned long long)unwritten,
                (unsigned long long)overrun, (unsigned long long)result.unwritten_pages_unknown);
   EXPECT_GT(recorded, 1000u);

@@ -46,7 +46,8 @@ TEST(FtracePageTest, SubBufferSizeComesFromHeaderPage) {
 }
 
 TEST(FtracePageTest, RejectsHeaderPageWithoutCommit) {
-  EXPECT_FALSE(ParseHeaderPage("\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n", 4096).ok());
+  EXPECT_FALSE(
+      ParseHeaderPage("\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n", 4096).ok());
   EXPECT_FALSE(ParseHeaderPage("", 4096).ok());
 }
 
@@ -85,7 +86,7 @@ TEST(FtracePageTest, TimeExtendCarriesLargeDeltas) {
   FtracePageBuilder b(base);
   ASSERT_TRUE(b.AddEvent(base + 10, "xxxx"));
   ASSERT_TRUE(b.AddEvent(base + 10 + (uint64_t{3} << 27) + 12345, "yyyy"));  // needs an extend
-  ASSERT_TRUE(b.AddEvent(base + 900'000'000'000ull, "zzzz"));                 // 15 minutes later
+  ASSERT_TRUE(b.AddEvent(base + 900'000'000'000ull, "zzzz"));                // 15 minutes later
   std::string page = b.Build();
   FtracePageWalker w(Layout());
   ASSERT_TRUE(w.Reset(ByteView(page.data(), page.size())));
@@ -131,7 +132,10 @@ TEST(FtracePageTest, NullPaddingEndsThePage) {
   FtracePageBuilder b(0);
   ASSERT_TRUE(b.AddEvent(1, "aaaa"));
   b.AddRaw(std::string("\x1d\x00\x00\x00", 4));  // type 29, delta 0
-  b.AddRaw(std::string("\x01\x00\x00\x00" "zzzz", 8));  // would be an event; must not be read
+  b.AddRaw(
+      std::string("\x01\x00\x00\x00"
+                  "zzzz",
+                  8));  // would be an event; must not be read
   std::string page = b.Build();
   FtracePageWalker w(Layout());
   ASSERT_TRUE(w.Reset(ByteView(page.data(), page.size())));
@@ -212,7 +216,10 @@ TEST(FtracePageTest, ShortPageIsRejected) {
 TEST(FtracePageTest, EventRunningPastCommitStopsThePageAfterTheGoodOnes) {
   FtracePageBuilder b(0);
   ASSERT_TRUE(b.AddEvent(5, "aaaa"));
-  b.AddRaw(std::string("\x08\x00\x00\x00" "bb", 6));  // claims 32 bytes, 2 present
+  b.AddRaw(
+      std::string("\x08\x00\x00\x00"
+                  "bb",
+                  6));  // claims 32 bytes, 2 present
   std::string page = b.Build();
   FtracePageWalker w(Layout());
   ASSERT_TRUE(w.Reset(ByteView(page.data(), page.size())));

@@ -4,10 +4,10 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <new>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <new>
 #include <random>
 #include <string>
 #include <vector>
@@ -244,11 +244,11 @@ TEST(TraceDatReaderTest, CorruptPagesAreCountedAndSkippedAndReadingGoesOn) {
   f.Add(0, f.Page(1000, {1000, 1100}, 0, 0).Build());  // good
   testing::FtracePageBuilder bad_commit = f.Page(1200, {1200}, 100, 0);
   bad_commit.OverrideCommit(5000);
-  f.Add(0, bad_commit.Build());  // commit past the page end
+  f.Add(0, bad_commit.Build());                  // commit past the page end
   f.Add(0, f.Page(1300, {1300}, 2, 0).Build());  // good
   testing::FtracePageBuilder past_end = f.Page(1400, {1400}, 3, 0);
   past_end.AddRaw(std::string("\x1c\x00\x00\x00", 4));  // claims 112 bytes, none follow
-  f.Add(0, past_end.Build());  // first event good, then a length past the end
+  f.Add(0, past_end.Build());                    // first event good, then a length past the end
   f.Add(0, f.Page(900, {900}, 200, 0).Build());  // starts before the previous page ended
   f.Add(0, f.Page(1600, {1600, 1700}, 4, 0).Build());  // good
   std::string path = f.Write();

@@ -34,9 +34,8 @@ struct Ev {
 };
 
 inline std::ostream& operator<<(std::ostream& os, const Ev& e) {
-  return os << e.name << " cpu=" << e.cpu << " ts=" << e.ts << " pid=" << e.pid
-            << " dev=" << e.dev << " sector=" << e.sector << " nr=" << e.nr_sector
-            << " rwbs=" << e.rwbs;
+  return os << e.name << " cpu=" << e.cpu << " ts=" << e.ts << " pid=" << e.pid << " dev=" << e.dev
+            << " sector=" << e.sector << " nr=" << e.nr_sector << " rwbs=" << e.rwbs;
 }
 
 // Parses lines like

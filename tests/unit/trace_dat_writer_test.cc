@@ -122,7 +122,8 @@ absl::StatusOr<TraceDatWriteResult> WriteFile(const std::string& path, const Syn
   auto w = TraceDatWriter::Create(path, Options(s));
   if (!w.ok()) return w.status();
   for (int cpu = 0; cpu < 2; ++cpu) {
-    absl::Status st = (*w)->AppendPages(cpu, ByteView(s.cpu_pages[cpu].data(), s.cpu_pages[cpu].size()));
+    absl::Status st =
+        (*w)->AppendPages(cpu, ByteView(s.cpu_pages[cpu].data(), s.cpu_pages[cpu].size()));
     if (!st.ok()) return st;
     (*w)->SetCpuStats(cpu, kStats0);
   }
@@ -256,7 +257,8 @@ TEST(TraceDatWriterTest, DiskFullKeepsWholePagesAndStatesTheLoss) {
     auto w = TraceDatWriter::Create(path, Options(s));
     if (!w.ok()) _exit(10);
     for (int cpu = 0; cpu < 2; ++cpu) {
-      if (!(*w)->AppendPages(cpu, ByteView(s.cpu_pages[cpu].data(), s.cpu_pages[cpu].size())).ok()) {
+      if (!(*w)->AppendPages(cpu, ByteView(s.cpu_pages[cpu].data(), s.cpu_pages[cpu].size()))
+               .ok()) {
         _exit(11);
       }
     }
