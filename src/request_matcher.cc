@@ -55,22 +55,23 @@ RequestMatcher::RequestMatcher(const MatcherOptions& options, RequestSampleSink*
 RequestMatcher::~RequestMatcher() = default;
 
 RequestMatcher::Device& RequestMatcher::DeviceFor(uint32_t dev) {
-  if (last_device_ != nullptr && last_dev_ == dev) return *last_device_;
-  auto it = device_index_.find(dev);
-  Device* d;
-  if (it != device_index_.end()) {
-    d = devices_[it->second].get();
-  } else {
-    // First event of a device: the only allocation the matcher makes after construction.
-    auto nd = std::make_unique<Device>();
-    nd->stats.dev = dev;
-    nd->flushes.reserve(options_.flush_depth);
-    d = nd.get();
-    device_index_.emplace(dev, static_cast<uint32_t>(devices_.size()));
-    devices_.push_back(std::move(nd));
+  for (size_t i = 0; i < fast_count_; ++i) {
+    if (fast_dev_[i] == dev) return *fast_device_[i];
   }
-  last_dev_ = dev;
-  last_device_ = d;
+  auto it = device_index_.find(dev);
+  if (it != device_index_.end()) return *devices_[it->second];
+  // First event of a device: the only allocation the matcher makes after construction.
+  auto nd = std::make_unique<Device>();
+  nd->stats.dev = dev;
+  nd->flushes.reserve(options_.flush_depth);
+  Device* d = nd.get();
+  device_index_.emplace(dev, static_cast<uint32_t>(devices_.size()));
+  devices_.push_back(std::move(nd));
+  if (fast_count_ < kFastDevices) {
+    fast_dev_[fast_count_] = dev;
+    fast_device_[fast_count_] = d;
+    ++fast_count_;
+  }
   return *d;
 }
 

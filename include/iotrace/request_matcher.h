@@ -157,8 +157,12 @@ class RequestMatcher {
   bool insert_recorded_ = true;
   std::vector<std::unique_ptr<Device>> devices_;
   absl::flat_hash_map<uint32_t, uint32_t> device_index_;
-  uint32_t last_dev_ = 0;
-  Device* last_device_ = nullptr;
+  // The first few devices are found by a linear scan (cheaper than hashing when events of two
+  // or three devices interleave); more go through device_index_.
+  static constexpr size_t kFastDevices = 8;
+  std::array<uint32_t, kFastDevices> fast_dev_{};
+  std::array<Device*, kFastDevices> fast_device_{};
+  size_t fast_count_ = 0;
   MatchStats stats_;
 };
 
