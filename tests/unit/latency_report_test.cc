@@ -10,9 +10,9 @@
 namespace iotrace {
 namespace {
 
-using testing::LoadFormats;
-using testing::SyntheticTrace;
-using testing::ThisKernelFormats;
+using synthetic::LoadFormats;
+using synthetic::SyntheticTrace;
+using synthetic::ThisKernelFormats;
 
 constexpr uint32_t kLoop0 = 7u << 20;
 constexpr uint32_t kVda = 254u << 20;

@@ -85,8 +85,8 @@ __attribute__((weak)) void operator delete[](void* p, std::size_t, std::align_va
 namespace iotrace {
 namespace {
 
-using testing::SyntheticTrace;
-using testing::ThisKernelFormats;
+using synthetic::SyntheticTrace;
+using synthetic::ThisKernelFormats;
 
 TEST(AllocationCounterTest, CountsWhileEnabled) {
   ScopedAllocationCount counter;

@@ -132,7 +132,7 @@ TEST_F(ReportCommandTest, FileThatIsNotATraceIsARuntimeError) {
 }
 
 TEST_F(ReportCommandTest, RunnerWritesTheMainOutputAndTheSummaryCsvToFiles) {
-  testing::SyntheticTrace t;
+  synthetic::SyntheticTrace t;
   t.Insert(0, 8).Issue(10, 8).Complete(110, 8);
   auto reader = t.Reader();
   ReportOptions o;

@@ -19,7 +19,7 @@
 #include "iotrace/event_format.h"
 #include "iotrace/trace_reader.h"
 
-namespace iotrace::testing {
+namespace iotrace::synthetic {
 
 inline std::string ReadFixtureFile(const std::string& relative) {
   std::ifstream in(std::string(IOTRACE_FIXTURES) + "/" + relative);
@@ -246,6 +246,6 @@ class SyntheticTrace {
   ReadStats stats_;
 };
 
-}  // namespace iotrace::testing
+}  // namespace iotrace::synthetic
 
 #endif  // IOTRACE_TESTS_UNIT_SYNTHETIC_TRACE_H_
