@@ -242,7 +242,15 @@ void RequestMatcher::OnComplete(const BlockEvent& e) {
   if (e.error != 0) ++stats_.completion_errors;
   RequestEntry* ent = table_.Find(e.dev, e.sector);
   if (ent == nullptr || ent->state == RequestState::kQueued) {
-    ++stats_.completes_without_issue;
+    // An empty preflush request is never issued itself: the flush machinery issues a flush
+    // request for it (paired in OnFlush), then completes it with its preflush flag cleared, as
+    // "WS 0 + 0" (blk_flush_complete_seq in block/blk-flush.c).
+    if (e.nr_sector == 0 && e.sector == 0 &&
+        (e.op == BlockOp::kWrite || e.op == BlockOp::kFlush)) {
+      ++stats_.flush_sequence_completions;
+    } else {
+      ++stats_.completes_without_issue;
+    }
     return;
   }
   const bool issued = ent->state == RequestState::kIssued;
@@ -282,8 +290,10 @@ void RequestMatcher::OnRequeue(const BlockEvent& e) {
 
 void RequestMatcher::OnMerge(const BlockEvent& e) {
   // block_rq_merge traces the request that is merged into another one and freed.
+  // A request merged while being inserted (elv_attempt_insert_merge) never had an insert
+  // event: only its bio's queue entry is there, and it goes away with it.
   RequestEntry* ent = table_.Find(e.dev, e.sector);
-  if (ent == nullptr || ent->state == RequestState::kQueued) {
+  if (ent == nullptr) {
     ++stats_.merges_unmatched;
     return;
   }

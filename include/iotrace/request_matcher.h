@@ -80,10 +80,12 @@ struct MatchStats {
   std::array<uint64_t, kPhaseCount> paired{};
   std::array<uint64_t, kNoInsertReasonCount> issues_without_insert{};  // final after Finish()
   uint64_t completes_without_issue = 0;
+  uint64_t flush_sequence_completions = 0;  // empty preflush requests ended after their flush
   uint64_t flushes = 0;            // flush requests completed and paired
   uint64_t requeues = 0;           // requeues of an issued request
   uint64_t requeues_unmatched = 0; // requeue of a request not seen issued
-  uint64_t merges = 0;             // block_rq_merge that removed a tracked request
+  uint64_t merges = 0;             // block_rq_merge that removed a tracked request (or the
+                                   // queue entry of one merged before its insert)
   uint64_t merges_unmatched = 0;   // block_rq_merge of a request not tracked
   uint64_t bio_front_merges = 0;
   uint64_t bio_back_merges = 0;

@@ -212,6 +212,32 @@ TEST_F(RequestMatcherTest, FlushCompletionWithoutIssueIsCounted) {
   EXPECT_TRUE(sink_.samples.empty());
 }
 
+TEST_F(RequestMatcherTest, EmptyPreflushRequestEndedByTheFlushMachineryIsNotUnmatched) {
+  // As seen on this kernel (fsync on a loop device, scheduler none): the empty preflush bio,
+  // the flush request issued for it, the flush completion at sector -1, then the original
+  // request completed with its preflush flag cleared, "WS 0 + 0", never issued itself.
+  Feed({Ev(BlockEventKind::kBioQueue, 0, 0, 0, "FWS"), Issue(18, 0, 0, "FF"),
+        Complete(51, kFlushSector, 0, "FF"), Complete(53, 0, 0, "WS")});
+  matcher_.Finish();
+  const MatchStats& s = matcher_.stats();
+  EXPECT_EQ(s.flushes, 1u);
+  EXPECT_EQ(s.flush_sequence_completions, 1u);
+  EXPECT_EQ(s.completes_without_issue, 0u);
+  EXPECT_EQ(sink_.Latencies(Phase::kD2C), std::vector<uint64_t>{33});
+  for (uint64_t n : s.in_flight_at_end) EXPECT_EQ(n, 0u);  // the flush bio left no entry
+}
+
+TEST_F(RequestMatcherTest, RequestMergedAtInsertTakesItsBioQueueEntryWithIt) {
+  // mq-deadline merges a new request into a queued one before tracing its insert
+  // (dd_insert_request): block_rq_merge names a request that was never inserted.
+  Feed({Ev(BlockEventKind::kBioQueue, 0, 100, 8, "WSM"),
+        Ev(BlockEventKind::kMerge, 6, 100, 8, "WSM")});
+  matcher_.Finish();
+  EXPECT_EQ(matcher_.stats().merges, 1u);
+  EXPECT_EQ(matcher_.stats().merges_unmatched, 0u);
+  for (uint64_t n : matcher_.stats().in_flight_at_end) EXPECT_EQ(n, 0u);
+}
+
 TEST_F(RequestMatcherTest, RequeueMeansIssueAgainAndD2CRunsFromTheLastIssue) {
   Feed({
       Insert(0, 64),
