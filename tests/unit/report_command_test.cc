@@ -168,5 +168,29 @@ TEST_F(ReportCommandTest, RunnerWritesTheMainOutputAndTheSummaryCsvToFiles) {
   EXPECT_NE(s.message().find("open " + o.output), absl::string_view::npos) << s;
 }
 
+TEST_F(ReportCommandTest, WarningsAlsoGoToStderrUnlessTheTextReportShowsThem) {
+  synthetic::SyntheticTrace t;
+  t.Insert(0, 8).Issue(10, 8).Complete(110, 8);
+  t.Loss(LossRecord::Kind::kRingLost, 0, -1, 5);
+  ReportOptions o;
+  o.sysfs_root = o.procfs_root = "/nonexistent";
+  for (OutputFormat format : {OutputFormat::kText, OutputFormat::kCsv, OutputFormat::kJson}) {
+    o.format = format;
+    auto reader = t.Reader();
+    std::ostringstream out, err;
+    ASSERT_TRUE(RunReportOn(*reader, o, out, err).ok());
+    if (format == OutputFormat::kText) {
+      EXPECT_EQ(err.str(), "");
+      EXPECT_NE(out.str().find("WARNING: I2D is incomplete"), std::string::npos);
+    } else {
+      EXPECT_NE(err.str().find("iotrace: warning: I2D is incomplete: 5 events of unknown type "
+                               "lost (ring_lost 5)"),
+                std::string::npos)
+          << err.str();
+      EXPECT_NE(err.str().find("iotrace: warning: D2C is incomplete"), std::string::npos);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace iotrace
