@@ -819,8 +819,13 @@ std::vector<ExistingProbe> ListProbeEvents(const std::string& tracefs) {
   for (size_t i = 0; list[i] != nullptr; ++i) {
     char* system = nullptr;
     char* event = nullptr;
-    if (iotrace_tfs_dynevent_names(list[i], &system, &event) == 0 && event != nullptr) {
-      out.push_back({system ? system : "", event});
+    int type = iotrace_tfs_dynevent_names(list[i], &system, &event);
+    if (type > 0 && event != nullptr) {
+      ProbeType t = type == 1   ? ProbeType::kKprobe
+                    : type == 2 ? ProbeType::kKretprobe
+                    : type == 8 ? ProbeType::kUretprobe
+                                : ProbeType::kUprobe;
+      out.push_back({system ? system : "", event, t});
     }
     std::free(system);
     std::free(event);
@@ -839,7 +844,7 @@ absl::Status RemoveProbeEvent(const std::string& tracefs, const std::string& gro
   for (size_t i = 0; list != nullptr && list[i] != nullptr; ++i) {
     char* system = nullptr;
     char* name = nullptr;
-    bool match = iotrace_tfs_dynevent_names(list[i], &system, &name) == 0 && system &&
+    bool match = iotrace_tfs_dynevent_names(list[i], &system, &name) > 0 && system &&
                  name && group == system && event == name;
     std::free(system);
     std::free(name);

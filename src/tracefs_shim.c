@@ -96,10 +96,8 @@ void iotrace_tfs_dynevent_list_free(struct tracefs_dynevent** list) {
 int iotrace_tfs_dynevent_names(struct tracefs_dynevent* devent, char** system, char** event) {
   *system = NULL;
   *event = NULL;
-  return tracefs_dynevent_info(devent, system, event, NULL, NULL, NULL) ==
-                 TRACEFS_DYNEVENT_UNKNOWN
-             ? -1
-             : 0;
+  enum tracefs_dynevent_type type = tracefs_dynevent_info(devent, system, event, NULL, NULL, NULL);
+  return type == TRACEFS_DYNEVENT_UNKNOWN ? -1 : (int)type;
 }
 
 int iotrace_tfs_error_clear(struct tracefs_instance* inst) { return tracefs_error_clear(inst); }

@@ -148,6 +148,7 @@ class DynamicProbes {
 struct ExistingProbe {
   std::string group;
   std::string event;
+  ProbeType type = ProbeType::kUprobe;
 };
 // Every kprobe/uprobe event the kernel has now.
 std::vector<ExistingProbe> ListProbeEvents(const std::string& tracefs);

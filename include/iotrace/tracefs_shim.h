@@ -50,7 +50,8 @@ void iotrace_tfs_dynevent_free(struct tracefs_dynevent* devent);
  * iotrace_tfs_dynevent_list_free. */
 struct tracefs_dynevent** iotrace_tfs_probe_events(int include_kprobes);
 void iotrace_tfs_dynevent_list_free(struct tracefs_dynevent** list);
-/* Group and event name of a dynamic event (malloc'd; free() them). */
+/* Group and event name of a dynamic event (malloc'd; free() them). Returns its type: 1 kprobe,
+ * 2 kretprobe, 4 uprobe, 8 uretprobe (enum tracefs_dynevent_type), or -1. */
 int iotrace_tfs_dynevent_names(struct tracefs_dynevent* devent, char** system, char** event);
 int iotrace_tfs_error_clear(struct tracefs_instance* inst);
 
