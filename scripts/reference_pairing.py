@@ -16,14 +16,15 @@ import re
 import sys
 
 FLUSH_DONE_SECTOR = 2**64 - 1
-PHASES = ("I2D", "D2C", "I2C")
+PHASES = ("Q2D", "I2D", "D2C", "Q2C", "I2C")
 
 # "<cpu> <time>: <event>: <trace text>" from perf script; trace-cmd report lines look like
 # "<comm>-<pid> [<cpu>] <time>: <event>: <trace text>".
-PERF_RE = re.compile(r"\[(\d+)\]\s+(\d+\.\d+):\s+(?:block:)?(block_rq_\w+):\s+(.*)$")
+PERF_RE = re.compile(r"\[(\d+)\]\s+(\d+\.\d+):\s+(?:block:)?block_((?:rq|bio)_\w+):\s+(.*)$")
 # "7,1 WS 4096 () 230944 + 8 ..." (insert/issue), "7,1 WS () 230944 + 8 ..." (complete),
-# "7,1 WS 0 () 230944 + 8 ..." (requeue/merge variants): dev, rwbs, then "sector + nr".
-TRACE_RE = re.compile(r"^(\d+),(\d+)\s+(\S+)\s.*?\s(\d+)\s\+\s(\d+)\b")
+# "7,1 W 230944 + 8 [fio]" (bio events): dev, rwbs, then the first "sector + nr".
+DEV_RE = re.compile(r"^(\d+),(\d+)\s+(\S+)\s")
+RANGE_RE = re.compile(r"\s(\d+) \+ (\d+)\b")
 
 
 def op_of(rwbs):
@@ -42,23 +43,26 @@ def parse(lines):
         if not m:
             continue
         cpu, ts, name, trace = m.groups()
-        t = TRACE_RE.match(trace.strip())
-        if not t:
+        trace = trace.strip()
+        d = DEV_RE.match(trace)
+        r = RANGE_RE.search(trace, d.end() - 1) if d else None
+        if not d or not r:
             continue
-        major, minor, rwbs, sector, nr = t.groups()
+        major, minor, rwbs = d.groups()
+        sector, nr = r.groups()
         sec, frac = ts.split(".")
         ns = int(sec) * 10**9 + int(frac.ljust(9, "0")[:9])
-        events.append((ns, name[len("block_rq_"):], (int(major), int(minor)), rwbs,
-                       int(sector), int(nr)))
+        kind = name[3:] if name.startswith("rq_") else name  # insert, issue, ..., bio_queue
+        events.append((ns, kind, (int(major), int(minor)), rwbs, int(sector), int(nr)))
     events.sort(key=lambda e: e[0])  # stable: equal times keep file order
     return events
 
 
 class Entry:
-    __slots__ = ("ins", "iss", "nr", "op")
+    __slots__ = ("ins", "iss", "nr", "op", "q")
 
-    def __init__(self, ins, iss, nr, op):
-        self.ins, self.iss, self.nr, self.op = ins, iss, nr, op
+    def __init__(self, ins, iss, nr, op, q=None):
+        self.ins, self.iss, self.nr, self.op, self.q = ins, iss, nr, op, q
 
 
 def pair(events):
@@ -67,15 +71,36 @@ def pair(events):
     table = {}
     flushq = collections.defaultdict(collections.deque)
     devs_with_insert = set()
+    queued = {}  # (dev, sector) -> time a bio was queued there (block_bio_queue)
     for ts, kind, dev, rwbs, sector, nr in events:
         c["events_" + kind] += 1
         op = op_of(rwbs)
         key = (dev, sector)
-        if kind == "insert":
+        if kind == "bio_queue":
+            queued[key] = ts
+        elif kind == "bio_backmerge":
+            # The bio joined the back of a request that already exists: it starts no request.
+            queued.pop(key, None)
+            c["bio_merges"] += 1
+        elif kind == "bio_frontmerge":
+            # The bio joined the front of the request that started right after it: that request
+            # now starts here (and keeps its own, earlier, queue time).
+            queued.pop(key, None)
+            c["bio_merges"] += 1
+            old = (dev, sector + nr)
+            if old in queued:
+                queued[key] = queued.pop(old)
+            elif old in table and table[old].iss is None:
+                e = table.pop(old)
+                e.nr += nr
+                table[key] = e
+        elif kind.startswith("bio_"):
+            continue
+        elif kind == "insert":
             devs_with_insert.add(dev)
             if key in table:
                 c["collisions"] += 1
-            table[key] = Entry(ts, None, nr, op)
+            table[key] = Entry(ts, None, nr, op, queued.pop(key, None))
         elif kind == "issue":
             if op == "flush" and nr == 0:
                 flushq[dev].append(ts)
@@ -83,13 +108,17 @@ def pair(events):
                 continue
             e = table.get(key)
             if e is None:
-                table[key] = Entry(None, ts, nr, op)
+                e = table[key] = Entry(None, ts, nr, op, queued.pop(key, None))
+                if e.q is not None:
+                    samples[(dev, op, "Q2D")].append(ts - e.q)
                 if dev in devs_with_insert:
                     c["issue_without_insert_insert_missing"] += 1
                 else:
                     c["issue_without_insert_no_insert_events"] += 1
             elif e.iss is None:
                 samples[(dev, e.op, "I2D")].append(ts - e.ins)
+                if e.q is not None:
+                    samples[(dev, op, "Q2D")].append(ts - e.q)
                 e.iss = ts
                 e.op = op
                 e.nr = nr  # merges since insert grew it: the size at issue is what completes
@@ -129,6 +158,8 @@ def pair(events):
                 table[(dev, sector + nr)] = e
                 continue
             samples[(dev, e.op, "D2C")].append(ts - e.iss)
+            if e.q is not None:
+                samples[(dev, e.op, "Q2C")].append(ts - e.q)
             if e.ins is not None:
                 samples[(dev, e.op, "I2C")].append(ts - e.ins)
     c["in_flight_at_end"] = len(table) + sum(len(q) for q in flushq.values())

@@ -10,7 +10,7 @@ namespace iotrace {
 namespace {
 
 absl::Status Usage(const std::string& message) {
-  return WithHint(absl::InvalidArgumentError(message), "see --help for the options");
+  return UsageError(message, "see --help for the options");
 }
 
 }  // namespace

@@ -1,10 +1,501 @@
 #include "iotrace/perf_data_reader.h"
 
-namespace iotrace {
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-// Placeholder until the perf.data reader lands.
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "iotrace/fd.h"
+#include "iotrace/perf_data.h"
+#include "iotrace/perf_record_parser.h"
+#include "iotrace/status.h"
+#include "iotrace/tracing_data.h"
+
+namespace iotrace {
+namespace {
+
+// Sanity caps: a count read from a file never drives an allocation beyond these.
+constexpr uint64_t kMaxAttrs = 4096;
+constexpr uint64_t kMaxIds = uint64_t{1} << 22;
+constexpr uint64_t kMaxAttrSize = 4096;
+
+// Section bounds, overflow-safe.
+bool Fits(const perf::FileSection& s, uint64_t file_size) {
+  return s.offset <= file_size && s.size <= file_size - s.offset;
+}
+
+// perf's do_read_string: u32 padded length, then the NUL-terminated text.
+bool ReadPerfString(ByteReader* r, std::string* out) {
+  uint32_t len = 0;
+  ByteView bytes;
+  if (!r->Read(&len) || !r->ReadBytes(len, &bytes)) return false;
+  std::string_view s = bytes.AsString();
+  size_t nul = s.find('\0');
+  *out = std::string(nul == std::string_view::npos ? s : s.substr(0, nul));
+  return true;
+}
+
+class PerfDataReader final : public TraceReader {
+ public:
+  static absl::StatusOr<std::unique_ptr<TraceReader>> Open(const std::string& path,
+                                                           const PerfReadOptions& options);
+
+  std::string_view FileFormat() const override { return "perf.data"; }
+  const std::vector<EventFormat>& formats() const override { return formats_; }
+  const TracingMetadata& metadata() const override { return metadata_; }
+  int nr_cpus() const override { return nr_cpus_; }
+  std::vector<std::pair<std::string, std::string>> Info() const override { return info_; }
+  std::string CommOf(int32_t pid) const override {
+    auto it = comms_.find(pid);
+    return it == comms_.end() ? std::string() : it->second;
+  }
+  absl::Status ReadAll(EventSink* sink) override;
+  const ReadStats& stats() const override { return stats_; }
+
+ private:
+  // The data section seen by SortedRunMerger.
+  class Stream {
+   public:
+    using Item = PerfRecord;
+    Stream(PerfDataReader* reader, EventSink* sink) : r_(reader), sink_(sink) {}
+
+    ScanKind Scan(uint64_t pos, uint64_t* next, PerfRecord* item) {
+      const uint64_t end = r_->data_end_;
+      perf::EventHeader h;
+      if (end - pos < sizeof(h)) {
+        ++truncated_;
+        return ScanKind::kStop;
+      }
+      std::memcpy(&h, r_->base_ + pos, sizeof(h));
+      if (h.size < sizeof(h)) {
+        ++bad_size_;
+        return ScanKind::kStop;
+      }
+      uint64_t n = pos + h.size;
+      if (h.type == perf::kRecordAuxtrace) {
+        // The AUX payload follows the record without being counted in its size.
+        uint64_t extra = 0;
+        if (h.size >= 16) std::memcpy(&extra, r_->base_ + pos + 8, 8);
+        n = extra > end ? end + 1 : n + extra;
+      }
+      if (n > end) {
+        ++truncated_;
+        return ScanKind::kStop;
+      }
+      *next = n;
+      ++records_;
+      PerfProblem p = r_->parser_.Parse(ByteView(r_->base_ + pos, h.size), item);
+      if (p != PerfProblem::kNone) {
+        ++problems_[static_cast<size_t>(p)];
+        return ScanKind::kUntimed;
+      }
+      switch (item->kind) {
+        case PerfRecord::Kind::kEvent:
+          return ScanKind::kTimed;
+        case PerfRecord::Kind::kLoss:
+          if (item->has_time) return ScanKind::kTimed;
+          sink_->OnLoss(item->loss);  // nothing to order it by: deliver as met
+          return ScanKind::kUntimed;
+        case PerfRecord::Kind::kComm:
+          r_->comms_[item->comm_tid] = std::string(item->comm);
+          return ScanKind::kUntimed;
+        case PerfRecord::Kind::kRoundEnd:
+          return ScanKind::kRoundEnd;
+        case PerfRecord::Kind::kOther:
+          break;
+      }
+      return ScanKind::kUntimed;
+    }
+
+    bool Peek(uint64_t pos, uint64_t* next, PerfRecord* item) {
+      perf::EventHeader h;
+      std::memcpy(&h, r_->base_ + pos, sizeof(h));
+      uint64_t n = pos + h.size;
+      if (h.type == perf::kRecordAuxtrace) {
+        uint64_t extra = 0;
+        if (h.size >= 16) std::memcpy(&extra, r_->base_ + pos + 8, 8);
+        n += extra;
+      }
+      *next = n;
+      if (h.type != perf::kRecordSample && h.type != perf::kRecordLost &&
+          h.type != perf::kRecordLostSamples) {
+        return false;
+      }
+      if (r_->parser_.Parse(ByteView(r_->base_ + pos, h.size), item) != PerfProblem::kNone) {
+        return false;
+      }
+      return item->kind == PerfRecord::Kind::kEvent ||
+             (item->kind == PerfRecord::Kind::kLoss && item->has_time);
+    }
+
+    void Emit(const PerfRecord& item, bool out_of_order) {
+      if (item.kind == PerfRecord::Kind::kEvent) {
+        ++events_;
+        sink_->OnEvent(item.event);
+      } else {
+        sink_->OnLoss(item.loss);
+      }
+    }
+
+    void Release(uint64_t below) { r_->ReleaseBelow(below); }
+
+    uint64_t records_ = 0;
+    uint64_t events_ = 0;
+    uint64_t truncated_ = 0;
+    uint64_t bad_size_ = 0;
+    std::array<uint64_t, static_cast<size_t>(PerfProblem::kCount)> problems_{};
+
+   private:
+    PerfDataReader* r_;
+    EventSink* sink_;
+  };
+
+  PerfDataReader() = default;
+  absl::Status Parse();
+  absl::Status ParseFeatures(const perf::FileHeader& h);
+  void ParseFeature(int feature, ByteView bytes);
+  absl::Status Error(std::string_view what) const {
+    return absl::InvalidArgumentError(absl::StrFormat("read %s: %s", path_, what));
+  }
+  void ReleaseBelow(uint64_t offset);
+
+  std::string path_;
+  PerfReadOptions options_;
+  UniqueMapping mapping_;
+  const uint8_t* base_ = nullptr;
+  uint64_t file_size_ = 0;
+  uint64_t released_ = 0;  // pages of the mapping dropped below this offset
+  uint64_t data_begin_ = 0;
+  uint64_t data_end_ = 0;
+
+  std::vector<PerfAttrInfo> attrs_;
+  PerfRecordParser parser_;
+  std::vector<std::string> event_names_;
+  TracingMetadata metadata_;
+  bool has_tracing_data_ = false;
+  std::vector<EventFormat> formats_;
+  std::vector<std::pair<std::string, std::string>> info_;
+  int nr_cpus_ = 0;
+  absl::flat_hash_map<int32_t, std::string> comms_;
+  std::vector<std::pair<std::string, uint64_t>> open_problems_;
+  ReadStats stats_;
+};
+
+absl::StatusOr<std::unique_ptr<TraceReader>> PerfDataReader::Open(const std::string& path,
+                                                                  const PerfReadOptions& options) {
+  std::unique_ptr<PerfDataReader> r(new PerfDataReader());
+  r->path_ = path;
+  r->options_ = options;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoError(errno, "open", path);
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) return ErrnoError(errno, "stat", path);
+  if (!S_ISREG(st.st_mode)) return r->Error("not a regular file");
+  r->file_size_ = static_cast<uint64_t>(st.st_size);
+  if (r->file_size_ < perf::kPipeHeaderSize) {
+    return r->Error(absl::StrFormat("%d bytes are too short for a perf.data header",
+                                    r->file_size_));
+  }
+  void* addr = ::mmap(nullptr, r->file_size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  if (addr == MAP_FAILED) return ErrnoError(errno, "mmap", path);
+  r->mapping_ = UniqueMapping(addr, r->file_size_);
+  r->base_ = static_cast<const uint8_t*>(addr);
+  IOTRACE_RETURN_IF_ERROR(r->Parse());
+  // Nothing parsed so far points into the mapping: let go of the pages the header reads touched.
+  ::madvise(addr, r->file_size_, MADV_DONTNEED);
+  return std::unique_ptr<TraceReader>(std::move(r));
+}
+
+absl::Status PerfDataReader::Parse() {
+  const ByteView file(base_, file_size_);
+  uint64_t magic = 0, hsize = 0;
+  LoadAt(file, 0, &magic);
+  LoadAt(file, 8, &hsize);
+  if (magic == perf::kMagicSwapped) {
+    return absl::UnimplementedError(
+        absl::StrFormat("read %s: big-endian perf.data files are not supported", path_));
+  }
+  if (magic != perf::kMagic) return Error("not a perf.data file (bad magic)");
+  if (hsize == perf::kPipeHeaderSize) {
+    return WithHint(
+        absl::UnimplementedError(absl::StrFormat(
+            "read %s: pipe-mode perf.data (perf record -o -) is not supported", path_)),
+        absl::StrFormat("convert it first: perf inject -i %s -o converted.data", path_));
+  }
+  if (hsize != sizeof(perf::FileHeader) && hsize != perf::kFileHeaderSizeNoFeatures) {
+    return Error(absl::StrFormat("unknown header size %d", hsize));
+  }
+  if (file_size_ < hsize) return Error("file ends inside the header");
+  perf::FileHeader h;  // zeroed features: a 72-byte header has no feature bitmap
+  std::memcpy(&h, base_, hsize);
+
+  if (h.attr_size < PERF_ATTR_SIZE_VER0 + sizeof(perf::FileSection) ||
+      h.attr_size > kMaxAttrSize) {
+    return Error(absl::StrFormat("attr size %d is not valid", h.attr_size));
+  }
+  if (!Fits(h.attrs, file_size_)) return Error("attr section runs past end of file");
+  if (!Fits(h.data, file_size_)) return Error("data section runs past end of file");
+  const uint64_t nr_attrs = h.attrs.size / h.attr_size;
+  if (nr_attrs == 0) return Error("no event attrs");
+  if (nr_attrs > kMaxAttrs) return Error(absl::StrFormat("%d event attrs is too many", nr_attrs));
+  data_begin_ = h.data.offset;
+  data_end_ = h.data.offset + h.data.size;
+
+  uint64_t total_ids = 0;
+  const uint64_t attr_bytes = h.attr_size - sizeof(perf::FileSection);
+  for (uint64_t i = 0; i < nr_attrs; ++i) {
+    const uint64_t at = h.attrs.offset + i * h.attr_size;
+    PerfAttrInfo info;
+    std::memcpy(&info.attr, base_ + at, std::min<uint64_t>(attr_bytes, sizeof(info.attr)));
+    // Fields this build knows but the file's perf did not write stay zero.
+    info.attr.size = sizeof(info.attr);
+    perf::FileSection ids;
+    std::memcpy(&ids, base_ + at + attr_bytes, sizeof(ids));
+    if (!Fits(ids, file_size_)) {
+      return Error(absl::StrFormat("ids of attr %d run past end of file", i));
+    }
+    if (ids.size % 8 != 0) {
+      return Error(absl::StrFormat("ids of attr %d: size %d is not a multiple of 8", i, ids.size));
+    }
+    total_ids += ids.size / 8;
+    if (total_ids > kMaxIds) return Error("too many event ids");
+    info.ids.resize(ids.size / 8);
+    if (ids.size > 0) std::memcpy(info.ids.data(), base_ + ids.offset, ids.size);
+    attrs_.push_back(std::move(info));
+  }
+
+  if (hsize == sizeof(perf::FileHeader)) IOTRACE_RETURN_IF_ERROR(ParseFeatures(h));
+
+  bool any_tracepoint = false;
+  for (const PerfAttrInfo& a : attrs_) any_tracepoint |= a.attr.type == PERF_TYPE_TRACEPOINT;
+  if (any_tracepoint && !has_tracing_data_) {
+    return WithHint(Error("no tracing data (HEADER_TRACING_DATA feature): the tracepoint "
+                          "fields cannot be decoded"),
+                    "the file was not finished cleanly, or was written without tracing data");
+  }
+
+  auto parser = PerfRecordParser::Create(attrs_);
+  if (!parser.ok()) return Error(std::string(parser.status().message()));
+  parser_ = std::move(parser).value();
+
+  // Names: EVENT_DESC where present, else the tracepoint's format, else type/config.
+  event_names_.resize(attrs_.size());
+  std::vector<std::string> names;
+  for (size_t i = 0; i < attrs_.size(); ++i) {
+    if (event_names_[i].empty() && attrs_[i].attr.type == PERF_TYPE_TRACEPOINT) {
+      for (const EventFormat& f : formats_) {
+        if (f.id == attrs_[i].attr.config) event_names_[i] = f.FullName();
+      }
+    }
+    if (event_names_[i].empty()) {
+      event_names_[i] = absl::StrFormat("type%d:config%d", attrs_[i].attr.type,
+                                        attrs_[i].attr.config);
+    }
+    names.push_back(event_names_[i]);
+  }
+  info_.emplace_back("events", absl::StrJoin(names, ","));
+  info_.emplace_back("data_offset", absl::StrCat(h.data.offset));
+  info_.emplace_back("data_size", absl::StrCat(h.data.size));
+  if (attrs_[0].attr.use_clockid) {
+    info_.emplace_back("clockid", absl::StrCat(attrs_[0].attr.clockid));
+  }
+
+  // Saved cmdlines ("pid comm" lines) name processes that no COMM record mentions.
+  std::string_view lines = metadata_.saved_cmdlines;
+  while (!lines.empty()) {
+    size_t nl = lines.find('\n');
+    std::string_view line = lines.substr(0, nl);
+    lines = nl == std::string_view::npos ? std::string_view() : lines.substr(nl + 1);
+    size_t sp = line.find(' ');
+    int32_t pid;
+    if (sp != std::string_view::npos &&
+        absl::SimpleAtoi(absl::string_view(line.data(), sp), &pid)) {
+      comms_.try_emplace(pid, std::string(line.substr(sp + 1)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PerfDataReader::ParseFeatures(const perf::FileHeader& h) {
+  int count = 0;
+  for (uint64_t word : h.features) count += std::popcount(word);
+  if (count == 0) return absl::OkStatus();
+  const perf::FileSection table{data_end_, uint64_t(count) * sizeof(perf::FileSection)};
+  if (!Fits(table, file_size_)) return Error("feature section table runs past end of file");
+  int index = 0;
+  for (int feature = 0; feature < perf::kFeatBits; ++feature) {
+    if (!(h.features[feature / 64] >> (feature % 64) & 1)) continue;
+    perf::FileSection s;
+    std::memcpy(&s, base_ + table.offset + sizeof(s) * index++, sizeof(s));
+    if (!Fits(s, file_size_)) {
+      return Error(absl::StrFormat("feature section %s runs past end of file",
+                                   perf::FeatureName(feature)));
+    }
+    if (feature == perf::kFeatCompressed) {
+      return WithHint(absl::UnimplementedError(absl::StrFormat(
+                          "read %s: compressed perf.data (perf record -z) is not supported",
+                          path_)),
+                      "re-record without -z");
+    }
+    if (feature == perf::kFeatTracingData) {
+      auto decoded = DecodeTracingData(ByteView(base_ + s.offset, s.size));
+      if (!decoded.ok()) {
+        return Error(absl::StrCat("tracing data: ", decoded.status().message()));
+      }
+      metadata_ = std::move(decoded->meta);
+      has_tracing_data_ = true;
+      for (const FormatText& f : metadata_.event_formats) {
+        auto format = ParseEventFormat(f.system, f.text);
+        if (format.ok()) {
+          formats_.push_back(std::move(format).value());
+        } else {
+          open_problems_.emplace_back("bad_event_format", 1);
+        }
+      }
+      continue;
+    }
+    ParseFeature(feature, ByteView(base_ + s.offset, s.size));
+  }
+  return absl::OkStatus();
+}
+
+void PerfDataReader::ParseFeature(int feature, ByteView bytes) {
+  ByteReader r(bytes);
+  std::string text;
+  auto bad = [&] {
+    open_problems_.emplace_back(absl::StrCat("bad_feature_", perf::FeatureName(feature)), 1);
+  };
+  auto add_string = [&](const char* key) {
+    if (!ReadPerfString(&r, &text)) return bad();
+    info_.emplace_back(key, text);
+  };
+  switch (feature) {
+    case perf::kFeatHostname: return add_string("hostname");
+    case perf::kFeatOsRelease: return add_string("os_release");
+    case perf::kFeatVersion: return add_string("perf_version");
+    case perf::kFeatArch: return add_string("arch");
+    case perf::kFeatCpuDesc: return add_string("cpu_desc");
+    case perf::kFeatCpuId: return add_string("cpuid");
+    case perf::kFeatNrCpus: {
+      uint32_t avail, online;
+      if (!r.Read(&avail) || !r.Read(&online)) return bad();
+      info_.emplace_back("nr_cpus_online", absl::StrCat(online));
+      info_.emplace_back("nr_cpus_available", absl::StrCat(avail));
+      nr_cpus_ = static_cast<int>(std::min<uint32_t>(std::max(avail, online), 1u << 20));
+      return;
+    }
+    case perf::kFeatTotalMem: {
+      uint64_t kb;
+      if (!r.Read(&kb)) return bad();
+      info_.emplace_back("total_mem_kb", absl::StrCat(kb));
+      return;
+    }
+    case perf::kFeatCmdline: {
+      uint32_t n;
+      if (!r.Read(&n) || n > r.remaining() / 4) return bad();
+      std::vector<std::string> args;
+      for (uint32_t i = 0; i < n; ++i) {
+        if (!ReadPerfString(&r, &text)) return bad();
+        args.push_back(text);
+      }
+      info_.emplace_back("cmdline", absl::StrJoin(args, " "));
+      return;
+    }
+    case perf::kFeatEventDesc: {
+      uint32_t nre, sz;
+      if (!r.Read(&nre) || !r.Read(&sz) || nre > r.remaining() / 8) return bad();
+      std::vector<std::string> names;
+      for (uint32_t i = 0; i < nre; ++i) {
+        uint32_t nri;
+        if (!r.Skip(sz) || !r.Read(&nri) || !ReadPerfString(&r, &text) ||
+            nri > r.remaining() / 8 || !r.Skip(size_t{nri} * 8)) {
+          return bad();
+        }
+        names.push_back(text);
+      }
+      // EVENT_DESC lists the attrs in file order.
+      event_names_.resize(attrs_.size());
+      for (size_t i = 0; i < names.size() && i < attrs_.size(); ++i) event_names_[i] = names[i];
+      return;
+    }
+    case perf::kFeatClockId: {
+      uint64_t res;
+      if (!r.Read(&res)) return bad();
+      info_.emplace_back("clock_res_ns", absl::StrCat(res));
+      return;
+    }
+    case perf::kFeatClockData: {
+      uint32_t version, clockid;
+      uint64_t wall, clock;
+      if (!r.Read(&version) || !r.Read(&clockid) || !r.Read(&wall) || !r.Read(&clock)) {
+        return bad();
+      }
+      info_.emplace_back("clock_ref_wall_ns", absl::StrCat(wall));
+      info_.emplace_back("clock_ref_clock_ns", absl::StrCat(clock));
+      return;
+    }
+    case perf::kFeatSampleTime: {
+      uint64_t first, last;
+      if (!r.Read(&first) || !r.Read(&last)) return bad();
+      info_.emplace_back("first_sample_ns", absl::StrCat(first));
+      info_.emplace_back("last_sample_ns", absl::StrCat(last));
+      return;
+    }
+    default:
+      return;  // features iotrace does not use
+  }
+}
+
+void PerfDataReader::ReleaseBelow(uint64_t offset) {
+  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  offset = std::min(offset, file_size_) & ~(page - 1);
+  if (offset <= released_) return;
+  ::madvise(const_cast<uint8_t*>(base_) + released_, offset - released_, MADV_DONTNEED);
+  released_ = offset;
+}
+
+absl::Status PerfDataReader::ReadAll(EventSink* sink) {
+  stats_ = ReadStats();
+  released_ = 0;
+  Stream stream(this, sink);
+  SortedRunMerger<Stream> merger(&stream, data_begin_, data_end_, options_.merge);
+  merger.Run();
+  ::madvise(const_cast<uint8_t*>(base_), file_size_, MADV_DONTNEED);
+
+  stats_.records = stream.records_;
+  stats_.events = stream.events_;
+  for (const auto& [name, count] : open_problems_) stats_.AddProblem(name, count);
+  for (size_t i = 1; i < stream.problems_.size(); ++i) {
+    stats_.AddProblem(PerfProblemName(static_cast<PerfProblem>(i)), stream.problems_[i]);
+  }
+  stats_.AddProblem("truncated_record", stream.truncated_);
+  stats_.AddProblem("bad_record_size", stream.bad_size_);
+  stats_.AddProblem("out_of_order_beyond_window", merger.counters().out_of_order);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<TraceReader>> OpenPerfData(const std::string& path) {
-  return absl::UnimplementedError("reading perf.data is not built yet");
+  return PerfDataReader::Open(path, PerfReadOptions());
+}
+
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenPerfData(const std::string& path,
+                                                          const PerfReadOptions& options) {
+  return PerfDataReader::Open(path, options);
 }
 
 }  // namespace iotrace

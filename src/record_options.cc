@@ -53,9 +53,15 @@ std::string FormatRecordSummary(const RecordSummary& s) {
     total.kernel_count += e.kernel_count;
     total.ring_lost += e.ring_lost;
     total.silent += e.silent;
+    total.unwritten += e.unwritten;
   }
   out += absl::StrFormat("  %-*s %12u %14u %12u %16u\n", static_cast<int>(width), total.name,
                          total.recorded, total.kernel_count, total.ring_lost, total.silent);
+  if (total.unwritten > 0) {
+    out += absl::StrFormat(
+        "  plus %u events the kernel counted after the output stopped (not in the file)\n",
+        total.unwritten);
+  }
   if (s.unattributed_lost > 0) {
     out += absl::StrFormat("  plus %u events lost whose type is unknown\n", s.unattributed_lost);
   }

@@ -40,8 +40,8 @@ void UseTracingDir(const std::string& dir) {
   iotrace_tfs_set_dir(current->data());
 }
 
-bool IsTracefsMountedAt(const std::string& path) {
-  std::ifstream mounts("/proc/mounts");
+bool IsTracefsMountedAt(const std::string& proc, const std::string& path) {
+  std::ifstream mounts(proc + "/mounts");
   std::string line;
   while (std::getline(mounts, line)) {
     std::vector<std::string> parts = absl::StrSplit(line, ' ');
@@ -50,8 +50,8 @@ bool IsTracefsMountedAt(const std::string& path) {
   return false;
 }
 
-std::string FirstMountedTracefs() {
-  std::ifstream mounts("/proc/mounts");
+std::string FirstMountedTracefs(const std::string& proc) {
+  std::ifstream mounts(proc + "/mounts");
   std::string line;
   while (std::getline(mounts, line)) {
     std::vector<std::string> parts = absl::StrSplit(line, ' ');
@@ -60,8 +60,8 @@ std::string FirstMountedTracefs() {
   return "";
 }
 
-bool KernelHasTracefs() {
-  std::ifstream fs("/proc/filesystems");
+bool KernelHasTracefs(const std::string& proc) {
+  std::ifstream fs(proc + "/filesystems");
   std::string line;
   while (std::getline(fs, line)) {
     if (line.find("\ttracefs") != std::string::npos) return true;
@@ -99,17 +99,18 @@ absl::StatusOr<std::string> ReadEventFile(const std::string& system, const std::
 
 }  // namespace
 
-absl::StatusOr<std::string> FindTracefs(const std::string& override_dir) {
+absl::StatusOr<std::string> FindTracefs(const std::string& override_dir,
+                                        const std::string& proc_dir) {
   std::string dir = override_dir;
   if (dir.empty()) {
-    if (IsTracefsMountedAt(kDefaultTracefs)) {
+    if (IsTracefsMountedAt(proc_dir, kDefaultTracefs)) {
       dir = kDefaultTracefs;
     } else {
-      dir = FirstMountedTracefs();
+      dir = FirstMountedTracefs(proc_dir);
     }
   }
   if (dir.empty()) {
-    if (!KernelHasTracefs()) {
+    if (!KernelHasTracefs(proc_dir)) {
       return absl::UnavailableError(
           "this kernel has no tracefs (CONFIG_TRACING is off): block tracepoints cannot be read");
     }
@@ -219,16 +220,16 @@ absl::StatusOr<std::vector<TraceEventInfo>> ResolveEvents(const std::string& tra
 }
 
 absl::StatusOr<TracingMetadata> CollectTracingMetadata(const std::string& tracefs,
-                                                       const std::vector<TraceEventInfo>& events) {
+                                                       const std::vector<TraceEventInfo>& events,
+                                                       bool include_ftrace_formats) {
   TracingMetadata meta;
   meta.page_size = static_cast<uint32_t>(sysconf(_SC_PAGESIZE));
   meta.long_size = sizeof(long);
   IOTRACE_ASSIGN_OR_RETURN(meta.header_page, ReadFileToString(tracefs + "/events/header_page"));
   IOTRACE_ASSIGN_OR_RETURN(meta.header_event, ReadFileToString(tracefs + "/events/header_event"));
-  // The ftrace system's formats (function, print, ...) are part of the block; readers of
-  // trace.dat expect them.
   std::string ftrace_dir = tracefs + "/events/ftrace";
-  if (DIR* d = opendir(ftrace_dir.c_str())) {
+  DIR* d = include_ftrace_formats ? opendir(ftrace_dir.c_str()) : nullptr;
+  if (d != nullptr) {
     std::vector<std::string> names;
     while (dirent* e = readdir(d)) {
       if (e->d_name[0] != '.') names.emplace_back(e->d_name);
@@ -242,6 +243,7 @@ absl::StatusOr<TracingMetadata> CollectTracingMetadata(const std::string& tracef
   }
   auto printk = ReadFileToString(tracefs + "/printk_formats");
   if (printk.ok()) meta.printk_formats = *printk;
+  meta.saved_cmdlines = ReadSavedCmdlines(tracefs);
   for (const TraceEventInfo& e : events) meta.event_formats.push_back({e.system, e.format_text});
   return meta;
 }

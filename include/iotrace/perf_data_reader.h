@@ -1,5 +1,18 @@
 // Reader of perf.data files (PERFILE2): tracepoint samples in timestamp order, read in place
-// from a mapping of the file.
+// from a mapping of the file. Header, attrs, ids and feature sections are validated against the
+// file size at open; problems inside the data are counted in stats(), never fatal.
+//
+// Info() keys (present when the file has them): hostname, os_release, perf_version, arch,
+// nr_cpus_online, nr_cpus_available, cpu_desc, cpuid, total_mem_kb, cmdline, events, clockid,
+// clock_res_ns, clock_ref_wall_ns, clock_ref_clock_ns, first_sample_ns, last_sample_ns,
+// data_offset, data_size.
+//
+// ReadStats problem names: those of PerfProblemName() (perf_record_parser.h) plus
+// "truncated_record" (a record runs past the data end; reading stops there),
+// "bad_record_size" (a record header with size < 8; reading stops there),
+// "out_of_order_beyond_window" (delivered although older than an already delivered record),
+// "bad_feature_<name>" (a header feature whose contents do not parse; it is ignored),
+// "bad_event_format" (a format text in the tracing data that does not parse).
 #ifndef IOTRACE_PERF_DATA_READER_H_
 #define IOTRACE_PERF_DATA_READER_H_
 
@@ -7,11 +20,18 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "iotrace/sorted_run_merger.h"
 #include "iotrace/trace_reader.h"
 
 namespace iotrace {
 
+struct PerfReadOptions {
+  MergeLimits merge;
+};
+
 absl::StatusOr<std::unique_ptr<TraceReader>> OpenPerfData(const std::string& path);
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenPerfData(const std::string& path,
+                                                          const PerfReadOptions& options);
 
 }  // namespace iotrace
 

@@ -40,6 +40,7 @@ struct EventSummary {
   uint64_t kernel_count = 0;  // what the kernel counted (perf read(); ftrace: entries + losses)
   uint64_t ring_lost = 0;     // lost because a buffer was full (perf LOST, ftrace overrun)
   uint64_t silent = 0;        // counted by the kernel, neither recorded nor reported lost
+  uint64_t unwritten = 0;     // counted, but not written because the output stopped (disk full)
 };
 
 struct RecordSummary {

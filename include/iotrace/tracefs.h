@@ -19,9 +19,11 @@ namespace iotrace {
 inline constexpr char kDefaultTracefs[] = "/sys/kernel/tracing";
 
 // The tracefs mount point. Fails with a hint (the mount command) when tracefs is in the kernel
-// but not mounted, and says so when the kernel has no tracefs at all. `override_dir` (tests)
-// points libtracefs at a fake tree instead.
-absl::StatusOr<std::string> FindTracefs(const std::string& override_dir = "");
+// but not mounted, and says so when the kernel has no tracefs at all. `override_dir` points
+// libtracefs at another tree (tests use fakes); `proc_dir` is where mounts and filesystems are
+// read (tests pass a fake /proc).
+absl::StatusOr<std::string> FindTracefs(const std::string& override_dir = "",
+                                        const std::string& proc_dir = "/proc");
 
 // One resolved tracepoint or probe event.
 struct TraceEventInfo {
@@ -46,9 +48,12 @@ absl::StatusOr<std::vector<TraceEventInfo>> ResolveEvents(const std::string& tra
 std::vector<std::string> SuggestNames(std::string_view wanted,
                                       const std::vector<std::string>& candidates, size_t max = 3);
 
-// header_page, header_event, ftrace formats, printk formats and the events' format texts.
+// header_page, header_event, printk formats, saved cmdlines and the events' format texts; the
+// ftrace system's formats (function, print, ...) only when asked: trace-cmd stores them, perf
+// does not (and perf 6.1 cannot parse some of this kernel's).
 absl::StatusOr<TracingMetadata> CollectTracingMetadata(const std::string& tracefs,
-                                                       const std::vector<TraceEventInfo>& events);
+                                                       const std::vector<TraceEventInfo>& events,
+                                                       bool include_ftrace_formats = false);
 
 // saved_cmdlines of the top level ("pid comm" lines); empty when unreadable.
 std::string ReadSavedCmdlines(const std::string& tracefs);

@@ -111,7 +111,7 @@ int RecordCommand(const std::vector<std::string>& args) {
   RecordSummary summary;
   absl::StatusOr<int> result = RunRecord(opt, &summary);
   if (!summary.events.empty()) std::fputs(FormatRecordSummary(summary).c_str(), stderr);
-  if (!result.ok()) return ReportError(result.status());
+  if (!result.ok()) return ReportError(result.status(), IsUsageError(result.status()));
   return *result;
 }
 

@@ -39,7 +39,7 @@ bool HaveTool(const std::string& name) {
   return Sh("command -v " + name + " >/dev/null 2>&1").exit_code == 0;
 }
 
-CommandResult Run(const std::vector<std::string>& argv) {
+CommandResult RunCmd(const std::vector<std::string>& argv) {
   CommandResult r;
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) return r;
@@ -78,7 +78,7 @@ CommandResult Run(const std::vector<std::string>& argv) {
   return r;
 }
 
-CommandResult Sh(const std::string& command) { return Run({"/bin/sh", "-c", command}); }
+CommandResult Sh(const std::string& command) { return RunCmd({"/bin/sh", "-c", command}); }
 
 TempDir::TempDir() {
   char tmpl[] = "/tmp/iotrace_live_XXXXXX";
@@ -100,7 +100,7 @@ ScratchLoop::ScratchLoop(const std::string& scheduler, uint64_t size_mb) {
   backing_ = tmpl;
   if (ftruncate(fd, static_cast<off_t>(size_mb) << 20) != 0) error_ = "ftruncate failed";
   close(fd);
-  CommandResult r = Run({"losetup", "--find", "--show", backing_});
+  CommandResult r = RunCmd({"losetup", "--find", "--show", backing_});
   if (r.exit_code != 0) {
     error_ = "losetup failed: " + r.err;
     return;
@@ -120,7 +120,7 @@ ScratchLoop::ScratchLoop(const std::string& scheduler, uint64_t size_mb) {
 }
 
 ScratchLoop::~ScratchLoop() {
-  if (!device_.empty()) Run({"losetup", "-d", device_});
+  if (!device_.empty()) RunCmd({"losetup", "-d", device_});
   if (!backing_.empty()) unlink(backing_.c_str());
 }
 

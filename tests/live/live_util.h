@@ -35,7 +35,7 @@ struct CommandResult {
 };
 
 // Runs argv (no shell) and collects stdout/stderr.
-CommandResult Run(const std::vector<std::string>& argv);
+CommandResult RunCmd(const std::vector<std::string>& argv);
 // Runs a shell command line.
 CommandResult Sh(const std::string& command);
 

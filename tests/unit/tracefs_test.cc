@@ -113,6 +113,26 @@ TEST(FindTracefsTest, OverrideWithoutEventsDirIsAnError) {
   EXPECT_FALSE(dir.ok());
 }
 
+TEST(FindTracefsTest, NotMountedButInTheKernelGivesTheMountCommand) {
+  char tmpl[] = "/tmp/iotrace_fake_proc_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  fs::path proc = tmpl;
+  WriteFile(proc / "mounts", "proc /proc proc rw 0 0\nsysfs /sys sysfs rw 0 0\n");
+  WriteFile(proc / "filesystems", "nodev\tsysfs\nnodev\ttracefs\n\text4\n");
+  auto dir = FindTracefs("", proc);
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.status().message().find("tracefs is not mounted"), std::string::npos);
+  EXPECT_NE(HintOf(dir.status()).find("mount -t tracefs nodev /sys/kernel/tracing"),
+            std::string::npos);
+  // Without tracefs in the kernel there is nothing to mount: say so, no mount hint.
+  WriteFile(proc / "filesystems", "nodev\tsysfs\n\text4\n");
+  dir = FindTracefs("", proc);
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.status().message().find("no tracefs"), std::string::npos);
+  EXPECT_TRUE(HintOf(dir.status()).empty());
+  fs::remove_all(proc);
+}
+
 TEST(SuggestNamesTest, RanksByDistance) {
   std::vector<std::string> names = {"block:block_rq_issue", "block:block_rq_insert",
                                     "sched:sched_switch"};

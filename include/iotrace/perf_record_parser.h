@@ -1,0 +1,118 @@
+// Decodes perf records in place (from a perf.data file or raw ring bytes): finds each record's
+// attr through its sample id (perf's id_pos / is_pos rules), then reads tracepoint samples,
+// PERF_RECORD_LOST / LOST_SAMPLES and COMM with offsets computed once per attr, so that a
+// sample costs a few bounds-checked loads and no allocation.
+#ifndef IOTRACE_PERF_RECORD_PARSER_H_
+#define IOTRACE_PERF_RECORD_PARSER_H_
+
+#include <linux/perf_event.h>
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "iotrace/bytes.h"
+#include "iotrace/trace_reader.h"
+
+namespace iotrace {
+
+// One attr of a recording and the event ids that belong to it.
+struct PerfAttrInfo {
+  perf_event_attr attr{};
+  std::vector<uint64_t> ids;
+};
+
+// A decoded record; views point into the bytes given to Parse.
+struct PerfRecord {
+  enum class Kind : uint8_t { kOther, kEvent, kLoss, kComm, kRoundEnd };
+  Kind kind = Kind::kOther;
+  bool has_time = false;  // events always have one; loss records when sample_id_all says so
+  uint64_t time = 0;
+  RawEvent event;   // kEvent
+  LossRecord loss;  // kLoss
+  int32_t comm_pid = 0;  // kComm
+  int32_t comm_tid = 0;
+  std::string_view comm;
+};
+
+// Why a record was not decoded; counted by the caller, never fatal.
+enum class PerfProblem : uint8_t {
+  kNone,
+  kUnknownSampleId,      // the sample's id belongs to no attr
+  kNonTracepointSample,  // a sample from a non-tracepoint attr (cycles, dummy, ...)
+  kSampleWithoutTime,
+  kSampleWithoutRaw,
+  kShortSample,          // shorter than its attr's sample_type says
+  kRawPastRecord,        // the RAW size runs past the end of the record
+  kRawTooShort,          // RAW data shorter than the 8-byte common header
+  kShortRecord,          // a LOST / LOST_SAMPLES / COMM record too short for its body
+  kCompressedRecord,     // PERF_RECORD_COMPRESSED (perf record -z): not decoded
+  kCount,
+};
+// "unknown_sample_id", "raw_past_record", ...: the names ReadStats shows.
+const char* PerfProblemName(PerfProblem problem);
+
+class PerfRecordParser {
+ public:
+  PerfRecordParser() = default;  // knows no attr; Create() builds a usable one
+  // Fails when the attrs cannot be told apart (several attrs whose samples carry no id, ids at
+  // different places, an id shared by two attrs).
+  static absl::StatusOr<PerfRecordParser> Create(std::vector<PerfAttrInfo> attrs);
+
+  // Decodes one whole record (`record.size` must equal its header's size, >= 8).
+  PerfProblem Parse(ByteView record, PerfRecord* out) const;
+
+  size_t attr_count() const { return layouts_.size(); }
+  const perf_event_attr& attr(size_t i) const { return attrs_[i].attr; }
+  const std::vector<uint64_t>& ids(size_t i) const { return attrs_[i].ids; }
+  // Index of the attr that owns `id`, or -1.
+  int AttrOfId(uint64_t id) const;
+
+ private:
+  static constexpr uint32_t kAbsent = 0xffffffff;
+
+  // Offsets from the start of a record, computed once from the attr.
+  struct Layout {
+    uint64_t sample_type = 0;
+    uint64_t read_format = 0;
+    int32_t tracepoint_id = -1;  // attr.config for PERF_TYPE_TRACEPOINT, else -1
+    bool usable = false;         // tracepoint with TIME and RAW
+    PerfProblem unusable_reason = PerfProblem::kNone;
+    bool variable = false;       // READ group or CALLCHAIN before RAW: walk from read_off
+    uint32_t tid_off = kAbsent;
+    uint32_t time_off = kAbsent;
+    uint32_t cpu_off = kAbsent;
+    uint32_t read_off = 0;       // start of READ / CALLCHAIN / RAW
+    uint32_t raw_off = 0;        // RAW's u32 size, when !variable
+    // sample_id trailer of non-sample records (sample_id_all), offsets from its start.
+    bool sample_id_all = false;
+    uint32_t trailer_size = 0;
+    uint32_t trailer_tid = kAbsent;
+    uint32_t trailer_time = kAbsent;
+    uint32_t trailer_cpu = kAbsent;
+  };
+
+  const Layout* SampleLayout(ByteView record) const;
+  const Layout* TrailerLayout(ByteView record) const;
+  PerfProblem ParseSample(ByteView record, PerfRecord* out) const;
+  // Reads time/cpu from the trailer of a non-sample record whose body takes `body` bytes.
+  void ReadTrailer(ByteView record, uint32_t body, const Layout* layout, PerfRecord* out,
+                   int32_t* cpu) const;
+
+  std::vector<PerfAttrInfo> attrs_;
+  std::vector<Layout> layouts_;
+  int id_pos_ = -1;       // u64 index of the id in samples (after the header)
+  int trailer_pos_ = -1;  // u64 index from the end of the id in trailers
+  bool sample_id_all_ = false;
+  // id -> attr index: a dense table when the ids are close together (the kernel hands them
+  // out from one counter), else a hash map.
+  uint64_t dense_base_ = 0;
+  std::vector<int32_t> dense_;
+  absl::flat_hash_map<uint64_t, int32_t> sparse_;
+};
+
+}  // namespace iotrace
+
+#endif  // IOTRACE_PERF_RECORD_PARSER_H_

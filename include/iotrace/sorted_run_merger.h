@@ -1,0 +1,279 @@
+// Time-orders a byte stream of records that is a concatenation of sorted runs (per-CPU perf
+// ring drains written one after another), in place and in bounded memory: the stream is cut
+// into maximal non-decreasing runs as it is scanned, and a small heap over run cursors (never
+// over events) merges them. A record is emitted once nothing later in the stream can precede
+// it: by round marks (PERF_RECORD_FINISHED_ROUND semantics: everything up to the largest time
+// seen before the previous mark is final), else by a window (bytes and records scanned past it).
+// Memory caps (live runs, bytes between the oldest cursor and the scan) force emission in
+// pathological streams; records that then arrive older than what was emitted are still
+// delivered, flagged out of order.
+#ifndef IOTRACE_SORTED_RUN_MERGER_H_
+#define IOTRACE_SORTED_RUN_MERGER_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace iotrace {
+
+struct MergeLimits {
+  // Without round marks: a record is final once this many bytes / records follow it.
+  uint64_t window_bytes = uint64_t{8} << 20;
+  uint64_t window_records = uint64_t{1} << 18;
+  // Memory caps, whatever the marks say.
+  uint64_t max_span_bytes = uint64_t{32} << 20;  // scan position - oldest live cursor
+  size_t max_runs = 4096;                        // live runs (>= 2)
+  // The source's Release() is called each time the oldest cursor moves on by this much.
+  uint64_t release_step = uint64_t{2} << 20;
+};
+
+struct MergeCounters {
+  uint64_t emitted = 0;
+  uint64_t out_of_order = 0;  // emitted with a time below an earlier emitted record's
+  uint64_t forced = 0;        // emitted because a memory cap was reached
+  uint64_t runs = 0;          // runs found in the stream
+  uint64_t max_live_runs = 0;
+};
+
+enum class ScanKind : uint8_t { kTimed, kUntimed, kRoundEnd, kStop };
+
+// Source (duck-typed, so that its calls inline):
+//   using Item = ...;   // copyable, with a `uint64_t time` member
+//   // First visit of the record at `pos`: sets *next (the following record) and, for a timed
+//   // record, *item. kStop ends the stream (the source accounts for why).
+//   ScanKind Scan(uint64_t pos, uint64_t* next, Item* item);
+//   // Revisit of a scanned record (no side effects): true when it is timed.
+//   bool Peek(uint64_t pos, uint64_t* next, Item* item);
+//   void Emit(const Item& item, bool out_of_order);
+//   void Release(uint64_t below);  // nothing before `below` will be read again
+template <typename Source>
+class SortedRunMerger {
+ public:
+  using Item = typename Source::Item;
+
+  SortedRunMerger(Source* source, uint64_t begin, uint64_t end, MergeLimits limits = {})
+      : source_(source), limits_(limits), scan_pos_(begin), end_(end), released_(begin) {
+    limits_.max_runs = std::max<size_t>(limits_.max_runs, 2);
+    ring_.resize(limits_.max_runs);
+    heap_.reserve(limits_.max_runs);
+  }
+
+  // Scans the whole stream and emits every timed record.
+  void Run() {
+    for (;;) {
+      if (!heap_.empty() && CanEmit(ring_[heap_[0]])) {
+        EmitTop();
+        continue;
+      }
+      if (scan_done_) break;  // heap empty: CanEmit is always true once the scan is done
+      ScanOne();
+    }
+    source_->Release(end_);
+  }
+
+  const MergeCounters& counters() const { return counters_; }
+
+ private:
+  static constexpr uint32_t kNone = 0xffffffff;
+
+  struct RunCursor {
+    Item item{};             // the current record, decoded
+    uint64_t pos = 0;        // offset of the current record (== end when starved)
+    uint64_t next = 0;       // offset of the record after it
+    uint64_t end = 0;        // end of the run (the scan position for the open run)
+    uint64_t index = 0;      // scan index of the current record
+    uint64_t last_time = 0;  // time of the run's last scanned record
+    uint64_t seq = 0;        // creation order: breaks ties so equal times keep file order
+    bool ready = false;      // has a current record (is in the heap)
+    bool closed = false;     // a later run exists: this one gets no more records
+  };
+
+  bool Before(uint32_t a, uint32_t b) const {
+    const RunCursor& x = ring_[a];
+    const RunCursor& y = ring_[b];
+    return x.item.time < y.item.time || (x.item.time == y.item.time && x.seq < y.seq);
+  }
+
+  uint64_t LowPos() const { return live_ > 0 ? ring_[head_].pos : scan_pos_; }
+
+  bool CanEmit(const RunCursor& r) {
+    if (scan_done_) return true;
+    if (has_round_limit_ && r.item.time <= round_limit_) return true;
+    if (!rounds_seen_ && (scan_pos_ - r.pos >= limits_.window_bytes ||
+                          scanned_ - r.index >= limits_.window_records)) {
+      return true;
+    }
+    if (live_ >= limits_.max_runs || scan_pos_ - LowPos() > limits_.max_span_bytes) {
+      ++counters_.forced;
+      return true;
+    }
+    return false;
+  }
+
+  void ScanOne() {
+    const uint64_t pos = scan_pos_;
+    if (pos >= end_) {
+      scan_done_ = true;
+      return;
+    }
+    uint64_t next = 0;
+    ScanKind kind = source_->Scan(pos, &next, &scratch_);
+    if (kind == ScanKind::kStop || next <= pos || next > end_) {
+      scan_done_ = true;
+      return;
+    }
+    const uint64_t index = scanned_++;
+    scan_pos_ = next;
+    if (kind == ScanKind::kRoundEnd) {
+      // perf's ordered_events: a round mark makes final what was seen before the previous one.
+      has_round_limit_ = rounds_seen_;
+      round_limit_ = prev_round_max_;
+      prev_round_max_ = max_time_;
+      rounds_seen_ = true;
+    } else if (kind == ScanKind::kTimed) {
+      const uint64_t t = scratch_.time;
+      max_time_ = std::max(max_time_, t);
+      if (open_ != kNone && t >= ring_[open_].last_time) {
+        RunCursor& o = ring_[open_];
+        if (!o.ready) {
+          o.item = scratch_;
+          o.pos = pos;
+          o.next = next;
+          o.index = index;
+          o.ready = true;
+          HeapPush(open_);
+        }
+        o.last_time = t;
+      } else {
+        if (open_ != kNone) {
+          ring_[open_].closed = true;
+          PopExhaustedFront();
+        }
+        const uint32_t slot = static_cast<uint32_t>((head_ + live_) % ring_.size());
+        ++live_;
+        RunCursor& r = ring_[slot];
+        r.item = scratch_;
+        r.pos = pos;
+        r.next = next;
+        r.index = index;
+        r.last_time = t;
+        r.seq = counters_.runs++;
+        r.ready = true;
+        r.closed = false;
+        open_ = slot;
+        HeapPush(slot);
+        counters_.max_live_runs = std::max<uint64_t>(counters_.max_live_runs, live_);
+      }
+    }
+    if (open_ != kNone) ring_[open_].end = scan_pos_;
+  }
+
+  void EmitTop() {
+    const uint32_t slot = heap_[0];
+    RunCursor& r = ring_[slot];
+    const bool out_of_order = r.item.time < last_emitted_;
+    source_->Emit(r.item, out_of_order);
+    ++counters_.emitted;
+    if (out_of_order) {
+      ++counters_.out_of_order;
+    } else {
+      last_emitted_ = r.item.time;
+    }
+    uint64_t p = r.next;
+    uint64_t index = r.index + 1;
+    while (p < r.end) {
+      uint64_t n = 0;
+      if (source_->Peek(p, &n, &r.item)) {
+        r.pos = p;
+        r.next = n;
+        r.index = index;
+        SiftDown(0);
+        MaybeRelease();
+        return;
+      }
+      if (n <= p) break;  // cannot happen on scanned bytes; never loop
+      p = n;
+      ++index;
+    }
+    r.pos = r.end;
+    r.index = index;
+    r.ready = false;
+    HeapPopTop();
+    PopExhaustedFront();
+  }
+
+  void PopExhaustedFront() {
+    while (live_ > 0 && ring_[head_].closed && !ring_[head_].ready) {
+      head_ = (head_ + 1) % ring_.size();
+      --live_;
+    }
+    MaybeRelease();
+  }
+
+  void MaybeRelease() {
+    const uint64_t low = LowPos();
+    if (low >= released_ + limits_.release_step) {
+      source_->Release(low);
+      released_ = low;
+    }
+  }
+
+  void HeapPush(uint32_t slot) {
+    heap_.push_back(slot);
+    size_t i = heap_.size() - 1;
+    while (i > 0) {
+      size_t parent = (i - 1) / 2;
+      if (!Before(heap_[i], heap_[parent])) break;
+      std::swap(heap_[i], heap_[parent]);
+      i = parent;
+    }
+  }
+
+  void HeapPopTop() {
+    heap_[0] = heap_.back();
+    heap_.pop_back();
+    if (!heap_.empty()) SiftDown(0);
+  }
+
+  void SiftDown(size_t i) {
+    const size_t n = heap_.size();
+    for (;;) {
+      size_t best = i;
+      size_t l = 2 * i + 1;
+      size_t r = l + 1;
+      if (l < n && Before(heap_[l], heap_[best])) best = l;
+      if (r < n && Before(heap_[r], heap_[best])) best = r;
+      if (best == i) return;
+      std::swap(heap_[i], heap_[best]);
+      i = best;
+    }
+  }
+
+  Source* source_;
+  MergeLimits limits_;
+  uint64_t scan_pos_;
+  uint64_t end_;
+  uint64_t released_;
+  bool scan_done_ = false;
+  uint64_t scanned_ = 0;
+
+  std::vector<RunCursor> ring_;  // runs in stream order: [head_, head_ + live_)
+  size_t head_ = 0;
+  size_t live_ = 0;
+  uint32_t open_ = kNone;        // the run the scan extends
+  std::vector<uint32_t> heap_;   // ready runs, earliest current record first
+
+  bool rounds_seen_ = false;
+  bool has_round_limit_ = false;
+  uint64_t round_limit_ = 0;
+  uint64_t prev_round_max_ = 0;
+  uint64_t max_time_ = 0;
+  uint64_t last_emitted_ = 0;
+  Item scratch_{};
+  MergeCounters counters_;
+};
+
+}  // namespace iotrace
+
+#endif  // IOTRACE_SORTED_RUN_MERGER_H_
