@@ -11,6 +11,7 @@ namespace iotrace {
 namespace {
 
 constexpr char kHintUrl[] = "iotrace/hint";
+constexpr char kUsageUrl[] = "iotrace/usage";
 
 absl::StatusCode CodeForErrno(int err) {
   switch (err) {
@@ -62,6 +63,19 @@ absl::Status WithHint(absl::Status status, std::string_view hint) {
 std::string HintOf(const absl::Status& status) {
   auto payload = status.GetPayload(kHintUrl);
   return payload ? std::string(*payload) : std::string();
+}
+
+absl::Status UsageError(std::string_view message, std::string_view hint) {
+  return AsUsageError(WithHint(absl::InvalidArgumentError(std::string(message)), hint));
+}
+
+bool IsUsageError(const absl::Status& status) {
+  return status.GetPayload(kUsageUrl).has_value();
+}
+
+absl::Status AsUsageError(absl::Status status) {
+  if (!status.ok()) status.SetPayload(kUsageUrl, absl::Cord("1"));
+  return status;
 }
 
 absl::Status Annotate(const absl::Status& status, std::string_view context) {

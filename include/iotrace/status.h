@@ -20,6 +20,12 @@ absl::Status ErrnoError(int err, std::string_view action, std::string_view objec
 absl::Status WithHint(absl::Status status, std::string_view hint);
 std::string HintOf(const absl::Status& status);
 
+// An error in what the user asked for (bad option value, unknown event, command not found):
+// the CLI exits with status 2 for these, 1 for everything else.
+absl::Status UsageError(std::string_view message, std::string_view hint = "");
+bool IsUsageError(const absl::Status& status);
+absl::Status AsUsageError(absl::Status status);
+
 // Prefixes the message ("CONTEXT: message") and keeps code and hint.
 absl::Status Annotate(const absl::Status& status, std::string_view context);
 

@@ -1,14 +1,118 @@
+// iotrace record: flags -> RecordOptions -> RunRecord, then the summary table.
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "iotrace/cli.h"
+#include "iotrace/flags.h"
+#include "iotrace/record.h"
+#include "iotrace/status.h"
 
 namespace iotrace {
 
 int RecordCommand(const std::vector<std::string>& args) {
-  std::fprintf(stderr, "iotrace: error: record is not built yet\n");
-  return kExitRuntime;
+  RecordOptions opt;
+  bool help = false;
+  bool default_events = true;
+  std::vector<std::string> extra_events;
+  FlagParser flags;
+  flags.Add("event", 'e', true, "SYS:EVENT",
+            "also record this tracepoint (repeatable; globs such as 'block:*')",
+            [&](const std::string& v) {
+              extra_events.push_back(v);
+              return absl::OkStatus();
+            });
+  flags.Add("no-default-events", 0, false, "",
+            "record only the -e events (the report needs the default block_rq_* events)",
+            [&](const std::string&) {
+              default_events = false;
+              return absl::OkStatus();
+            });
+  flags.Add("output", 'o', true, "FILE",
+            "output file (default ./iotrace.data; ./iotrace.dat with --backend ftrace)",
+            [&](const std::string& v) {
+              opt.output = v;
+              return absl::OkStatus();
+            });
+  flags.Add("duration", 'd', true, "SECONDS", "stop after this long",
+            [&](const std::string& v) { return ParseSecondsFlag("--duration", v, &opt.duration_s); });
+  flags.Add("dev", 0, true, "DEV",
+            "only this disk (MAJ:MIN or /dev/NAME; repeatable), filtered in the kernel",
+            [&](const std::string& v) {
+              opt.devs.push_back(v);
+              return absl::OkStatus();
+            });
+  flags.Add("backend", 'b', true, "auto|perf|ftrace",
+            "capture backend (default auto: perf only where it loses nothing)",
+            [&](const std::string& v) {
+              if (v == "auto") opt.backend = Backend::kAuto;
+              else if (v == "perf") opt.backend = Backend::kPerf;
+              else if (v == "ftrace") opt.backend = Backend::kFtrace;
+              else
+                return WithHint(absl::InvalidArgumentError(
+                                    absl::StrFormat("--backend: unknown backend '%s'", v)),
+                                "use auto, perf or ftrace");
+              return absl::OkStatus();
+            });
+  flags.Add("mmap-pages", 'm', true, "N",
+            "perf ring size per CPU in pages, a power of two (default 1024 = 4 MiB)",
+            [&](const std::string& v) { return ParseUint32Flag("--mmap-pages", v, &opt.mmap_pages); });
+  flags.Add("buffer-kb", 0, true, "KB", "ftrace buffer per CPU in KiB (default 8192)",
+            [&](const std::string& v) { return ParseUint32Flag("--buffer-kb", v, &opt.buffer_kb); });
+  flags.Add("probe", 0, true, "DEF",
+            "add a dynamic probe: 'p:[GRP/]NAME SYMBOL[+OFFS] [ARGS]', 'r:...', or "
+            "'p:NAME /path/bin:SYMBOL [ARGS]' (repeatable)",
+            [&](const std::string& v) {
+              opt.probes.push_back(v);
+              return absl::OkStatus();
+            });
+  flags.Add("progress", 0, false, "", "show the progress line even when stderr is not a terminal",
+            [&](const std::string&) {
+              opt.progress = 1;
+              return absl::OkStatus();
+            });
+  flags.Add("no-progress", 0, false, "", "never show the progress line",
+            [&](const std::string&) {
+              opt.progress = 0;
+              return absl::OkStatus();
+            });
+  flags.Add("tracefs", 0, true, "DIR", "tracefs mount point (default: found in /proc/mounts)",
+            [&](const std::string& v) {
+              opt.tracefs_dir = v;
+              return absl::OkStatus();
+            });
+  flags.Add("help", 'h', false, "", "show this help", [&](const std::string&) {
+    help = true;
+    return absl::OkStatus();
+  });
+
+  absl::Status parsed = flags.Parse(args, nullptr, &opt.command);
+  if (help) {
+    std::printf(
+        "usage: iotrace record [options] [-- command [args...]]\n\n"
+        "Records block-layer tracepoints system-wide into a perf.data file (perf backend) or a\n"
+        "trace.dat file (ftrace backend) that iotrace report, perf script and trace-cmd read.\n"
+        "Stops after --duration, when the command after -- exits (iotrace then exits with its\n"
+        "status), or on Ctrl-C / SIGTERM; the file is complete in every case.\n\n"
+        "Default events: %s\n\noptions:\n%s",
+        absl::StrJoin(DefaultRecordEvents(), ", ").c_str(), flags.Help().c_str());
+    return kExitOk;
+  }
+  if (!parsed.ok()) return ReportError(parsed, /*usage=*/true);
+  if (!default_events) opt.events.clear();
+  opt.events.insert(opt.events.end(), extra_events.begin(), extra_events.end());
+  absl::Status valid = ValidateRecordOptions(opt);
+  if (!valid.ok()) return ReportError(valid, /*usage=*/true);
+  opt.argv = {"iotrace", "record"};
+  opt.argv.insert(opt.argv.end(), args.begin(), args.end());
+
+  RecordSummary summary;
+  absl::StatusOr<int> result = RunRecord(opt, &summary);
+  if (!summary.events.empty()) std::fputs(FormatRecordSummary(summary).c_str(), stderr);
+  if (!result.ok()) return ReportError(result.status(), IsUsageError(result.status()));
+  return *result;
 }
 
 }  // namespace iotrace

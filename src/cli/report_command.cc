@@ -1,14 +1,199 @@
+// iotrace report: flags -> ReportOptions -> RunReport. Only flag parsing lives here; everything
+// else is in the library (latency_report, report_format, report_runner) where tests call it.
+#include <cmath>
 #include <cstdio>
+#include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "iotrace/block_event.h"
 #include "iotrace/cli.h"
+#include "iotrace/latency_report.h"
+#include "iotrace/report_runner.h"
+#include "iotrace/status.h"
 
 namespace iotrace {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: iotrace report [-i FILE] [options]\n"
+    "\n"
+    "Per-request block I/O latency histograms from a perf.data or trace.dat file (written by\n"
+    "iotrace record, perf record -e 'block:*' or trace-cmd record), per device x op x phase:\n"
+    "  I2D insert->issue (queue), D2C issue->complete (device), I2C insert->complete,\n"
+    "  Q2D/Q2C bio queued->issue/complete (when block_bio_queue was recorded).\n"
+    "Every event that could not be paired or was lost is counted in the report.\n"
+    "\n"
+    "input and output:\n"
+    "  -i, --input FILE        file to read (default: ./iotrace.data)\n"
+    "  -o, --output FILE       write the main output to FILE instead of standard output\n"
+    "  --format FORMAT         text (default), csv (histogram buckets) or json\n"
+    "  --summary-csv FILE      also write one summary row (count, min, mean, percentiles,\n"
+    "                          max) per device/op/phase to FILE\n"
+    "  --unit UNIT             ns, us (default) or ms, for the text output; csv and json are\n"
+    "                          always in ns\n"
+    "  --interval SECONDS      time series: one block of rows per interval of SECONDS\n"
+    "filters (repeat a flag or give a comma-separated list for several values):\n"
+    "  --dev DEV               device as MAJ:MIN (7:0) or name (loop0, /dev/loop0)\n"
+    "  --op OP                 read, write, flush, discard, other\n"
+    "  --comm NAME             requests inserted or issued by a process named NAME\n"
+    "  --pid PID               requests inserted or issued by process PID\n"
+    "  --since SECONDS         keep phases that end SECONDS or more after the first event\n"
+    "  --until SECONDS         keep phases that end at most SECONDS after the first event\n"
+    "pairing:\n"
+    "  --expiry SECONDS        forget a request idle this long in trace time (default 30)\n"
+    "  --max-inflight N        requests tracked at once; the oldest is evicted (default 131072)\n"
+    "\n"
+    "  -h, --help              show this help\n"
+    "\n"
+    "Exit status: 0 ok, 1 runtime error, 2 usage error.\n";
+
+absl::Status Usage(std::string message, std::string_view hint = "") {
+  return WithHint(absl::InvalidArgumentError(std::move(message)),
+                  hint.empty() ? "run 'iotrace report --help' for the options" : hint);
+}
+
+absl::Status ParseSeconds(std::string_view flag, const std::string& value, double* out) {
+  double v = 0;
+  if (!absl::SimpleAtod(value, &v) || !std::isfinite(v) || v < 0) {
+    return Usage(absl::StrFormat("%s '%s': expected a number of seconds >= 0", flag, value),
+                 absl::StrFormat("for example %s 2.5", flag));
+  }
+  *out = v;
+  return absl::OkStatus();
+}
+
+std::vector<std::string> SplitList(const std::string& value) {
+  return absl::StrSplit(value, ',', absl::SkipEmpty());
+}
+
+// Parses the arguments after "report". *help is set when --help was given.
+absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bool* help) {
+  ReportOptions o;
+  *help = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i];
+    std::string value;
+    bool has_inline_value = false;
+    if (arg.rfind("--", 0) == 0) {
+      size_t eq = arg.find('=');
+      if (eq != std::string::npos) {
+        value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+        has_inline_value = true;
+      }
+    }
+    auto take = [&](std::string* out) -> absl::Status {
+      if (has_inline_value) {
+        *out = value;
+      } else if (i + 1 < args.size()) {
+        *out = args[++i];
+      } else {
+        return Usage(absl::StrFormat("option %s needs a value", arg));
+      }
+      if (out->empty()) return Usage(absl::StrFormat("option %s: empty value", arg));
+      return absl::OkStatus();
+    };
+    std::string v;
+    if (arg == "-h" || arg == "--help") {
+      *help = true;
+      return o;
+    } else if (arg == "-i" || arg == "--input") {
+      IOTRACE_RETURN_IF_ERROR(take(&o.input));
+    } else if (arg == "-o" || arg == "--output") {
+      IOTRACE_RETURN_IF_ERROR(take(&o.output));
+    } else if (arg == "--format") {
+      IOTRACE_RETURN_IF_ERROR(take(&v));
+      if (!ParseOutputFormat(v, &o.format)) {
+        return Usage(absl::StrFormat("--format '%s': unknown format", v),
+                     "use --format text, --format csv or --format json");
+      }
+    } else if (arg == "--summary-csv") {
+      IOTRACE_RETURN_IF_ERROR(take(&o.summary_csv));
+    } else if (arg == "--unit") {
+      IOTRACE_RETURN_IF_ERROR(take(&v));
+      if (!ParseTimeUnit(v, &o.unit)) {
+        return Usage(absl::StrFormat("--unit '%s': unknown unit", v), "use --unit ns, us or ms");
+      }
+    } else if (arg == "--interval") {
+      IOTRACE_RETURN_IF_ERROR(take(&v));
+      IOTRACE_RETURN_IF_ERROR(ParseSeconds(arg, v, &o.interval_s));
+      if (o.interval_s == 0) {
+        return Usage("--interval 0: the interval must be longer than 0 s",
+                     "for example --interval 1 for one block per second");
+      }
+    } else if (arg == "--dev") {
+      IOTRACE_RETURN_IF_ERROR(take(&v));
+      for (std::string& d : SplitList(v)) o.devices.push_back(std::move(d));
+    } else if (arg == "--op") {
+      IOTRACE_RETURN_IF_ERROR(take(&v));
+      for (const std::string& name : SplitList(v)) {
+        BlockOp op;
+        if (!ParseBlockOp(name, &op)) {
+          return Usage(absl::StrFormat("--op '%s': unknown operation", name),
+                       "operations are read, write, flush, discard and other");
+        }
+        o.ops.push_back(op);
+      }
+    } else if (arg == "--comm") {
+      IOTRACE_RETURN_IF_ERROR(take(&v));
+      for (std::string& c : SplitList(v)) o.comms.push_back(std::move(c));
+    } else if (arg == "--pid") {
+      IOTRACE_RETURN_IF_ERROR(take(&v));
+      for (const std::string& p : SplitList(v)) {
+        int32_t pid = 0;
+        if (!absl::SimpleAtoi(p, &pid) || pid < 0) {
+          return Usage(absl::StrFormat("--pid '%s': expected a process id", p));
+        }
+        o.pids.push_back(pid);
+      }
+    } else if (arg == "--since" || arg == "--until") {
+      IOTRACE_RETURN_IF_ERROR(take(&v));
+      double s = 0;
+      IOTRACE_RETURN_IF_ERROR(ParseSeconds(arg, v, &s));
+      (arg == "--since" ? o.since_s : o.until_s) = s;
+    } else if (arg == "--expiry") {
+      IOTRACE_RETURN_IF_ERROR(take(&v));
+      IOTRACE_RETURN_IF_ERROR(ParseSeconds(arg, v, &o.expiry_s));
+    } else if (arg == "--max-inflight") {
+      IOTRACE_RETURN_IF_ERROR(take(&v));
+      uint64_t n = 0;
+      if (!absl::SimpleAtoi(v, &n)) {
+        return Usage(absl::StrFormat("--max-inflight '%s': expected a count", v));
+      }
+      o.max_inflight = static_cast<size_t>(n);
+    // A per-event dump (--events) will be one more flag here that sets a mode in
+    // ReportOptions; the library hands it decoded events through
+    // LatencyReportBuilder::set_block_event_sink.
+    } else if (!arg.empty() && arg[0] == '-') {
+      return Usage(absl::StrFormat("unknown option '%s'", args[i]));
+    } else {
+      return Usage(absl::StrFormat("unexpected argument '%s'", arg),
+                   absl::StrFormat("to read a file, give it with -i: iotrace report -i %s", arg));
+    }
+  }
+  IOTRACE_RETURN_IF_ERROR(ValidateReportOptions(o));
+  return o;
+}
+
+}  // namespace
 
 int ReportCommand(const std::vector<std::string>& args) {
-  std::fprintf(stderr, "iotrace: error: report is not built yet\n");
-  return kExitRuntime;
+  bool help = false;
+  absl::StatusOr<ReportOptions> options = ParseArgs(args, &help);
+  if (!options.ok()) return ReportError(options.status(), /*usage=*/true);
+  if (help) {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  absl::Status status = RunReport(*options, std::cout, std::cerr);
+  if (!status.ok()) return ReportError(status);
+  return kExitOk;
 }
 
 }  // namespace iotrace

@@ -1,0 +1,152 @@
+// Block-layer tracepoint records decoded into one small fixed struct (BlockEvent), with field
+// offsets resolved by name once from the file's event formats (BlockDecoder).
+#ifndef IOTRACE_BLOCK_EVENT_H_
+#define IOTRACE_BLOCK_EVENT_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "iotrace/event_format.h"
+#include "iotrace/trace_reader.h"
+
+namespace iotrace {
+
+// The block tracepoints iotrace understands (include/trace/events/block.h).
+enum class BlockEventKind : uint8_t {
+  kInsert,         // block_rq_insert: request enters the I/O scheduler / dispatch list
+  kIssue,          // block_rq_issue: request handed to the driver
+  kComplete,       // block_rq_complete: (part of) a request finished
+  kRequeue,        // block_rq_requeue: driver gave the request back; it will be issued again
+  kMerge,          // block_rq_merge: request merged into another one; it disappears
+  kBioQueue,       // block_bio_queue: a bio entered the block layer
+  kBioFrontMerge,  // block_bio_frontmerge: a bio merged in front of a request (sector moves)
+  kBioBackMerge,   // block_bio_backmerge: a bio appended to a request
+  kIoStart,        // block_io_start: I/O accounting starts
+  kIoDone,         // block_io_done: I/O accounting ends
+};
+inline constexpr int kBlockEventKindCount = 10;
+// "block_rq_insert", ... (the tracepoint name).
+std::string_view BlockEventKindName(BlockEventKind kind);
+
+// The operation of a request, from the op letter of rwbs.
+enum class BlockOp : uint8_t { kRead, kWrite, kFlush, kDiscard, kOther };
+inline constexpr int kBlockOpCount = 5;
+std::string_view BlockOpName(BlockOp op);  // "read", "write", "flush", "discard", "other"
+// Parses "read" ... "other"; false when unknown.
+bool ParseBlockOp(std::string_view name, BlockOp* op);
+
+// Request flags carried in rwbs.
+enum BlockFlag : uint8_t {
+  kBlockFlagPreflush = 1 << 0,   // leading F
+  kBlockFlagFua = 1 << 1,        // F after the op
+  kBlockFlagReadahead = 1 << 2,  // A
+  kBlockFlagSync = 1 << 3,       // S
+  kBlockFlagMeta = 1 << 4,       // M
+};
+
+// Parses an rwbs string as blk_fill_rwbs (kernel/trace/blktrace.c) writes it: an optional
+// leading 'F' (REQ_PREFLUSH), the op ("W", "R", "D", "DE" secure erase, "F" flush, "N" other,
+// "WZ" write zeroes, "Z?" zone ops), then 'F' (FUA), 'A' (readahead), 'S' (sync), 'M' (meta);
+// later kernels append atomic-write letters, which are ignored. Stops at NUL or the end of the
+// view. Write-zeroes, zone ops and "N" are kOther. Returns false when no op letter is found
+// (*op is then kOther).
+bool ParseRwbs(std::string_view rwbs, BlockOp* op, uint8_t* flags);
+
+inline constexpr size_t kCommSize = 16;  // TASK_COMM_LEN
+
+// A decoded block event. Fields the event's format lacks are zero (bytes: nr_sector * 512).
+struct BlockEvent {
+  uint64_t ts = 0;
+  uint64_t sector = 0;
+  uint32_t dev = 0;  // kernel dev_t: MAJOR << 20 | MINOR
+  uint32_t nr_sector = 0;
+  uint32_t bytes = 0;
+  int32_t error = 0;
+  int32_t pid = -1;  // the process the reader names (tgid when known), else common_pid
+  uint32_t cpu = 0;
+  BlockEventKind kind = BlockEventKind::kIssue;
+  BlockOp op = BlockOp::kOther;
+  uint8_t flags = 0;  // BlockFlag bits
+  char comm[kCommSize] = {};  // always NUL-terminated; empty when the event has no comm
+
+  static constexpr uint64_t kFlushCompleteSector = ~uint64_t{0};
+  // A flush request: op flush, or an empty preflush, or a completion at sector -1
+  // (KERNEL-NOTES: flush issue "FF" sector 0 + 0, complete at sector 2^64-1).
+  bool IsFlush() const {
+    return op == BlockOp::kFlush ||
+           (nr_sector == 0 && ((flags & kBlockFlagPreflush) != 0 || sector == kFlushCompleteSector));
+  }
+};
+
+inline uint32_t DevMajor(uint32_t dev) { return dev >> 20; }
+inline uint32_t DevMinor(uint32_t dev) { return dev & ((1u << 20) - 1); }
+inline uint32_t MakeDev(uint32_t major, uint32_t minor) { return major << 20 | minor; }
+std::string DevString(uint32_t dev);  // "MAJ:MIN"
+
+// Receives every decoded block event (for consumers other than the matcher, e.g. a dump).
+class BlockEventSink {
+ public:
+  virtual ~BlockEventSink() = default;
+  virtual void OnBlockEvent(const BlockEvent& event) = 0;
+};
+
+// Why a record was not decoded.
+enum class DecodeProblem : uint8_t {
+  kShortRecord,      // payload ends before a field the event needs
+  kFormatUnusable,   // the event's format lacks a needed field (see format_problems())
+  kUnknownOp,        // rwbs without an op letter (decoded as op "other")
+};
+inline constexpr int kDecodeProblemCount = 3;
+std::string_view DecodeProblemName(DecodeProblem problem);
+
+struct DecodeStats {
+  std::array<uint64_t, kBlockEventKindCount> decoded{};   // per kind
+  std::array<uint64_t, kBlockEventKindCount> rejected{};  // per kind, any problem but kUnknownOp
+  std::array<uint64_t, kDecodeProblemCount> problems{};
+  uint64_t other_events = 0;  // records of events that are not block events we use
+};
+
+// Decodes block tracepoint records. Built once from the file's formats: every field is looked
+// up by name once and kept as {offset, size}; decoding a record is a table lookup by format id
+// and a few bounds-checked loads, with no allocation.
+class BlockDecoder {
+ public:
+  explicit BlockDecoder(const std::vector<EventFormat>& formats);
+
+  // True and *out filled when `raw` is a block event we use; false otherwise (counted).
+  bool Decode(const RawEvent& raw, BlockEvent* out);
+
+  // True when the file carries a usable format for `kind`.
+  bool Has(BlockEventKind kind) const { return has_[static_cast<int>(kind)]; }
+  // The format id of `kind`, -1 when absent.
+  int32_t FormatId(BlockEventKind kind) const { return ids_[static_cast<int>(kind)]; }
+  // One line per format that cannot be used, e.g. "block:block_rq_issue: no field 'dev'".
+  const std::vector<std::string>& format_problems() const { return format_problems_; }
+  const DecodeStats& stats() const { return stats_; }
+
+ private:
+  struct Field {
+    uint32_t offset = 0;
+    uint32_t size = 0;  // 0 = absent
+  };
+  struct Layout {
+    BlockEventKind kind = BlockEventKind::kIssue;
+    bool usable = false;
+    uint32_t required_size = 0;  // the payload must hold every required field
+    Field dev, sector, nr_sector, rwbs, bytes, comm, error, common_pid;
+  };
+
+  std::vector<Layout> layouts_;      // a few entries, one per block format in the file
+  std::vector<int16_t> slot_by_id_;  // format id -> index into layouts_, -1 when not ours
+  std::array<bool, kBlockEventKindCount> has_{};
+  std::array<int32_t, kBlockEventKindCount> ids_{};
+  std::vector<std::string> format_problems_;
+  DecodeStats stats_;
+};
+
+}  // namespace iotrace
+
+#endif  // IOTRACE_BLOCK_EVENT_H_

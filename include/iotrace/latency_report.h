@@ -1,0 +1,245 @@
+// The latency report: ReportOptions (what the CLI fills and tests build directly), the plain
+// LatencyReport model that formatters print, and LatencyReportBuilder, the EventSink that runs
+// decode -> match -> filter -> histograms (+ per interval) and accounts for every lost event.
+#ifndef IOTRACE_LATENCY_REPORT_H_
+#define IOTRACE_LATENCY_REPORT_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "iotrace/block_event.h"
+#include "iotrace/device_names.h"
+#include "iotrace/histogram.h"
+#include "iotrace/request_matcher.h"
+#include "iotrace/trace_reader.h"
+
+namespace iotrace {
+
+enum class TimeUnit : uint8_t { kNs, kUs, kMs };
+std::string_view TimeUnitName(TimeUnit unit);  // "ns", "us", "ms"
+bool ParseTimeUnit(std::string_view name, TimeUnit* unit);
+
+enum class OutputFormat : uint8_t { kText, kCsv, kJson };
+std::string_view OutputFormatName(OutputFormat format);
+bool ParseOutputFormat(std::string_view name, OutputFormat* format);
+
+struct ReportOptions {
+  std::string input = "iotrace.data";  // -i
+  std::string output;                  // -o: main output file; empty = stdout
+  OutputFormat format = OutputFormat::kText;
+  std::string summary_csv;             // --summary-csv FILE; empty = none
+  TimeUnit unit = TimeUnit::kUs;       // text output only; csv/json are always ns
+
+  // Filters; an empty list means "all". A request passes --comm/--pid when the process that
+  // inserted it or the one that issued it matches.
+  std::vector<std::string> devices;  // "MAJ:MIN" or a name ("loop0", "/dev/loop0")
+  std::vector<BlockOp> ops;
+  std::vector<std::string> comms;
+  std::vector<int32_t> pids;
+  // Seconds from the first event in the file; a phase sample is kept when its end time lies
+  // in [since, until].
+  std::optional<double> since_s;
+  std::optional<double> until_s;
+
+  double interval_s = 0;  // > 0: a time series, one block per interval of this length
+
+  // Matcher bounds.
+  double expiry_s = 30;
+  size_t max_inflight = 131072;
+
+  // Where device names come from (tests point these at fixtures).
+  std::string sysfs_root = "/sys";
+  std::string procfs_root = "/proc";
+};
+
+// Checks values and combinations (usage errors: InvalidArgument with a hint).
+absl::Status ValidateReportOptions(const ReportOptions& options);
+
+struct LatencySummary {
+  uint64_t count = 0;
+  uint64_t min_ns = 0;
+  uint64_t max_ns = 0;
+  uint64_t sum_ns = 0;
+  double mean_ns = 0;
+  uint64_t p50_ns = 0;
+  uint64_t p90_ns = 0;
+  uint64_t p99_ns = 0;
+  uint64_t p999_ns = 0;
+};
+
+struct LatencyBucket {
+  uint64_t lo_ns = 0;  // inclusive
+  uint64_t hi_ns = 0;  // exclusive
+  uint64_t count = 0;
+};
+
+// One histogram: a device x op x phase (in the whole file, or in one interval).
+struct LatencyGroup {
+  uint32_t dev = 0;
+  std::string device;  // name, or "MAJ:MIN" when unknown
+  BlockOp op = BlockOp::kOther;
+  Phase phase = Phase::kD2C;
+  LatencySummary summary;
+  std::vector<LatencyBucket> buckets;  // non-empty buckets, increasing
+  bool incomplete = false;             // its phase has a warning (inputs were lost)
+};
+
+struct LatencyInterval {
+  uint64_t index = 0;
+  double start_s = 0;  // seconds from the first event
+  std::vector<LatencyGroup> groups;
+};
+
+// Losses of one kind, on one CPU, of one event, as the file reports them.
+struct LossSummary {
+  LossRecord::Kind kind = LossRecord::Kind::kRingLost;
+  int32_t cpu = -1;
+  int32_t event_id = -1;
+  std::string event;  // "block:block_rq_complete", or "unknown"
+  uint64_t count = 0;
+};
+std::string_view LossKindName(LossRecord::Kind kind);  // "ring_lost", "silent_drop", ...
+
+struct DeviceSummary {
+  uint32_t dev = 0;
+  std::string device;
+  std::array<uint64_t, kBlockEventKindCount> events{};
+  uint64_t issues_without_insert = 0;
+  NoInsertReason no_insert_reason = NoInsertReason::kInsertMissing;
+};
+
+struct Completeness {
+  std::array<uint64_t, kBlockEventKindCount> events{};  // decoded, per type
+  std::array<bool, kBlockEventKindCount> recorded{};    // the file has the event's format
+  uint64_t other_events = 0;                            // records that are not block events
+  MatchStats match;
+  std::vector<LossSummary> losses;
+  std::array<uint64_t, kBlockEventKindCount> lost{};  // losses of a known block event
+  uint64_t lost_unknown = 0;                          // losses of unknown events (affect all)
+  uint64_t reader_records = 0;
+  uint64_t reader_events = 0;
+  std::vector<std::pair<std::string, uint64_t>> reader_problems;
+  DecodeStats decode;
+  std::vector<std::string> format_problems;
+  std::vector<DeviceSummary> devices;
+  uint64_t samples_filtered = 0;       // request samples removed by --dev/--op/--comm/--pid
+  uint64_t phases_outside_window = 0;  // phase samples removed by --since/--until
+  uint64_t late_interval_samples = 0;  // samples older than their group's current interval
+};
+
+struct PhaseWarning {
+  Phase phase = Phase::kD2C;
+  std::string message;
+};
+
+struct LatencyReport {
+  static constexpr int kSchemaVersion = 1;
+
+  std::string input;
+  std::string file_format;  // "perf.data", "trace.dat"
+  int nr_cpus = 0;
+  uint64_t first_ts_ns = 0;  // trace clock
+  uint64_t last_ts_ns = 0;
+  double interval_s = 0;
+  std::vector<std::pair<std::string, std::string>> filters;  // ("dev", "loop0"), ...
+  double expiry_s = 0;
+  size_t max_inflight = 0;
+
+  std::vector<LatencyGroup> groups;  // sorted by dev, op, phase
+  std::vector<LatencyInterval> intervals;  // only with interval_s > 0, increasing
+  Completeness completeness;
+  std::vector<PhaseWarning> warnings;  // inputs of a phase were incomplete
+  std::vector<std::string> notes;      // absent phases and why, reader problems, ...
+
+  double duration_s() const { return (last_ts_ns - first_ts_ns) / 1e9; }
+};
+
+// Turns the events of one file into a LatencyReport. Feed it through TraceReader::ReadAll (it
+// is the EventSink), then call Finish once.
+class LatencyReportBuilder : public EventSink, private RequestSampleSink {
+ public:
+  // Fails when the formats hold no block request event at all.
+  static absl::StatusOr<std::unique_ptr<LatencyReportBuilder>> Create(
+      const std::vector<EventFormat>& formats, const ReportOptions& options);
+  ~LatencyReportBuilder() override;
+
+  // Every decoded block event is also handed to `sink` (e.g. a per-event dump); may be null.
+  void set_block_event_sink(BlockEventSink* sink) { block_sink_ = sink; }
+
+  void OnEvent(const RawEvent& event) override;
+  void OnLoss(const LossRecord& loss) override;
+
+  LatencyReport Finish(const ReadStats& reader_stats);
+
+  const BlockDecoder& decoder() const { return decoder_; }
+  const RequestMatcher& matcher() const { return *matcher_; }
+
+ private:
+  struct Group {
+    uint32_t dev;
+    BlockOp op;
+    Phase phase;
+    Histogram total;
+    std::unique_ptr<Histogram> current;  // the open interval (time series only)
+    uint64_t current_index = 0;
+    std::vector<LatencyInterval> closed;  // one group each
+  };
+  struct DeviceSlot {
+    uint32_t dev = 0;
+    bool allowed = true;
+    std::array<std::array<Group*, kPhaseCount>, kBlockOpCount> groups{};
+  };
+
+  LatencyReportBuilder(const std::vector<EventFormat>& formats, const ReportOptions& options);
+  void OnRequestSample(const RequestSample& sample) override;
+  DeviceSlot& SlotFor(uint32_t dev);
+  Group* GroupFor(DeviceSlot& slot, BlockOp op, Phase phase);
+  void CloseInterval(Group* g);
+  bool PassesProcessFilter(const RequestSample& s) const;
+
+  ReportOptions options_;
+  BlockDecoder decoder_;
+  std::unique_ptr<RequestMatcher> matcher_;
+  DeviceNames names_;
+  BlockEventSink* block_sink_ = nullptr;
+  BlockEvent event_;  // decoded in place, reused
+
+  std::vector<std::pair<uint32_t, std::string>> format_names_;  // id -> "system:name"
+  uint32_t op_mask_ = 0;
+  bool started_ = false;
+  uint64_t first_ts_ = 0;
+  uint64_t last_ts_ = 0;
+  uint64_t since_ns_ = 0;
+  uint64_t until_ns_ = ~uint64_t{0};
+  uint64_t interval_ns_ = 0;
+
+  std::vector<std::unique_ptr<Group>> groups_;
+  std::vector<std::unique_ptr<DeviceSlot>> slots_;
+  absl::flat_hash_map<uint32_t, uint32_t> slot_index_;
+  static constexpr size_t kFastDevices = 8;  // found by a linear scan, the rest by hash
+  std::array<uint32_t, kFastDevices> fast_dev_{};
+  std::array<DeviceSlot*, kFastDevices> fast_slot_{};
+  size_t fast_count_ = 0;
+
+  std::vector<LossSummary> losses_;
+  Completeness counters_;  // filter and interval counters, filled during the run
+};
+
+// Reads the whole file through `reader` and builds the report.
+absl::StatusOr<LatencyReport> BuildLatencyReport(TraceReader& reader,
+                                                 const ReportOptions& options);
+
+// Human-readable "why" of a no-insert reason, for notes.
+std::string_view NoInsertReasonText(NoInsertReason reason);
+
+}  // namespace iotrace
+
+#endif  // IOTRACE_LATENCY_REPORT_H_

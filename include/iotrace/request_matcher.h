@@ -1,0 +1,173 @@
+// Pairs time-ordered block events into per-request latency samples (btt's phases: Q2D, I2D,
+// D2C, I2C, Q2C) on (dev, sector), with the rules of shared/KERNEL-NOTES.md: flushes paired
+// per device in FIFO order, requeues, request merges, partial completions, collisions, and a
+// bounded table whose stale entries expire. Every event that cannot be paired is counted.
+#ifndef IOTRACE_REQUEST_MATCHER_H_
+#define IOTRACE_REQUEST_MATCHER_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "iotrace/block_event.h"
+#include "iotrace/request_table.h"
+
+namespace iotrace {
+
+enum class Phase : uint8_t {
+  kI2D,  // insert -> issue: time in the queue / I/O scheduler
+  kD2C,  // issue -> complete: time at the device
+  kI2C,  // insert -> complete
+  kQ2D,  // bio queued -> issue
+  kQ2C,  // bio queued -> complete
+};
+inline constexpr int kPhaseCount = 5;
+std::string_view PhaseName(Phase phase);  // "I2D", ...
+bool ParsePhase(std::string_view name, Phase* phase);
+inline constexpr uint8_t PhaseBit(Phase phase) { return uint8_t{1} << static_cast<int>(phase); }
+
+// Why an issue had no insert before it.
+enum class NoInsertReason : uint8_t {
+  kInsertNotRecorded,  // the file has no block_rq_insert events at all
+  kNoInsertOnDevice,   // the device showed no insert at all: scheduler none or bypass
+  kFlush,              // flush requests, issued by the flush machinery
+  kInsertMissing,      // the device has inserts, this request's was not seen (lost, started
+                       // before the recording, direct issue, or front-merged)
+};
+inline constexpr int kNoInsertReasonCount = 4;
+std::string_view NoInsertReasonName(NoInsertReason reason);
+
+// One request reaching a stage that ends one or more phases: at its first issue (I2D, Q2D) or
+// at its final completion (D2C, I2C, Q2C). Only the phases in `phases` are valid.
+struct RequestSample {
+  uint32_t dev = 0;
+  BlockOp op = BlockOp::kOther;
+  uint8_t flags = 0;
+  uint8_t phases = 0;  // PhaseBit() set
+  uint64_t queue_ts = 0;
+  uint64_t insert_ts = 0;
+  uint64_t issue_ts = 0;
+  uint64_t complete_ts = 0;
+  uint32_t nr_sector = 0;
+  uint32_t bytes = 0;
+  int32_t insert_pid = -1;  // the process that inserted the request (-1: no insert)
+  int32_t issue_pid = -1;   // the process that issued it
+  const char* insert_comm = "";  // NUL-terminated, valid during the callback only
+  const char* issue_comm = "";
+
+  bool Has(Phase p) const { return (phases & PhaseBit(p)) != 0; }
+  uint64_t Start(Phase p) const;
+  uint64_t End(Phase p) const;
+  uint64_t Latency(Phase p) const { return End(p) - Start(p); }
+};
+
+class RequestSampleSink {
+ public:
+  virtual ~RequestSampleSink() = default;
+  virtual void OnRequestSample(const RequestSample& sample) = 0;
+};
+
+struct MatcherOptions {
+  uint64_t expiry_ns = 30'000'000'000;  // an entry idle this long (trace time) is dropped
+  size_t max_entries = 131072;          // requests tracked at once; the oldest is evicted
+  size_t flush_depth = 32;              // flushes tracked per device
+};
+
+struct MatchStats {
+  std::array<uint64_t, kPhaseCount> paired{};
+  std::array<uint64_t, kNoInsertReasonCount> issues_without_insert{};  // final after Finish()
+  uint64_t completes_without_issue = 0;
+  uint64_t flush_sequence_completions = 0;  // empty preflush requests ended after their flush
+  uint64_t flushes = 0;            // flush requests completed and paired
+  uint64_t requeues = 0;           // requeues of an issued request
+  uint64_t requeues_unmatched = 0; // requeue of a request not seen issued
+  uint64_t merges = 0;             // block_rq_merge that removed a tracked request (or the
+                                   // queue entry of one merged before its insert)
+  uint64_t merges_unmatched = 0;   // block_rq_merge of a request not tracked
+  uint64_t bio_front_merges = 0;
+  uint64_t bio_back_merges = 0;
+  uint64_t partial_completions = 0;
+  uint64_t collisions = 0;         // insert/issue on a key held by a live request
+  uint64_t bio_queue_on_live = 0;  // block_bio_queue on a key held by a live request
+  uint64_t completion_errors = 0;  // completions with error != 0 (still sampled)
+  uint64_t negative_latency = 0;   // phases dropped because the end preceded the start
+  std::array<uint64_t, kRequestStateCount> expired{};           // idle past expiry_ns
+  std::array<uint64_t, kRequestStateCount> evicted{};           // table or flush FIFO full
+  std::array<uint64_t, kRequestStateCount> in_flight_at_end{};  // left when the file ended
+};
+
+struct DeviceMatchStats {
+  uint32_t dev = 0;
+  std::array<uint64_t, kBlockEventKindCount> events{};
+  uint64_t issues_without_insert = 0;  // flushes not included
+  NoInsertReason no_insert_reason = NoInsertReason::kInsertMissing;  // after Finish()
+};
+
+class RequestMatcher {
+ public:
+  // `sink` receives every sample; it must outlive the matcher.
+  RequestMatcher(const MatcherOptions& options, RequestSampleSink* sink);
+  ~RequestMatcher();
+
+  // Whether the input carries block_rq_insert at all (decides the no-insert reason).
+  void set_insert_recorded(bool recorded) { insert_recorded_ = recorded; }
+
+  // Events must arrive in timestamp order (all CPUs merged).
+  void OnEvent(const BlockEvent& event);
+  // Counts what is left as in flight and settles the per-device no-insert reasons.
+  void Finish();
+
+  const MatchStats& stats() const { return stats_; }
+  std::vector<DeviceMatchStats> devices() const;
+  size_t tracked() const { return table_.size(); }
+
+ private:
+  struct FlushSlot {
+    RequestState state;
+    uint8_t has;
+    uint8_t flags;
+    uint64_t insert_ts, issue_ts, last_ts;
+    int32_t insert_pid, issue_pid;
+    char insert_comm[kCommSize];
+    char issue_comm[kCommSize];
+  };
+  struct Device {
+    DeviceMatchStats stats;
+    std::vector<FlushSlot> flushes;  // FIFO, capacity reserved once, oldest first
+  };
+
+  Device& DeviceFor(uint32_t dev);
+  void Expire(uint64_t now);
+  RequestEntry* AddEntry(const BlockEvent& e);
+  void OnInsert(Device& d, const BlockEvent& e);
+  void OnIssue(Device& d, const BlockEvent& e);
+  void OnComplete(const BlockEvent& e);
+  void OnRequeue(const BlockEvent& e);
+  void OnMerge(const BlockEvent& e);
+  void OnBioQueue(const BlockEvent& e);
+  void OnBioFrontMerge(const BlockEvent& e);
+  void OnBioBackMerge(const BlockEvent& e);
+  void OnFlush(Device& d, const BlockEvent& e);
+  void Emit(RequestSample* s);
+
+  MatcherOptions options_;
+  RequestSampleSink* sink_;
+  RequestTable table_;
+  bool insert_recorded_ = true;
+  std::vector<std::unique_ptr<Device>> devices_;
+  absl::flat_hash_map<uint32_t, uint32_t> device_index_;
+  // The first few devices are found by a linear scan (cheaper than hashing when events of two
+  // or three devices interleave); more go through device_index_.
+  static constexpr size_t kFastDevices = 8;
+  std::array<uint32_t, kFastDevices> fast_dev_{};
+  std::array<Device*, kFastDevices> fast_device_{};
+  size_t fast_count_ = 0;
+  MatchStats stats_;
+};
+
+}  // namespace iotrace
+
+#endif  // IOTRACE_REQUEST_MATCHER_H_

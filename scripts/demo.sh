@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The built-in demo: installs what is needed, builds iotrace, creates a scratch loop device
+# (mq-deadline), records a short fio workload on it, and prints the latency report.
+# Everything it creates (loop device, backing file, recording) is removed at exit unless
+# IOTRACE_DEMO_KEEP=1 is set (then the recording is kept and its path printed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "demo: error: the demo records kernel tracepoints and creates a loop device: run it as root" >&2
+  echo "hint: sudo bash scripts/demo.sh" >&2
+  exit 1
+fi
+
+bash scripts/install-deps.sh
+bash scripts/ensure-tracefs.sh
+bash scripts/build.sh
+
+work=$(mktemp -d /tmp/iotrace_demo_XXXXXX)
+loop=""
+cleanup() {
+  [ -n "$loop" ] && losetup -d "$loop" 2>/dev/null || true
+  rm -f "$work/disk.img"
+  if [ "${IOTRACE_DEMO_KEEP:-0}" = 1 ]; then
+    echo "demo: recording kept in $work" >&2
+  else
+    rm -rf "$work"
+  fi
+}
+trap cleanup EXIT INT TERM
+
+truncate -s 512M "$work/disk.img"
+loop=$(losetup --find --show "$work/disk.img")
+echo mq-deadline > "/sys/block/$(basename "$loop")/queue/scheduler"
+echo "demo: scratch device $loop ($(cat /sys/block/$(basename "$loop")/dev)), scheduler mq-deadline" >&2
+
+engine=libaio
+fio --enghelp 2>/dev/null | grep -qw libaio || engine=psync
+seconds=${IOTRACE_DEMO_SECONDS:-5}
+
+echo "demo: recording fio (4k random read/write, iodepth 16, ${seconds}s) on $loop" >&2
+build/iotrace record --dev "$loop" -o "$work/demo.data" -- \
+  fio --name=demo --filename="$loop" --rw=randrw --rwmixread=70 --bs=4k --iodepth=16 \
+      --ioengine=$engine --direct=1 --runtime="$seconds" --time_based --size=256M \
+      --output="$work/fio.txt"
+echo >&2
+if build/iotrace report --help >/dev/null 2>&1; then
+  build/iotrace report -i "$work/demo.data"
+else
+  echo "demo: iotrace report is not available yet; perf script shows the first events:" >&2
+  perf script -i "$work/demo.data" 2>/dev/null | head -20
+fi

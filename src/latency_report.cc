@@ -1,0 +1,536 @@
+#include "iotrace/latency_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "iotrace/status.h"
+
+namespace iotrace {
+namespace {
+
+constexpr std::string_view kUnitNames[] = {"ns", "us", "ms"};
+constexpr std::string_view kFormatNames[] = {"text", "csv", "json"};
+constexpr int kLossKindCount = 4;
+constexpr std::string_view kLossKindNames[kLossKindCount] = {"ring_lost", "silent_drop",
+                                                             "ftrace_overrun", "ftrace_dropped"};
+
+// The events whose loss makes a phase incomplete: its start and its end.
+constexpr BlockEventKind kPhaseInputs[kPhaseCount][2] = {
+    {BlockEventKind::kInsert, BlockEventKind::kIssue},      // I2D
+    {BlockEventKind::kIssue, BlockEventKind::kComplete},    // D2C
+    {BlockEventKind::kInsert, BlockEventKind::kComplete},   // I2C
+    {BlockEventKind::kBioQueue, BlockEventKind::kIssue},    // Q2D
+    {BlockEventKind::kBioQueue, BlockEventKind::kComplete}, // Q2C
+};
+
+uint64_t SecondsToNs(double s) {
+  if (!(s > 0)) return 0;
+  double ns = std::round(s * 1e9);
+  return ns >= 1.8e19 ? ~uint64_t{0} : static_cast<uint64_t>(ns);
+}
+
+LatencyGroup MakeGroup(const Histogram& h, uint32_t dev, const std::string& device, BlockOp op,
+                       Phase phase) {
+  LatencyGroup g;
+  g.dev = dev;
+  g.device = device;
+  g.op = op;
+  g.phase = phase;
+  g.summary.count = h.count();
+  g.summary.min_ns = h.min();
+  g.summary.max_ns = h.max();
+  g.summary.sum_ns = h.sum();
+  g.summary.mean_ns = h.mean();
+  g.summary.p50_ns = h.ValueAtPercentile(50);
+  g.summary.p90_ns = h.ValueAtPercentile(90);
+  g.summary.p99_ns = h.ValueAtPercentile(99);
+  g.summary.p999_ns = h.ValueAtPercentile(99.9);
+  h.ForEachBucket([&g](uint64_t lo, uint64_t hi, uint64_t count) {
+    g.buckets.push_back({lo, hi, count});
+  });
+  return g;
+}
+
+bool GroupLess(const LatencyGroup& a, const LatencyGroup& b) {
+  return std::tie(a.dev, a.op, a.phase) < std::tie(b.dev, b.op, b.phase);
+}
+
+bool CommIn(const char* comm, const std::vector<std::string>& comms) {
+  for (const std::string& c : comms) {
+    if (std::strncmp(comm, c.c_str(), kCommSize) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string_view TimeUnitName(TimeUnit unit) { return kUnitNames[static_cast<int>(unit)]; }
+
+bool ParseTimeUnit(std::string_view name, TimeUnit* unit) {
+  for (int i = 0; i < 3; ++i) {
+    if (kUnitNames[i] == name) {
+      *unit = static_cast<TimeUnit>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string_view OutputFormatName(OutputFormat format) {
+  return kFormatNames[static_cast<int>(format)];
+}
+
+bool ParseOutputFormat(std::string_view name, OutputFormat* format) {
+  for (int i = 0; i < 3; ++i) {
+    if (kFormatNames[i] == name) {
+      *format = static_cast<OutputFormat>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string_view LossKindName(LossRecord::Kind kind) {
+  return kLossKindNames[static_cast<int>(kind)];
+}
+
+std::string_view NoInsertReasonText(NoInsertReason reason) {
+  switch (reason) {
+    case NoInsertReason::kInsertNotRecorded:
+      return "block_rq_insert was not recorded in this file";
+    case NoInsertReason::kNoInsertOnDevice:
+      return "the device showed no block_rq_insert at all: requests went straight to the driver "
+             "(scheduler none, or a bypass)";
+    case NoInsertReason::kFlush:
+      return "flush requests are issued by the flush machinery without an insert";
+    case NoInsertReason::kInsertMissing:
+      return "the insert of these requests was not seen (lost, before the recording started, "
+             "issued directly, or the request was front-merged)";
+  }
+  return "";
+}
+
+absl::Status ValidateReportOptions(const ReportOptions& o) {
+  auto bad = [](std::string message, std::string_view hint) {
+    return WithHint(absl::InvalidArgumentError(message), hint);
+  };
+  if (o.since_s && !(*o.since_s >= 0)) {
+    return bad(absl::StrFormat("--since %g: must be >= 0 seconds", *o.since_s),
+               "--since and --until count seconds from the first event in the file");
+  }
+  if (o.until_s && !(*o.until_s >= 0)) {
+    return bad(absl::StrFormat("--until %g: must be >= 0 seconds", *o.until_s),
+               "--since and --until count seconds from the first event in the file");
+  }
+  if (o.since_s && o.until_s && *o.until_s < *o.since_s) {
+    return bad(absl::StrFormat("--until %g is before --since %g", *o.until_s, *o.since_s),
+               "give a window with since <= until");
+  }
+  if (!(o.interval_s >= 0) || (o.interval_s > 0 && o.interval_s < 1e-6)) {
+    return bad(absl::StrFormat("--interval %g: must be at least 0.000001 seconds", o.interval_s),
+               "for example --interval 1 for one block per second");
+  }
+  if (!(o.expiry_s > 0)) {
+    return bad(absl::StrFormat("--expiry %g: must be > 0 seconds", o.expiry_s),
+               "the default, 30 s, drops requests idle for 30 s of trace time");
+  }
+  if (o.max_inflight < 16 || o.max_inflight > (size_t{1} << 26)) {
+    return bad(absl::StrFormat("--max-inflight %u: must be between 16 and %u", o.max_inflight,
+                               size_t{1} << 26),
+               "the default, 131072, is far above any device queue depth");
+  }
+  for (const std::string& d : o.devices) {
+    if (d.empty()) return bad("--dev: empty device", "give MAJ:MIN (7:0) or a name (loop0)");
+  }
+  for (const std::string& c : o.comms) {
+    if (c.empty() || c.size() >= kCommSize) {
+      return bad(absl::StrFormat("--comm '%s': must be 1 to 15 characters", c),
+                 "the kernel keeps only the first 15 characters of a process name");
+    }
+  }
+  return absl::OkStatus();
+}
+
+LatencyReportBuilder::LatencyReportBuilder(const std::vector<EventFormat>& formats,
+                                           const ReportOptions& options)
+    : options_(options),
+      decoder_(formats),
+      names_(options.sysfs_root, options.procfs_root) {
+  MatcherOptions mo;
+  mo.expiry_ns = SecondsToNs(options.expiry_s);
+  mo.max_entries = options.max_inflight;
+  matcher_ = std::make_unique<RequestMatcher>(mo, static_cast<RequestSampleSink*>(this));
+  matcher_->set_insert_recorded(decoder_.Has(BlockEventKind::kInsert));
+  for (const EventFormat& f : formats) format_names_.emplace_back(f.id, f.FullName());
+  for (BlockOp op : options.ops) op_mask_ |= 1u << static_cast<int>(op);
+  if (op_mask_ == 0) op_mask_ = ~0u;
+  interval_ns_ = SecondsToNs(options.interval_s);
+  slot_index_.reserve(64);
+}
+
+LatencyReportBuilder::~LatencyReportBuilder() = default;
+
+absl::StatusOr<std::unique_ptr<LatencyReportBuilder>> LatencyReportBuilder::Create(
+    const std::vector<EventFormat>& formats, const ReportOptions& options) {
+  IOTRACE_RETURN_IF_ERROR(ValidateReportOptions(options));
+  std::unique_ptr<LatencyReportBuilder> b(new LatencyReportBuilder(formats, options));
+  const BlockDecoder& d = b->decoder_;
+  if (!d.Has(BlockEventKind::kIssue) && !d.Has(BlockEventKind::kComplete) &&
+      !d.Has(BlockEventKind::kInsert)) {
+    std::vector<std::string> held;
+    for (const EventFormat& f : formats) {
+      if (held.size() == 8) {
+        held.push_back("...");
+        break;
+      }
+      held.push_back(f.FullName());
+    }
+    std::string what = held.empty() ? "no event formats at all" : "only " + absl::StrJoin(held, ", ");
+    if (!d.format_problems().empty()) {
+      what += "; unusable: " + absl::StrJoin(d.format_problems(), "; ");
+    }
+    return WithHint(
+        absl::InvalidArgumentError(absl::StrFormat(
+            "no usable block request events (block:block_rq_insert/issue/complete): the file has %s",
+            what)),
+        "record block events: iotrace record, or perf record -e 'block:*' -a");
+  }
+  return b;
+}
+
+void LatencyReportBuilder::OnEvent(const RawEvent& event) {
+  if (!started_) {
+    started_ = true;
+    first_ts_ = last_ts_ = event.ts;
+    if (options_.since_s) since_ns_ = first_ts_ + SecondsToNs(*options_.since_s);
+    if (options_.until_s) {
+      uint64_t u = SecondsToNs(*options_.until_s);
+      until_ns_ = u > ~uint64_t{0} - first_ts_ ? ~uint64_t{0} : first_ts_ + u;
+    }
+  }
+  if (event.ts > last_ts_) last_ts_ = event.ts;
+  if (!decoder_.Decode(event, &event_)) return;
+  if (block_sink_ != nullptr) block_sink_->OnBlockEvent(event_);
+  matcher_->OnEvent(event_);
+}
+
+void LatencyReportBuilder::OnLoss(const LossRecord& loss) {
+  for (LossSummary& l : losses_) {
+    if (l.kind == loss.kind && l.cpu == loss.cpu && l.event_id == loss.event_id) {
+      l.count += loss.count;
+      return;
+    }
+  }
+  LossSummary l;
+  l.kind = loss.kind;
+  l.cpu = loss.cpu;
+  l.event_id = loss.event_id;
+  l.count = loss.count;
+  l.event = "unknown";
+  for (const auto& [id, name] : format_names_) {
+    if (loss.event_id >= 0 && id == static_cast<uint32_t>(loss.event_id)) l.event = name;
+  }
+  losses_.push_back(std::move(l));
+}
+
+LatencyReportBuilder::DeviceSlot& LatencyReportBuilder::SlotFor(uint32_t dev) {
+  for (size_t i = 0; i < fast_count_; ++i) {
+    if (fast_dev_[i] == dev) return *fast_slot_[i];
+  }
+  auto it = slot_index_.find(dev);
+  if (it != slot_index_.end()) return *slots_[it->second];
+  // First sample of a device: resolve the --dev filter once (reads sysfs).
+  auto s = std::make_unique<DeviceSlot>();
+  s->dev = dev;
+  s->allowed = options_.devices.empty();
+  for (const std::string& spec : options_.devices) {
+    if (names_.Matches(spec, dev)) s->allowed = true;
+  }
+  DeviceSlot* slot = s.get();
+  slot_index_.emplace(dev, static_cast<uint32_t>(slots_.size()));
+  slots_.push_back(std::move(s));
+  if (fast_count_ < kFastDevices) {
+    fast_dev_[fast_count_] = dev;
+    fast_slot_[fast_count_] = slot;
+    ++fast_count_;
+  }
+  return *slot;
+}
+
+LatencyReportBuilder::Group* LatencyReportBuilder::GroupFor(DeviceSlot& slot, BlockOp op,
+                                                            Phase phase) {
+  Group*& g = slot.groups[static_cast<int>(op)][static_cast<int>(phase)];
+  if (g == nullptr) {
+    auto ng = std::make_unique<Group>();
+    ng->dev = slot.dev;
+    ng->op = op;
+    ng->phase = phase;
+    if (interval_ns_ != 0) ng->current = std::make_unique<Histogram>();
+    g = ng.get();
+    groups_.push_back(std::move(ng));
+  }
+  return g;
+}
+
+bool LatencyReportBuilder::PassesProcessFilter(const RequestSample& s) const {
+  if (!options_.pids.empty()) {
+    bool hit = false;
+    for (int32_t pid : options_.pids) {
+      if ((s.insert_pid >= 0 && s.insert_pid == pid) || (s.issue_pid >= 0 && s.issue_pid == pid)) {
+        hit = true;
+      }
+    }
+    if (!hit) return false;
+  }
+  if (!options_.comms.empty()) {
+    if (!CommIn(s.insert_comm, options_.comms) && !CommIn(s.issue_comm, options_.comms)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void LatencyReportBuilder::CloseInterval(Group* g) {
+  if (g->current == nullptr || g->current->empty()) return;
+  LatencyInterval iv;
+  iv.index = g->current_index;
+  iv.groups.push_back(MakeGroup(*g->current, g->dev, "", g->op, g->phase));
+  g->closed.push_back(std::move(iv));
+  g->current->Reset();
+}
+
+void LatencyReportBuilder::OnRequestSample(const RequestSample& s) {
+  DeviceSlot& slot = SlotFor(s.dev);
+  if (!slot.allowed || (op_mask_ & (1u << static_cast<int>(s.op))) == 0 ||
+      !PassesProcessFilter(s)) {
+    ++counters_.samples_filtered;
+    return;
+  }
+  for (int p = 0; p < kPhaseCount; ++p) {
+    const Phase phase = static_cast<Phase>(p);
+    if (!s.Has(phase)) continue;
+    const uint64_t end = s.End(phase);
+    if (end < since_ns_ || end > until_ns_) {
+      ++counters_.phases_outside_window;
+      continue;
+    }
+    const uint64_t latency = s.Latency(phase);
+    Group* g = GroupFor(slot, s.op, phase);
+    g->total.Record(latency);
+    if (interval_ns_ != 0) {
+      const uint64_t index = (end - first_ts_) / interval_ns_;
+      if (index > g->current_index) {
+        CloseInterval(g);
+        g->current_index = index;
+      } else if (index < g->current_index) {
+        ++counters_.late_interval_samples;  // counted in the open interval
+      }
+      g->current->Record(latency);
+    }
+  }
+}
+
+LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
+  matcher_->Finish();
+  LatencyReport r;
+  r.first_ts_ns = first_ts_;
+  r.last_ts_ns = last_ts_;
+  r.interval_s = interval_ns_ != 0 ? options_.interval_s : 0;
+  r.expiry_s = options_.expiry_s;
+  r.max_inflight = options_.max_inflight;
+  for (const std::string& d : options_.devices) r.filters.emplace_back("dev", d);
+  for (BlockOp op : options_.ops) r.filters.emplace_back("op", std::string(BlockOpName(op)));
+  for (const std::string& c : options_.comms) r.filters.emplace_back("comm", c);
+  for (int32_t pid : options_.pids) r.filters.emplace_back("pid", absl::StrFormat("%d", pid));
+  if (options_.since_s) r.filters.emplace_back("since", absl::StrFormat("%g", *options_.since_s));
+  if (options_.until_s) r.filters.emplace_back("until", absl::StrFormat("%g", *options_.until_s));
+
+  // Histograms.
+  std::map<uint64_t, LatencyInterval> intervals;
+  for (auto& g : groups_) {
+    const std::string device = names_.Label(g->dev);
+    r.groups.push_back(MakeGroup(g->total, g->dev, device, g->op, g->phase));
+    CloseInterval(g.get());
+    for (LatencyInterval& iv : g->closed) {
+      LatencyInterval& out = intervals[iv.index];
+      out.index = iv.index;
+      out.start_s = static_cast<double>(iv.index) * options_.interval_s;
+      for (LatencyGroup& lg : iv.groups) {
+        lg.device = device;
+        out.groups.push_back(std::move(lg));
+      }
+    }
+  }
+  std::sort(r.groups.begin(), r.groups.end(), GroupLess);
+  for (auto& [index, iv] : intervals) {
+    std::sort(iv.groups.begin(), iv.groups.end(), GroupLess);
+    r.intervals.push_back(std::move(iv));
+  }
+
+  // Completeness.
+  Completeness& c = r.completeness;
+  const DecodeStats& ds = decoder_.stats();
+  c.events = ds.decoded;
+  c.other_events = ds.other_events;
+  c.decode = ds;
+  c.format_problems = decoder_.format_problems();
+  for (int k = 0; k < kBlockEventKindCount; ++k) {
+    c.recorded[k] = decoder_.Has(static_cast<BlockEventKind>(k));
+  }
+  c.match = matcher_->stats();
+  c.samples_filtered = counters_.samples_filtered;
+  c.phases_outside_window = counters_.phases_outside_window;
+  c.late_interval_samples = counters_.late_interval_samples;
+  c.reader_records = reader_stats.records;
+  c.reader_events = reader_stats.events;
+  c.reader_problems = reader_stats.problems;
+  c.losses = losses_;
+  std::sort(c.losses.begin(), c.losses.end(), [](const LossSummary& a, const LossSummary& b) {
+    return std::tie(a.event, a.kind, a.cpu) < std::tie(b.event, b.kind, b.cpu);
+  });
+  // Per block event: losses by kind, to explain each phase's warning.
+  std::array<std::array<uint64_t, kLossKindCount>, kBlockEventKindCount> lost_by{};
+  std::array<uint64_t, kLossKindCount> unknown_by{};
+  for (const LossSummary& l : c.losses) {
+    int kind_of_event = -1;
+    for (int k = 0; k < kBlockEventKindCount; ++k) {
+      if (l.event_id >= 0 && decoder_.FormatId(static_cast<BlockEventKind>(k)) == l.event_id) {
+        kind_of_event = k;
+      }
+    }
+    if (l.event_id < 0) {
+      c.lost_unknown += l.count;
+      unknown_by[static_cast<int>(l.kind)] += l.count;
+    } else if (kind_of_event >= 0) {
+      c.lost[kind_of_event] += l.count;
+      lost_by[kind_of_event][static_cast<int>(l.kind)] += l.count;
+    }
+  }
+  for (const DeviceMatchStats& dm : matcher_->devices()) {
+    DeviceSummary d;
+    d.dev = dm.dev;
+    d.device = names_.Label(dm.dev);
+    d.events = dm.events;
+    d.issues_without_insert = dm.issues_without_insert;
+    d.no_insert_reason = dm.no_insert_reason;
+    c.devices.push_back(std::move(d));
+  }
+  std::sort(c.devices.begin(), c.devices.end(),
+            [](const DeviceSummary& a, const DeviceSummary& b) { return a.dev < b.dev; });
+
+  // Warnings: a phase whose inputs were lost, or whose requests were given up, is incomplete.
+  std::array<bool, kPhaseCount> present{};
+  for (const LatencyGroup& g : r.groups) present[static_cast<int>(g.phase)] = true;
+  auto breakdown = [](const std::array<uint64_t, kLossKindCount>& by) {
+    std::vector<std::string> parts;
+    for (int i = 0; i < kLossKindCount; ++i) {
+      if (by[i] != 0) parts.push_back(absl::StrFormat("%s %u", kLossKindNames[i], by[i]));
+    }
+    return absl::StrJoin(parts, ", ");
+  };
+  const MatchStats& ms = c.match;
+  const int issued = static_cast<int>(RequestState::kIssued);
+  const int inserted = static_cast<int>(RequestState::kInserted);
+  for (int p = 0; p < kPhaseCount; ++p) {
+    if (!present[p]) continue;
+    std::vector<std::string> why;
+    for (BlockEventKind kind : kPhaseInputs[p]) {
+      const int k = static_cast<int>(kind);
+      if (c.lost[k] != 0) {
+        why.push_back(absl::StrFormat("%u %s events lost (%s)", c.lost[k], BlockEventKindName(kind),
+                                      breakdown(lost_by[k])));
+      }
+      if (ds.rejected[k] != 0) {
+        why.push_back(absl::StrFormat("%u %s records could not be decoded", ds.rejected[k],
+                                      BlockEventKindName(kind)));
+      }
+    }
+    if (c.lost_unknown != 0) {
+      why.push_back(absl::StrFormat("%u events of unknown type lost (%s)", c.lost_unknown,
+                                    breakdown(unknown_by)));
+    }
+    const Phase phase = static_cast<Phase>(p);
+    const bool ends_at_issue = phase == Phase::kI2D || phase == Phase::kQ2D;
+    const int state = ends_at_issue ? inserted : issued;
+    const uint64_t given_up = ms.expired[state] + ms.evicted[state];
+    if (given_up != 0) {
+      why.push_back(absl::StrFormat("%u %s requests never %s (expired or evicted from the table)",
+                                    given_up, ends_at_issue ? "inserted" : "issued",
+                                    ends_at_issue ? "issued" : "completed"));
+    }
+    if (why.empty()) continue;
+    r.warnings.push_back(
+        {phase, absl::StrFormat("%s is incomplete: %s; its histograms miss those requests",
+                                PhaseName(phase), absl::StrJoin(why, "; "))});
+    for (LatencyGroup& g : r.groups) {
+      if (g.phase == phase) g.incomplete = true;
+    }
+    for (LatencyInterval& iv : r.intervals) {
+      for (LatencyGroup& g : iv.groups) {
+        if (g.phase == phase) g.incomplete = true;
+      }
+    }
+  }
+
+  // Notes: phases that are absent, and why.
+  uint64_t block_events = 0;
+  for (uint64_t n : c.events) block_events += n;
+  if (block_events == 0) {
+    r.notes.push_back("the file holds no decodable block events: nothing to pair");
+  }
+  for (const DeviceSummary& d : c.devices) {
+    bool has_d2c = false, has_i2d = false;
+    for (const LatencyGroup& g : r.groups) {
+      if (g.dev != d.dev) continue;
+      has_d2c |= g.phase == Phase::kD2C;
+      has_i2d |= g.phase == Phase::kI2D;
+    }
+    if (has_d2c && !has_i2d) {
+      r.notes.push_back(absl::StrFormat("%s (%s): no I2D/I2C: %s", d.device, DevString(d.dev),
+                                        NoInsertReasonText(d.no_insert_reason)));
+    } else if (d.issues_without_insert != 0) {
+      r.notes.push_back(absl::StrFormat(
+          "%s (%s): %u requests issued without an insert (D2C only): %s", d.device,
+          DevString(d.dev), d.issues_without_insert, NoInsertReasonText(d.no_insert_reason)));
+    }
+  }
+  if (!c.recorded[static_cast<int>(BlockEventKind::kBioQueue)]) {
+    r.notes.push_back("no Q2D/Q2C: block_bio_queue was not recorded");
+  }
+  if (!reader_stats.problems.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [name, count] : reader_stats.problems) {
+      parts.push_back(absl::StrFormat("%s %u", name, count));
+    }
+    r.notes.push_back(absl::StrFormat("the reader met problems in the file (%s); pairing may be "
+                                      "affected",
+                                      absl::StrJoin(parts, ", ")));
+  }
+  for (const std::string& f : c.format_problems) {
+    r.notes.push_back(absl::StrFormat("unusable event format: %s", f));
+  }
+  if (c.late_interval_samples != 0) {
+    r.notes.push_back(absl::StrFormat(
+        "%u samples arrived after their interval closed and were counted in a later one",
+        c.late_interval_samples));
+  }
+  return r;
+}
+
+absl::StatusOr<LatencyReport> BuildLatencyReport(TraceReader& reader,
+                                                 const ReportOptions& options) {
+  IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<LatencyReportBuilder> builder,
+                           LatencyReportBuilder::Create(reader.formats(), options));
+  IOTRACE_RETURN_IF_ERROR(reader.ReadAll(builder.get()));
+  LatencyReport report = builder->Finish(reader.stats());
+  report.input = options.input;
+  report.file_format = std::string(reader.FileFormat());
+  report.nr_cpus = reader.nr_cpus();
+  return report;
+}
+
+}  // namespace iotrace

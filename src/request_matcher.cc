@@ -1,0 +1,478 @@
+#include "iotrace/request_matcher.h"
+
+#include <cstring>
+
+namespace iotrace {
+namespace {
+
+constexpr std::string_view kPhaseNames[kPhaseCount] = {"I2D", "D2C", "I2C", "Q2D", "Q2C"};
+constexpr std::string_view kReasonNames[kNoInsertReasonCount] = {
+    "insert_not_recorded", "no_insert_on_device", "flush", "insert_missing"};
+
+void CopyComm(char* dst, const char* src) { std::memcpy(dst, src, kCommSize); }
+
+int StateIndex(RequestState s) { return static_cast<int>(s); }
+
+}  // namespace
+
+std::string_view PhaseName(Phase phase) { return kPhaseNames[static_cast<int>(phase)]; }
+
+bool ParsePhase(std::string_view name, Phase* phase) {
+  for (int i = 0; i < kPhaseCount; ++i) {
+    if (kPhaseNames[i] == name) {
+      *phase = static_cast<Phase>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string_view NoInsertReasonName(NoInsertReason reason) {
+  return kReasonNames[static_cast<int>(reason)];
+}
+
+uint64_t RequestSample::Start(Phase p) const {
+  switch (p) {
+    case Phase::kI2D:
+    case Phase::kI2C: return insert_ts;
+    case Phase::kD2C: return issue_ts;
+    case Phase::kQ2D:
+    case Phase::kQ2C: return queue_ts;
+  }
+  return 0;
+}
+
+uint64_t RequestSample::End(Phase p) const {
+  return (p == Phase::kI2D || p == Phase::kQ2D) ? issue_ts : complete_ts;
+}
+
+RequestMatcher::RequestMatcher(const MatcherOptions& options, RequestSampleSink* sink)
+    : options_(options), sink_(sink), table_(options.max_entries) {
+  if (options_.flush_depth == 0) options_.flush_depth = 1;
+  device_index_.reserve(64);
+}
+
+RequestMatcher::~RequestMatcher() = default;
+
+RequestMatcher::Device& RequestMatcher::DeviceFor(uint32_t dev) {
+  for (size_t i = 0; i < fast_count_; ++i) {
+    if (fast_dev_[i] == dev) return *fast_device_[i];
+  }
+  auto it = device_index_.find(dev);
+  if (it != device_index_.end()) return *devices_[it->second];
+  // First event of a device: the only allocation the matcher makes after construction.
+  auto nd = std::make_unique<Device>();
+  nd->stats.dev = dev;
+  nd->flushes.reserve(options_.flush_depth);
+  Device* d = nd.get();
+  device_index_.emplace(dev, static_cast<uint32_t>(devices_.size()));
+  devices_.push_back(std::move(nd));
+  if (fast_count_ < kFastDevices) {
+    fast_dev_[fast_count_] = dev;
+    fast_device_[fast_count_] = d;
+    ++fast_count_;
+  }
+  return *d;
+}
+
+void RequestMatcher::Expire(uint64_t now) {
+  while (RequestEntry* oldest = table_.Oldest()) {
+    if (now <= oldest->last_ts || now - oldest->last_ts <= options_.expiry_ns) break;
+    ++stats_.expired[StateIndex(oldest->state)];
+    table_.Remove(oldest);
+  }
+}
+
+RequestEntry* RequestMatcher::AddEntry(const BlockEvent& e) {
+  if (table_.full()) {
+    RequestEntry* oldest = table_.Oldest();
+    ++stats_.evicted[StateIndex(oldest->state)];
+    table_.Remove(oldest);
+  }
+  RequestEntry* ent = table_.Add(e.dev, e.sector, e.ts);
+  ent->op = e.op;
+  ent->flags = e.flags;
+  ent->nr_sector = ent->outstanding = e.nr_sector;
+  ent->bytes = e.bytes;
+  return ent;
+}
+
+void RequestMatcher::Emit(RequestSample* s) {
+  for (int p = 0; p < kPhaseCount; ++p) {
+    const Phase phase = static_cast<Phase>(p);
+    if (!s->Has(phase)) continue;
+    if (s->End(phase) < s->Start(phase)) {
+      s->phases &= static_cast<uint8_t>(~PhaseBit(phase));
+      ++stats_.negative_latency;
+      continue;
+    }
+    ++stats_.paired[p];
+  }
+  if (s->phases != 0) sink_->OnRequestSample(*s);
+}
+
+namespace {
+
+// A sample carrying everything known about an entry; phases are set by the caller.
+RequestSample SampleOf(const RequestEntry& ent) {
+  RequestSample s;
+  s.dev = ent.dev;
+  s.op = ent.op;
+  s.flags = ent.flags;
+  s.queue_ts = ent.queue_ts;
+  s.insert_ts = ent.insert_ts;
+  s.issue_ts = ent.issue_ts;
+  s.nr_sector = ent.nr_sector;
+  s.bytes = ent.bytes;
+  s.insert_pid = ent.insert_pid;
+  s.issue_pid = ent.issue_pid;
+  s.insert_comm = ent.insert_comm;
+  s.issue_comm = ent.issue_comm;
+  return s;
+}
+
+}  // namespace
+
+void RequestMatcher::OnEvent(const BlockEvent& e) {
+  Device& d = DeviceFor(e.dev);
+  ++d.stats.events[static_cast<int>(e.kind)];
+  Expire(e.ts);
+  switch (e.kind) {
+    case BlockEventKind::kInsert:
+    case BlockEventKind::kIssue:
+    case BlockEventKind::kComplete:
+    case BlockEventKind::kRequeue:
+      // Flushes carry no usable sector (issue 0 + 0, complete -1): paired per device, FIFO.
+      if (e.IsFlush()) {
+        OnFlush(d, e);
+        return;
+      }
+      break;
+    default:
+      break;
+  }
+  switch (e.kind) {
+    case BlockEventKind::kInsert: OnInsert(d, e); break;
+    case BlockEventKind::kIssue: OnIssue(d, e); break;
+    case BlockEventKind::kComplete: OnComplete(e); break;
+    case BlockEventKind::kRequeue: OnRequeue(e); break;
+    case BlockEventKind::kMerge: OnMerge(e); break;
+    case BlockEventKind::kBioQueue: OnBioQueue(e); break;
+    case BlockEventKind::kBioFrontMerge: OnBioFrontMerge(e); break;
+    case BlockEventKind::kBioBackMerge: OnBioBackMerge(e); break;
+    case BlockEventKind::kIoStart:
+    case BlockEventKind::kIoDone:
+      break;  // accounting events: counted per device, not used for pairing
+  }
+}
+
+void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
+  RequestEntry* ent = table_.Find(e.dev, e.sector);
+  if (ent != nullptr) {
+    switch (ent->state) {
+      case RequestState::kQueued:
+        break;  // the request built from this bio: keep queue_ts
+      case RequestState::kRequeued:
+        // The kernel re-inserts a requeued request (blk_mq_requeue_work): same request.
+        table_.Touch(ent, e.ts);
+        return;
+      case RequestState::kInserted:
+      case RequestState::kIssued: {
+        // A second live request on the key: the older one is given up.
+        ++stats_.collisions;
+        table_.Remove(ent);
+        ent = nullptr;
+        break;
+      }
+    }
+  }
+  if (ent == nullptr) {
+    ent = AddEntry(e);
+  } else {
+    table_.Touch(ent, e.ts);
+  }
+  ent->state = RequestState::kInserted;
+  ent->has |= kHasInsert;
+  ent->insert_ts = e.ts;
+  ent->insert_pid = e.pid;
+  CopyComm(ent->insert_comm, e.comm);
+  ent->op = e.op;
+  ent->flags = e.flags;
+  ent->nr_sector = ent->outstanding = e.nr_sector;
+  ent->bytes = e.bytes;
+}
+
+void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
+  RequestEntry* ent = table_.Find(e.dev, e.sector);
+  bool emit_queue_phases = false;
+  if (ent != nullptr && ent->state == RequestState::kIssued) {
+    // Issued twice without a completion between: the first one's completion was not seen.
+    ++stats_.collisions;
+    table_.Remove(ent);
+    ent = nullptr;
+  }
+  if (ent == nullptr) {
+    ent = AddEntry(e);
+    ++d.stats.issues_without_insert;
+  } else {
+    table_.Touch(ent, e.ts);
+    if (ent->state == RequestState::kQueued) ++d.stats.issues_without_insert;
+    emit_queue_phases = ent->state != RequestState::kRequeued;
+  }
+  ent->state = RequestState::kIssued;
+  ent->has |= kHasIssue;
+  ent->issue_ts = e.ts;  // after a requeue: the last issue, D2C runs from here
+  ent->issue_pid = e.pid;
+  CopyComm(ent->issue_comm, e.comm);
+  ent->op = e.op;
+  ent->flags = e.flags;
+  // The issue carries the final size (bios may have merged in since the insert).
+  ent->nr_sector = ent->outstanding = e.nr_sector;
+  ent->bytes = e.bytes;
+  if (emit_queue_phases && !ent->issued_before) {
+    RequestSample s = SampleOf(*ent);
+    if (ent->has & kHasInsert) s.phases |= PhaseBit(Phase::kI2D);
+    if (ent->has & kHasQueue) s.phases |= PhaseBit(Phase::kQ2D);
+    if (s.phases != 0) Emit(&s);
+  }
+  ent->issued_before = true;
+}
+
+void RequestMatcher::OnComplete(const BlockEvent& e) {
+  if (e.error != 0) ++stats_.completion_errors;
+  RequestEntry* ent = table_.Find(e.dev, e.sector);
+  if (ent == nullptr || ent->state == RequestState::kQueued) {
+    // An empty preflush request is never issued itself: the flush machinery issues a flush
+    // request for it (paired in OnFlush), then completes it with its preflush flag cleared, as
+    // "WS 0 + 0" (blk_flush_complete_seq in block/blk-flush.c).
+    if (e.nr_sector == 0 && e.sector == 0 &&
+        (e.op == BlockOp::kWrite || e.op == BlockOp::kFlush)) {
+      ++stats_.flush_sequence_completions;
+    } else {
+      ++stats_.completes_without_issue;
+    }
+    return;
+  }
+  const bool issued = ent->state == RequestState::kIssued;
+  if (!issued) ++stats_.completes_without_issue;
+  if (e.nr_sector != 0 && e.nr_sector < ent->outstanding) {
+    // Partial completion: the rest of the request now starts at sector + done.
+    ++stats_.partial_completions;
+    const uint64_t next = e.sector + e.nr_sector;
+    if (RequestEntry* other = table_.Find(e.dev, next); other != nullptr) {
+      ++stats_.collisions;
+      table_.Remove(other);
+    }
+    table_.Rekey(ent, next);
+    ent->outstanding -= e.nr_sector;
+    table_.Touch(ent, e.ts);
+    return;
+  }
+  RequestSample s = SampleOf(*ent);
+  s.complete_ts = e.ts;
+  if (issued) s.phases |= PhaseBit(Phase::kD2C);
+  if (ent->has & kHasInsert) s.phases |= PhaseBit(Phase::kI2C);
+  if (ent->has & kHasQueue) s.phases |= PhaseBit(Phase::kQ2C);
+  table_.Remove(ent);
+  Emit(&s);
+}
+
+void RequestMatcher::OnRequeue(const BlockEvent& e) {
+  RequestEntry* ent = table_.Find(e.dev, e.sector);
+  if (ent == nullptr || ent->state != RequestState::kIssued) {
+    ++stats_.requeues_unmatched;
+    return;
+  }
+  ++stats_.requeues;
+  ent->state = RequestState::kRequeued;
+  table_.Touch(ent, e.ts);
+}
+
+void RequestMatcher::OnMerge(const BlockEvent& e) {
+  // block_rq_merge traces the request that is merged into another one and freed.
+  // A request merged while being inserted (elv_attempt_insert_merge) never had an insert
+  // event: only its bio's queue entry is there, and it goes away with it.
+  RequestEntry* ent = table_.Find(e.dev, e.sector);
+  if (ent == nullptr) {
+    ++stats_.merges_unmatched;
+    return;
+  }
+  ++stats_.merges;
+  table_.Remove(ent);
+}
+
+void RequestMatcher::OnBioQueue(const BlockEvent& e) {
+  if (e.IsFlush()) return;  // empty preflush bios become flush requests: not tracked by sector
+  RequestEntry* ent = table_.Find(e.dev, e.sector);
+  if (ent == nullptr) {
+    ent = AddEntry(e);
+    ent->state = RequestState::kQueued;
+  } else if (ent->state != RequestState::kQueued) {
+    ++stats_.bio_queue_on_live;
+    return;
+  } else {
+    table_.Touch(ent, e.ts);  // a newer bio at the same sector supersedes the old one
+  }
+  ent->has = kHasQueue;
+  ent->queue_ts = e.ts;
+  ent->op = e.op;
+  ent->flags = e.flags;
+}
+
+void RequestMatcher::OnBioFrontMerge(const BlockEvent& e) {
+  ++stats_.bio_front_merges;
+  // The bio at `sector` joins the front of the request that started right after it: the
+  // request now starts at the bio's sector. The bio's own queue entry goes away.
+  uint64_t queue_ts = 0;
+  bool had_queue = false;
+  if (RequestEntry* q = table_.Find(e.dev, e.sector);
+      q != nullptr && q->state == RequestState::kQueued) {
+    queue_ts = q->queue_ts;
+    had_queue = true;
+    table_.Remove(q);
+  }
+  RequestEntry* req = table_.Find(e.dev, e.sector + e.nr_sector);
+  if (req == nullptr || req->state != RequestState::kInserted) return;
+  if (!table_.Rekey(req, e.sector)) return;  // a live request holds the key: leave both
+  req->nr_sector += e.nr_sector;
+  req->outstanding += e.nr_sector;
+  if (had_queue && (!(req->has & kHasQueue) || queue_ts < req->queue_ts)) {
+    req->queue_ts = queue_ts;
+    req->has |= kHasQueue;
+  }
+  table_.Touch(req, e.ts);
+}
+
+void RequestMatcher::OnBioBackMerge(const BlockEvent& e) {
+  ++stats_.bio_back_merges;
+  // The bio joined the back of another request: its own queue entry will never be inserted.
+  RequestEntry* q = table_.Find(e.dev, e.sector);
+  if (q != nullptr && q->state == RequestState::kQueued) table_.Remove(q);
+}
+
+void RequestMatcher::OnFlush(Device& d, const BlockEvent& e) {
+  std::vector<FlushSlot>& fifo = d.flushes;
+  // Expire stale flushes (their completion was lost) so they do not shift the pairing forever.
+  while (!fifo.empty() && e.ts > fifo.front().last_ts &&
+         e.ts - fifo.front().last_ts > options_.expiry_ns) {
+    ++stats_.expired[StateIndex(fifo.front().state)];
+    fifo.erase(fifo.begin());
+  }
+  auto first_in = [&fifo](RequestState a, RequestState b) -> FlushSlot* {
+    for (FlushSlot& f : fifo) {
+      if (f.state == a || f.state == b) return &f;
+    }
+    return nullptr;
+  };
+  auto push = [&]() -> FlushSlot& {
+    if (fifo.size() == options_.flush_depth) {
+      ++stats_.evicted[StateIndex(fifo.front().state)];
+      fifo.erase(fifo.begin());
+    }
+    FlushSlot slot;
+    std::memset(&slot, 0, sizeof(slot));
+    slot.insert_pid = slot.issue_pid = -1;
+    fifo.push_back(slot);  // capacity reserved: no allocation
+    return fifo.back();
+  };
+  auto sample_of = [&e](const FlushSlot& f) {
+    RequestSample s;
+    s.dev = e.dev;
+    s.op = BlockOp::kFlush;
+    s.flags = f.flags;
+    s.insert_ts = f.insert_ts;
+    s.issue_ts = f.issue_ts;
+    s.insert_pid = f.insert_pid;
+    s.issue_pid = f.issue_pid;
+    s.insert_comm = f.insert_comm;
+    s.issue_comm = f.issue_comm;
+    return s;
+  };
+  switch (e.kind) {
+    case BlockEventKind::kInsert: {
+      FlushSlot& f = push();
+      f.state = RequestState::kInserted;
+      f.has = kHasInsert;
+      f.flags = e.flags;
+      f.insert_ts = f.last_ts = e.ts;
+      f.insert_pid = e.pid;
+      CopyComm(f.insert_comm, e.comm);
+      break;
+    }
+    case BlockEventKind::kIssue: {
+      FlushSlot* f = first_in(RequestState::kInserted, RequestState::kRequeued);
+      bool first_issue = f != nullptr && f->state == RequestState::kInserted;
+      if (f == nullptr) {
+        f = &push();
+        f->flags = e.flags;
+        ++stats_.issues_without_insert[static_cast<int>(NoInsertReason::kFlush)];
+      }
+      f->state = RequestState::kIssued;
+      f->has |= kHasIssue;
+      f->issue_ts = f->last_ts = e.ts;
+      f->issue_pid = e.pid;
+      CopyComm(f->issue_comm, e.comm);
+      if (first_issue) {
+        RequestSample s = sample_of(*f);
+        s.phases = PhaseBit(Phase::kI2D);
+        Emit(&s);
+      }
+      break;
+    }
+    case BlockEventKind::kComplete: {
+      if (e.error != 0) ++stats_.completion_errors;
+      FlushSlot* f = first_in(RequestState::kIssued, RequestState::kIssued);
+      if (f == nullptr) {
+        ++stats_.completes_without_issue;
+        break;
+      }
+      RequestSample s = sample_of(*f);
+      s.complete_ts = e.ts;
+      s.phases = PhaseBit(Phase::kD2C);
+      if (f->has & kHasInsert) s.phases |= PhaseBit(Phase::kI2C);
+      fifo.erase(fifo.begin() + (f - fifo.data()));
+      ++stats_.flushes;
+      Emit(&s);
+      break;
+    }
+    case BlockEventKind::kRequeue: {
+      FlushSlot* f = first_in(RequestState::kIssued, RequestState::kIssued);
+      if (f == nullptr) {
+        ++stats_.requeues_unmatched;
+        break;
+      }
+      ++stats_.requeues;
+      f->state = RequestState::kRequeued;
+      f->last_ts = e.ts;
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void RequestMatcher::Finish() {
+  table_.ForEach([this](const RequestEntry& ent) {
+    ++stats_.in_flight_at_end[StateIndex(ent.state)];
+  });
+  for (auto& d : devices_) {
+    for (const FlushSlot& f : d->flushes) ++stats_.in_flight_at_end[StateIndex(f.state)];
+    d->flushes.clear();
+    NoInsertReason reason = !insert_recorded_ ? NoInsertReason::kInsertNotRecorded
+                            : d->stats.events[static_cast<int>(BlockEventKind::kInsert)] == 0
+                                ? NoInsertReason::kNoInsertOnDevice
+                                : NoInsertReason::kInsertMissing;
+    d->stats.no_insert_reason = reason;
+    stats_.issues_without_insert[static_cast<int>(reason)] += d->stats.issues_without_insert;
+  }
+  while (RequestEntry* oldest = table_.Oldest()) table_.Remove(oldest);
+}
+
+std::vector<DeviceMatchStats> RequestMatcher::devices() const {
+  std::vector<DeviceMatchStats> out;
+  out.reserve(devices_.size());
+  for (const auto& d : devices_) out.push_back(d->stats);
+  return out;
+}
+
+}  // namespace iotrace

@@ -1,0 +1,158 @@
+#include <string>
+
+#include "gtest/gtest.h"
+#include "iotrace/block_dev.h"
+#include "iotrace/flags.h"
+#include "iotrace/record.h"
+#include "iotrace/status.h"
+
+namespace iotrace {
+namespace {
+
+TEST(RecordOptionsTest, DefaultsAreValidAndCarryTheFiveBlockEvents) {
+  RecordOptions opt;
+  EXPECT_TRUE(ValidateRecordOptions(opt).ok());
+  ASSERT_EQ(opt.events.size(), 5u);
+  EXPECT_EQ(opt.events[0], "block:block_rq_insert");
+  EXPECT_EQ(opt.events[4], "block:block_rq_merge");
+  EXPECT_EQ(opt.mmap_pages, 1024u);
+}
+
+TEST(RecordOptionsTest, RejectsRingSizesThatAreNotPowersOfTwo) {
+  RecordOptions opt;
+  for (uint32_t bad : {0u, 3u, 1000u}) {
+    opt.mmap_pages = bad;
+    absl::Status s = ValidateRecordOptions(opt);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_FALSE(HintOf(s).empty());
+  }
+  opt.mmap_pages = 64;
+  EXPECT_TRUE(ValidateRecordOptions(opt).ok());
+}
+
+TEST(RecordOptionsTest, BadDevIsAUsageErrorWithAHint) {
+  RecordOptions opt;
+  for (const char* bad : {"/dev/null", "/nonexistent/disk", "7:", "x:y", "4096:0", ""}) {
+    opt.devs = {bad};
+    absl::Status s = ValidateRecordOptions(opt);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("--dev"), std::string::npos) << bad;
+  }
+  opt.devs = {"7:0", "254:16"};
+  EXPECT_TRUE(ValidateRecordOptions(opt).ok());
+}
+
+TEST(RecordOptionsTest, NoEventsAtAllIsAUsageError) {
+  RecordOptions opt;
+  opt.events.clear();
+  EXPECT_EQ(ValidateRecordOptions(opt).code(), absl::StatusCode::kInvalidArgument);
+  opt.probes = {"p:x /bin/true:main"};
+  EXPECT_TRUE(ValidateRecordOptions(opt).ok());
+}
+
+TEST(BlockDevTest, KernelEncodingIsMajorShiftedByTwenty) {
+  EXPECT_EQ(KernelDev(7, 0), 7u << 20);
+  EXPECT_EQ(KernelDev(254, 16), (254u << 20) | 16u);
+  EXPECT_EQ(KernelDevMajor(KernelDev(259, 3)), 259u);
+  EXPECT_EQ(KernelDevMinor(KernelDev(259, 3)), 3u);
+  EXPECT_EQ(DevNumbers(KernelDev(8, 17)), "8:17");
+  auto d = ParseDevSpec("8:17");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*d, KernelDev(8, 17));
+  // Not glibc's makedev encoding: major 7 minor 0 is 0x700000 here, not 0x700.
+  EXPECT_EQ(*ParseDevSpec("7:0"), 0x700000u);
+}
+
+TEST(BlockDevTest, CharacterDeviceIsNotABlockDevice) {
+  auto d = ParseDevSpec("/dev/null");
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("not a block device"), std::string::npos);
+}
+
+TEST(RecordPrivilegesTest, RootOrPerfmonOrSysAdmin) {
+  EXPECT_TRUE(CheckRecordPrivileges(0, 0).ok());
+  EXPECT_TRUE(CheckRecordPrivileges(1000, uint64_t{1} << 38).ok());  // CAP_PERFMON
+  EXPECT_TRUE(CheckRecordPrivileges(1000, uint64_t{1} << 21).ok());  // CAP_SYS_ADMIN
+  absl::Status s = CheckRecordPrivileges(1000, uint64_t{1} << 12);
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(s.message().find("root"), std::string::npos);
+  EXPECT_NE(HintOf(s).find("sudo"), std::string::npos);
+}
+
+TEST(RecordSummaryTest, TableHasEveryEventAndTotalsAndWarnsOnSilentDrops) {
+  RecordSummary s;
+  s.backend = Backend::kPerf;
+  s.output = "out.data";
+  s.seconds = 5;
+  s.output_bytes = 3 << 20;
+  s.events = {{"block:block_rq_issue", 1000, 1000, 0, 0},
+              {"block:block_rq_complete", 14, 3001, 0, 2987}};
+  std::string text = FormatRecordSummary(s);
+  EXPECT_NE(text.find("block:block_rq_issue"), std::string::npos);
+  EXPECT_NE(text.find("2987"), std::string::npos);
+  EXPECT_NE(text.find("4001"), std::string::npos);  // kernel count total
+  EXPECT_NE(text.find("1014"), std::string::npos);  // recorded total
+  EXPECT_NE(text.find("dropped 2987 samples silently"), std::string::npos);
+  EXPECT_NE(text.find("--backend ftrace"), std::string::npos);
+  EXPECT_NE(text.find("3.0 MiB"), std::string::npos);
+  EXPECT_EQ(text.find("buffer was full"), std::string::npos);
+}
+
+TEST(RecordSummaryTest, RingLossAndDiskFullAreSaid) {
+  RecordSummary s;
+  s.events = {{"block:block_rq_issue", 90, 100, 10, 0}};
+  s.disk_full = true;
+  std::string text = FormatRecordSummary(s);
+  EXPECT_NE(text.find("buffer was full"), std::string::npos);
+  EXPECT_NE(text.find("disk filled up"), std::string::npos);
+  EXPECT_EQ(text.find("silently"), std::string::npos);
+}
+
+TEST(FlagParserTest, LongShortInlineRepeatedAndRest) {
+  FlagParser p;
+  std::vector<std::string> events;
+  double d = 0;
+  bool flag = false;
+  p.Add("event", 'e', true, "E", "", [&](const std::string& v) {
+    events.push_back(v);
+    return absl::OkStatus();
+  });
+  p.Add("duration", 'd', true, "S", "", [&](const std::string& v) {
+    return ParseSecondsFlag("--duration", v, &d);
+  });
+  p.Add("flag", 0, false, "", "", [&](const std::string&) {
+    flag = true;
+    return absl::OkStatus();
+  });
+  std::vector<std::string> rest;
+  ASSERT_TRUE(p.Parse({"-e", "a", "--event=b", "-ec", "-d2.5", "--flag", "--", "dd", "-x"},
+                      nullptr, &rest)
+                  .ok());
+  EXPECT_EQ(events, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_DOUBLE_EQ(d, 2.5);
+  EXPECT_TRUE(flag);
+  EXPECT_EQ(rest, (std::vector<std::string>{"dd", "-x"}));
+}
+
+TEST(FlagParserTest, ErrorsNameTheOption) {
+  FlagParser p;
+  double d = 0;
+  p.Add("duration", 'd', true, "S", "", [&](const std::string& v) {
+    return ParseSecondsFlag("--duration", v, &d);
+  });
+  p.Add("flag", 0, false, "", "", [](const std::string&) { return absl::OkStatus(); });
+  std::vector<std::string> rest;
+  absl::Status s = p.Parse({"--nope"}, nullptr, &rest);
+  EXPECT_NE(s.message().find("--nope"), std::string::npos);
+  s = p.Parse({"-d"}, nullptr, &rest);
+  EXPECT_NE(s.message().find("needs a value"), std::string::npos);
+  s = p.Parse({"-d", "-3"}, nullptr, &rest);
+  EXPECT_NE(s.message().find("not a number of seconds"), std::string::npos);
+  s = p.Parse({"--flag=1"}, nullptr, &rest);
+  EXPECT_NE(s.message().find("takes no value"), std::string::npos);
+  s = p.Parse({"stray"}, nullptr, &rest);
+  EXPECT_NE(s.message().find("unexpected argument"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace iotrace
