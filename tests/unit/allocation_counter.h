@@ -1,7 +1,8 @@
 // Counts heap allocations made through operator new, so that hot-path tests can prove they
-// allocate nothing after warm-up. The replacement operators are weak: any number of test files
-// may include this header and the linker keeps one copy. If some other file replaces operator
-// new with a strong definition, counting stops; AllocationCounterWorks() tells tests to skip.
+// allocate nothing after warm-up. This header is the only place in the test binary that replaces
+// operator new/delete; the definitions are weak so that every test file may include it and the
+// linker keeps one copy. AllocationCounterWorks() (and AllocationCounterTest) make a clash
+// visible instead of silently turning the checks into no-ops.
 #ifndef IOTRACE_TESTS_UNIT_ALLOCATION_COUNTER_H_
 #define IOTRACE_TESTS_UNIT_ALLOCATION_COUNTER_H_
 
@@ -25,6 +26,16 @@ inline bool AllocationCounterWorks() {
   return works;
 }
 
+// Allocations made while it lives (all threads).
+class ScopedAllocationCount {
+ public:
+  ScopedAllocationCount() : start_(Allocations()) {}
+  uint64_t count() const { return Allocations() - start_; }
+
+ private:
+  uint64_t start_;
+};
+
 }  // namespace iotrace::test
 
 [[gnu::weak]] void* operator new(std::size_t size) {
@@ -36,6 +47,34 @@ inline bool AllocationCounterWorks() {
   iotrace::test::g_allocations.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
+}
+[[gnu::weak]] void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  iotrace::test::g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(size == 0 ? 1 : size);
+}
+[[gnu::weak]] void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+  iotrace::test::g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(size == 0 ? 1 : size);
+}
+[[gnu::weak]] void* operator new(std::size_t size, std::align_val_t align) {
+  iotrace::test::g_allocations.fetch_add(1, std::memory_order_relaxed);
+  std::size_t a = static_cast<std::size_t>(align);
+  void* p = nullptr;
+  if (posix_memalign(&p, a < sizeof(void*) ? sizeof(void*) : a, size == 0 ? 1 : size) != 0) {
+    throw std::bad_alloc();
+  }
+  return p;
+}
+[[gnu::weak]] void* operator new[](std::size_t size, std::align_val_t align) {
+  return operator new(size, align);
+}
+[[gnu::weak]] void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+[[gnu::weak]] void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+[[gnu::weak]] void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+[[gnu::weak]] void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
 }
 [[gnu::weak]] void operator delete(void* p) noexcept { std::free(p); }
 [[gnu::weak]] void operator delete[](void* p) noexcept { std::free(p); }

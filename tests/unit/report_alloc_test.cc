@@ -1,10 +1,5 @@
 // Proves that the report's hot path (decode -> match -> histogram insert) allocates nothing
-// per event once warmed up. The global operator new/delete of the test binary are replaced by
-// counting versions that count only while a ScopedAllocationCount is alive.
-//
-// The replacements are weak: should another test file of this binary also replace operator new,
-// its definition wins and AllocationCounterTest.CountsWhileEnabled fails, which makes the clash
-// visible instead of silently turning the checks below into no-ops.
+// per event once warmed up, with the binary-wide counting operator new of allocation_counter.h.
 #include <atomic>
 #include <cstdlib>
 #include <new>
@@ -15,72 +10,8 @@
 #include "iotrace/histogram.h"
 #include "iotrace/latency_report.h"
 #include "iotrace/request_matcher.h"
+#include "allocation_counter.h"
 #include "synthetic_trace.h"
-
-namespace {
-
-std::atomic<bool> g_counting{false};
-std::atomic<uint64_t> g_allocations{0};
-
-void* CountedAlloc(std::size_t n) {
-  if (g_counting.load(std::memory_order_relaxed)) {
-    g_allocations.fetch_add(1, std::memory_order_relaxed);
-  }
-  void* p = std::malloc(n == 0 ? 1 : n);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-
-void* CountedAlignedAlloc(std::size_t n, std::align_val_t align) {
-  if (g_counting.load(std::memory_order_relaxed)) {
-    g_allocations.fetch_add(1, std::memory_order_relaxed);
-  }
-  std::size_t a = static_cast<std::size_t>(align);
-  void* p = nullptr;
-  if (posix_memalign(&p, a < sizeof(void*) ? sizeof(void*) : a, n == 0 ? 1 : n) != 0) {
-    throw std::bad_alloc();
-  }
-  return p;
-}
-
-class ScopedAllocationCount {
- public:
-  ScopedAllocationCount() {
-    g_allocations.store(0);
-    g_counting.store(true);
-  }
-  ~ScopedAllocationCount() { g_counting.store(false); }
-  uint64_t count() const { return g_allocations.load(); }
-};
-
-}  // namespace
-
-__attribute__((weak)) void* operator new(std::size_t n) { return CountedAlloc(n); }
-__attribute__((weak)) void* operator new[](std::size_t n) { return CountedAlloc(n); }
-__attribute__((weak)) void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  try { return CountedAlloc(n); } catch (...) { return nullptr; }
-}
-__attribute__((weak)) void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
-  try { return CountedAlloc(n); } catch (...) { return nullptr; }
-}
-__attribute__((weak)) void* operator new(std::size_t n, std::align_val_t a) {
-  return CountedAlignedAlloc(n, a);
-}
-__attribute__((weak)) void* operator new[](std::size_t n, std::align_val_t a) {
-  return CountedAlignedAlloc(n, a);
-}
-__attribute__((weak)) void operator delete(void* p) noexcept { std::free(p); }
-__attribute__((weak)) void operator delete[](void* p) noexcept { std::free(p); }
-__attribute__((weak)) void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-__attribute__((weak)) void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-__attribute__((weak)) void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-__attribute__((weak)) void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-__attribute__((weak)) void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
-__attribute__((weak)) void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
 
 namespace iotrace {
 namespace {
@@ -89,9 +20,11 @@ using synthetic::SyntheticTrace;
 using synthetic::ThisKernelFormats;
 
 TEST(AllocationCounterTest, CountsWhileEnabled) {
-  ScopedAllocationCount counter;
-  auto* v = new std::vector<int>(100);
-  delete v;
+  test::ScopedAllocationCount counter;
+  int* volatile a = new int(1);  // volatile: the compiler may not elide these allocations
+  int* volatile b = new int(2);
+  delete a;
+  delete b;
   EXPECT_GE(counter.count(), 2u) << "operator new is not the counting one: another test file "
                                     "replaces it, so the allocation checks would see nothing";
 }
@@ -144,7 +77,7 @@ void ExpectNoAllocationAfterWarmUp(const ReportOptions& options) {
   for (const RawEvent& e : warm_events) (*builder)->OnEvent(e);
   uint64_t allocations;
   {
-    ScopedAllocationCount counter;
+    test::ScopedAllocationCount counter;
     for (const RawEvent& e : measured_events) (*builder)->OnEvent(e);
     allocations = counter.count();
   }
@@ -190,7 +123,7 @@ TEST(ReportAllocationTest, MatcherEvictionAndExpiryAllocateNothing) {
   e.op = BlockOp::kWrite;
   e.kind = BlockEventKind::kInsert;
   m.OnEvent(e);  // warm-up: the device's first event
-  ScopedAllocationCount counter;
+  test::ScopedAllocationCount counter;
   for (uint64_t i = 0; i < 10000; ++i) {
     e.ts = i * 10;
     e.sector = i * 8;
@@ -205,7 +138,7 @@ TEST(ReportAllocationTest, MatcherEvictionAndExpiryAllocateNothing) {
 
 TEST(ReportAllocationTest, HistogramRecordAllocatesNothing) {
   Histogram h;
-  ScopedAllocationCount counter;
+  test::ScopedAllocationCount counter;
   for (uint64_t v = 0; v < 100000; ++v) h.Record(v * 7919);
   EXPECT_EQ(counter.count(), 0u);
   EXPECT_EQ(h.count(), 100000u);

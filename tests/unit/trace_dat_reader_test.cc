@@ -16,19 +16,9 @@
 #include "gtest/gtest.h"
 #include "iotrace/status.h"
 #include "iotrace/trace_dat_writer.h"
+#include "allocation_counter.h"
 #include "trace_dat_test_util.h"
 
-// Counts heap allocations of this test binary, to prove the read loop allocates nothing per
-// event. (Replacing the global operator new is allowed once per program: no other test may.)
-static thread_local uint64_t g_allocations = 0;
-void* operator new(size_t n) {
-  ++g_allocations;
-  void* p = std::malloc(n == 0 ? 1 : n);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
 
 namespace iotrace {
 namespace {
@@ -334,6 +324,7 @@ class NonAllocatingSink : public EventSink {
 };
 
 TEST(TraceDatReaderTest, ReadAllAllocatesNothingPerEvent) {
+  ASSERT_TRUE(test::AllocationCounterWorks()) << "operator new is not the counting one";
   auto allocations_for = [](int pages) {
     SyntheticFile f;
     for (int i = 0; i < pages; ++i) {
@@ -346,9 +337,9 @@ TEST(TraceDatReaderTest, ReadAllAllocatesNothingPerEvent) {
     auto reader = OpenTraceDat(f.Write());
     EXPECT_TRUE(reader.ok()) << reader.status();
     NonAllocatingSink sink;
-    const uint64_t before = g_allocations;
+    const uint64_t before = test::Allocations();
     EXPECT_TRUE((*reader)->ReadAll(&sink).ok());
-    const uint64_t used = g_allocations - before;
+    const uint64_t used = test::Allocations() - before;
     EXPECT_EQ((*reader)->stats().events, uint64_t(pages) * 80);
     return used;
   };
