@@ -230,6 +230,12 @@ absl::Status DiskFullError(const RecordSummary& s) {
                   "free space or record to another filesystem with -o");
 }
 
+// Said once everything is set up, right before the events are enabled.
+void AnnounceBackend(const RecordSummary& s) {
+  std::fprintf(stderr, "iotrace: recording with the %s backend (%s) into %s\n",
+               BackendName(s.backend), s.backend_reason.c_str(), s.output.c_str());
+}
+
 uint64_t FileSize(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
@@ -366,6 +372,7 @@ absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& 
   PerfRun run(*cap, *writer);
   SignalGuard signals;
   IOTRACE_RETURN_IF_ERROR(run.WatchFd(signals.fd()));
+  AnnounceBackend(*summary);
   IOTRACE_RETURN_IF_ERROR(cap->Enable());
   const uint64_t start_ns = NowNs(CLOCK_MONOTONIC);
   if (child) {
@@ -447,6 +454,7 @@ absl::StatusOr<int> RecordWithFtrace(const RecordOptions& opt, const std::string
   FtraceRun run(*cap);
   SignalGuard signals;
   IOTRACE_RETURN_IF_ERROR(run.WatchFd(signals.fd()));
+  AnnounceBackend(*summary);
   IOTRACE_RETURN_IF_ERROR(cap->Start());
   const uint64_t start_ns = NowNs(CLOCK_MONOTONIC);
   if (child) {
@@ -560,8 +568,6 @@ absl::StatusOr<int> RunRecord(const RecordOptions& opt, RecordSummary* summary) 
   summary->output = opt.output.empty()
                         ? (backend == Backend::kFtrace ? "iotrace.dat" : "iotrace.data")
                         : opt.output;
-  std::fprintf(stderr, "iotrace: recording with the %s backend (%s)\n", BackendName(backend),
-               summary->backend_reason.c_str());
   absl::StatusOr<int> result =
       backend == Backend::kFtrace ? RecordWithFtrace(opt, tracefs, events, filter, summary)
                                   : RecordWithPerf(opt, tracefs, events, filter, summary);
