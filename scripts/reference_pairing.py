@@ -148,8 +148,16 @@ def pair(events):
                 c["preflush_completions"] += 1
                 continue
             e = table.get(key)
-            if e is None or e.iss is None:
+            if e is None:
                 c["complete_without_issue"] += 1
+                continue
+            if e.iss is None:
+                # Inserted, completed, its issue not seen (lost): insert -> complete still holds.
+                c["complete_without_issue"] += 1
+                del table[key]
+                if e.q is not None:
+                    samples[(dev, e.op, "Q2C")].append(ts - e.q)
+                samples[(dev, e.op, "I2C")].append(ts - e.ins)
                 continue
             del table[key]
             if nr < e.nr:
