@@ -83,12 +83,12 @@ class ProbeLiveTest : public ::testing::Test {
     program_ = dir_.File("probe_target");
     std::ofstream(dir_.File("probe_target.c")) << kProgram;
     live::CommandResult cc =
-        live::Run({"cc", "-O2", "-o", program_, dir_.File("probe_target.c")});
+        live::RunCmd({"cc", "-O2", "-o", program_, dir_.File("probe_target.c")});
     ASSERT_EQ(cc.exit_code, 0) << cc.err;
   }
   // Runs the program; returns its pid-independent output (the sum) for a sanity check.
   void RunProgram(int calls) {
-    live::CommandResult r = live::Run({program_, std::to_string(calls)});
+    live::CommandResult r = live::RunCmd({program_, std::to_string(calls)});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   static bool GroupGone(const std::string& group) {
