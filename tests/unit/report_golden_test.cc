@@ -154,5 +154,47 @@ TEST(ReportGoldenTest, SchedulerNoneHasD2COnlyAndSaysWhy) {
   EXPECT_NE(out.text.find("no_insert_on_device 600"), std::string::npos) << out.text;
 }
 
+// --events prints every record once, in time order, like perf script: as many lines as perf
+// script printed block_rq_* events for the fixture (the reference's event counters).
+TEST(ReportGoldenTest, EventDumpHasEveryRecordInTimeOrder) {
+  std::map<std::string, uint64_t> counters;
+  ReadSummary(ReadFile(kGolden + "iotrace_mq.expected.csv"), &counters);
+  uint64_t expected = 0;
+  for (const auto& [name, n] : counters) {
+    if (name.rfind("events_", 0) == 0) expected += n;
+  }
+  ASSERT_GT(expected, 0u);
+  for (const char* format : {"text", "json", "csv"}) {
+    std::string cmd = std::string(IOTRACE_BINARY) + " report --events --format " + format +
+                      " -i " + kGolden + "iotrace_mq.data";
+    FILE* p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string text;
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) text.append(buf, n);
+    ASSERT_EQ(pclose(p), 0) << format;
+    std::stringstream in(text);
+    std::string line;
+    uint64_t lines = 0;
+    double last = 0;
+    bool ordered = true;
+    while (std::getline(in, line)) {
+      if (std::string(format) == "csv" && lines == 0 && line.rfind("time,", 0) == 0) continue;
+      ++lines;
+      size_t start = std::string(format) == "json" ? line.find("\"time\":") + 7 : 0;
+      double t = std::stod(line.substr(start));
+      ordered = ordered && t >= last;
+      last = t;
+      if (std::string(format) == "text") {
+        EXPECT_NE(line.find("block:block_rq_"), std::string::npos) << line;
+        EXPECT_NE(line.find(" dev=7,"), std::string::npos) << line;
+      }
+    }
+    EXPECT_EQ(lines, expected) << format;
+    EXPECT_TRUE(ordered) << format;
+  }
+}
+
 }  // namespace
 }  // namespace iotrace
