@@ -50,13 +50,5 @@ std::string DevNumbers(uint32_t dev) {
   return absl::StrFormat("%u:%u", KernelDevMajor(dev), KernelDevMinor(dev));
 }
 
-std::string DevName(uint32_t dev) {
-  auto text = ReadFileToString("/sys/dev/block/" + DevNumbers(dev) + "/uevent");
-  if (!text.ok()) return "";
-  for (std::string_view line : SplitText(*text, '\n')) {
-    if (line.substr(0, 8) == "DEVNAME=") return std::string(line.substr(8));
-  }
-  return "";
-}
 
 }  // namespace iotrace

@@ -261,14 +261,20 @@ CpuBufferStats ParseCpuBufferStats(std::string_view text) {
     if (colon == std::string_view::npos) continue;
     std::string key = StripString(line.substr(0, colon));
     std::string value = StripString(line.substr(colon + 1));
-    uint64_t v = 0;
-    if (!absl::SimpleAtoi(value, &v)) continue;
-    if (key == "entries") s.entries = v;
-    if (key == "overrun") s.overrun = v;
-    if (key == "commit overrun") s.commit_overrun = v;
-    if (key == "bytes") s.bytes = v;
-    if (key == "dropped events") s.dropped_events = v;
-    if (key == "read events") s.read_events = v;
+    if (key == "CPU") {
+      int cpu = -1;
+      if (absl::SimpleAtoi(value, &cpu) && cpu >= 0) s.cpu = cpu;
+      continue;
+    }
+    uint64_t* field = key == "entries"                     ? &s.entries
+                      : key == "overrun"                   ? &s.overrun
+                      : key == "commit overrun"            ? &s.commit_overrun
+                      : key == "bytes"                     ? &s.bytes
+                      : key == "dropped events"            ? &s.dropped_events
+                      : key == "read events"               ? &s.read_events
+                      : key == "iotrace pages not written" ? &s.pages_not_written
+                                                           : nullptr;
+    if (field != nullptr && absl::SimpleAtoi(value, field)) ++s.known_counters;
   }
   return s;
 }

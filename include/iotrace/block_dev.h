@@ -26,8 +26,6 @@ absl::StatusOr<uint32_t> ParseDevSpec(std::string_view spec);
 
 // "7:0"
 std::string DevNumbers(uint32_t dev);
-// "loop0" from /sys/dev/block/MAJ:MIN/uevent (DEVNAME), else "" when unknown on this machine.
-std::string DevName(uint32_t dev);
 
 }  // namespace iotrace
 

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "iotrace/tracefs.h"
 
 namespace iotrace {
 
@@ -55,18 +56,10 @@ inline constexpr uint16_t kTraceDatSectionCompressed = 1;
 // One CPU's ring-buffer statistics as the kernel prints them in per_cpu/cpuN/stats
 // (kernel/trace/trace.c, tracing_stats_read): "entries: N", "overrun: N", ... Lines iotrace's
 // writer adds are parsed too ("iotrace pages not written: N").
-struct FtraceCpuStats {
-  int cpu = -1;                 // from a "CPU: N" line (trace-cmd adds it), -1 when absent
-  uint64_t entries = 0;         // events still in the ring buffer (not in the file)
-  uint64_t overrun = 0;         // events overwritten before they were read
-  uint64_t commit_overrun = 0;  // events lost to a wrapped commit (nested writers)
-  uint64_t bytes = 0;
-  uint64_t dropped_events = 0;  // events refused because the buffer was full (no overwrite)
-  uint64_t read_events = 0;
-  uint64_t pages_not_written = 0;  // iotrace's writer: pages it could not store (disk full)
-};
+// A CPUSTAT option's text is the instance's per_cpu/cpuN/stats file (tracefs.h).
+using FtraceCpuStats = CpuBufferStats;
 
-// Parses the stats text; unknown lines are ignored, a text with none of the known keys is an error.
+// ParseCpuBufferStats, and an error when the text has none of the known counters.
 absl::StatusOr<FtraceCpuStats> ParseFtraceCpuStats(std::string_view text);
 
 }  // namespace iotrace
