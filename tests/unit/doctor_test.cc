@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "fixtures.h"
 #include "gtest/gtest.h"
 
 namespace iotrace {
@@ -14,12 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string ReadFixture(const std::string& name) {
-  std::ifstream in(std::string(IOTRACE_FIXTURES) + "/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::ReadFixture;
 
 std::vector<EventFormat> BlockFormats() {
   std::vector<EventFormat> out;

@@ -6,18 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "fixtures.h"
 #include "gtest/gtest.h"
 #include "iotrace/block_dev.h"
 
 namespace iotrace {
 namespace {
 
-std::string ReadFixture(const std::string& name) {
-  std::ifstream in(std::string(IOTRACE_FIXTURES) + "/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::ReadFixture;
 
 EventFormat Format(const std::string& system, const std::string& text) {
   auto f = ParseEventFormat(system, text);

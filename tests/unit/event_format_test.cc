@@ -4,17 +4,13 @@
 #include <sstream>
 #include <string>
 
+#include "fixtures.h"
 #include "gtest/gtest.h"
 
 namespace iotrace {
 namespace {
 
-std::string ReadFixture(const std::string& name) {
-  std::ifstream in(std::string(IOTRACE_FIXTURES) + "/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::ReadFixture;
 
 TEST(EventFormatTest, ParsesBlockRqIssueLayoutOfThisKernel) {
   auto fmt = ParseEventFormat("block", ReadFixture("formats/block_rq_issue.format"));

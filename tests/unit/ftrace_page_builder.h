@@ -12,16 +12,14 @@
 #include <string_view>
 #include <vector>
 
+#include "fixtures.h"
 #include "iotrace/event_format.h"
 #include "iotrace/ftrace_page.h"
 
 namespace iotrace::testing {
 
 inline std::string ReadFixtureFile(const std::string& name) {
-  std::ifstream in(std::string(IOTRACE_FIXTURES) + "/" + name, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return ::iotrace::test::ReadFixture(name);
 }
 
 // header_page text for a sub-buffer of `page_size` bytes (64-bit kernel).

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "fixtures.h"
 #include "iotrace/event_format.h"
 #include "iotrace/perf_data.h"
 #include "iotrace/perf_data_writer.h"
@@ -29,10 +30,7 @@
 namespace iotrace::test {
 
 inline std::string ReadFixtureFile(const std::string& relative) {
-  std::ifstream in(std::string(IOTRACE_FIXTURES) + "/" + relative, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return ::iotrace::test::ReadFixture(relative);
 }
 
 // The attr `iotrace record` opens per tracepoint (see the perfdata brief).

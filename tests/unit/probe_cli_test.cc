@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "fixtures.h"
 #include "gtest/gtest.h"
 
 namespace iotrace {
@@ -16,12 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string ReadFixture(const std::string& name) {
-  std::ifstream in(std::string(IOTRACE_FIXTURES) + "/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::ReadFixture;
 
 struct Result {
   int exit_code = -1;

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "fixtures.h"
 #include "gtest/gtest.h"
 #include "iotrace/block_event.h"
 #include "iotrace/event_format.h"
@@ -22,10 +23,7 @@
 namespace iotrace::synthetic {
 
 inline std::string ReadFixtureFile(const std::string& relative) {
-  std::ifstream in(std::string(IOTRACE_FIXTURES) + "/" + relative);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return ::iotrace::test::ReadFixture(relative);
 }
 
 // Parses the format files `dir`/<name>.format for every name given.

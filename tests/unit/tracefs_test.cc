@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "fixtures.h"
 #include "gtest/gtest.h"
 #include "iotrace/status.h"
 
@@ -16,12 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string ReadFixture(const std::string& name) {
-  std::ifstream in(std::string(IOTRACE_FIXTURES) + "/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::ReadFixture;
 
 void WriteFile(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());

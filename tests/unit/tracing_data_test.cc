@@ -3,17 +3,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "fixtures.h"
 #include "gtest/gtest.h"
 
 namespace iotrace {
 namespace {
 
-std::string ReadFixture(const std::string& name) {
-  std::ifstream in(std::string(IOTRACE_FIXTURES) + "/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::ReadFixture;
 
 TracingMetadata SampleMeta() {
   TracingMetadata meta;

@@ -1,0 +1,22 @@
+// Fixture files of the unit tests (tests/fixtures/, recorded on this project's kernel or built
+// by hand for other layouts).
+#ifndef IOTRACE_TESTS_UNIT_FIXTURES_H_
+#define IOTRACE_TESTS_UNIT_FIXTURES_H_
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace iotrace::test {
+
+// The whole file tests/fixtures/<relative>, bytes as they are ("" when it cannot be read).
+inline std::string ReadFixture(const std::string& relative) {
+  std::ifstream in(std::string(IOTRACE_FIXTURES) + "/" + relative, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace iotrace::test
+
+#endif  // IOTRACE_TESTS_UNIT_FIXTURES_H_
