@@ -296,7 +296,7 @@ absl::Status PerfDataWriter::Write(const struct iovec* iov, int iovcnt, uint64_t
 
 absl::Status PerfDataWriter::EnsureReserve(uint64_t bytes) {
   if (!reserve_supported_) return absl::OkStatus();
-  const uint64_t need = data_end_ + bytes + trailer_.size();
+  const uint64_t need = data_end_ + bytes + TrailerReserve(data_end_ + bytes);
   if (need <= reserve_end_) return absl::OkStatus();
   const uint64_t want = std::max(need, reserve_end_ + options_.reserve_step);
   const uint64_t attempts[2] = {want, need};
@@ -368,9 +368,9 @@ absl::Status PerfDataWriter::AppendData(ByteView first, ByteView second) {
     if (reserve_supported_) {
       do {
         r = io_->Fallocate(fd_, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(data_end_),
-                           static_cast<off_t>(trailer_.size()));
+                           static_cast<off_t>(TrailerReserve(data_end_)));
       } while (r != 0 && errno == EINTR);
-      if (r == 0) reserve_end_ = data_end_ + trailer_.size();
+      if (r == 0) reserve_end_ = data_end_ + TrailerReserve(data_end_);
     }
     return Stop(std::move(s), n);
   }
@@ -431,9 +431,17 @@ absl::Status PerfDataWriter::AppendComm(uint32_t pid, uint32_t tid, std::string_
 
 absl::Status PerfDataWriter::WriteTrailer() {
   for (;;) {
-    struct iovec iov = {trailer_.data(), trailer_.size()};
-    absl::Status s = Write(&iov, 1, data_end_);
-    if (s.ok()) return s;
+    // perf warns that a file whose data size is 0 was "not properly terminated": an empty
+    // recording gets one FINISHED_ROUND record (its room is part of the trailer reserve).
+    const bool empty = data_end_ == data_offset_;
+    perf::EventHeader round{perf::kRecordFinishedRound, 0, sizeof(perf::EventHeader)};
+    struct iovec iov[2] = {{&round, empty ? sizeof(round) : 0},
+                           {trailer_.data(), trailer_.size()}};
+    absl::Status s = Write(iov, 2, data_end_);
+    if (s.ok()) {
+      if (empty) data_end_ += sizeof(round);
+      return s;
+    }
     if (s.code() != absl::StatusCode::kResourceExhausted || chunk_count_ == 0) return s;
     // No room for the trailer (a filesystem without fallocate): give up the newest append.
     chunk_next_ = (chunk_next_ + kChunkHistory - 1) % kChunkHistory;

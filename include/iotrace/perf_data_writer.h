@@ -106,6 +106,11 @@ class PerfDataWriter {
   absl::Status Stop(absl::Status status, uint64_t refused);
   void RememberChunkStart(uint64_t offset);
   absl::Status WriteTrailer();
+  // Bytes to keep free after data ending at `data_end`: the feature table, plus the
+  // FINISHED_ROUND that Finish writes when there is no data at all.
+  uint64_t TrailerReserve(uint64_t data_end) const {
+    return trailer_.size() + (data_end == data_offset_ ? sizeof(perf::EventHeader) : 0);
+  }
 
   std::string path_;
   int fd_ = -1;
