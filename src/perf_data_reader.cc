@@ -96,7 +96,7 @@ class PerfDataReader final : public TraceReader {
     using Item = PerfRecord;
     Stream(PerfDataReader* reader, EventSink* sink) : r_(reader), sink_(sink) {}
 
-    ScanKind Scan(uint64_t pos, uint64_t* next, PerfRecord* item) {
+    ScanKind Scan(uint64_t pos, uint64_t* next, uint64_t* time) {
       const uint64_t end = r_->data_end_;
       if (pos >= r_->populated_) r_->PopulateFrom(pos);
       perf::EventHeader h;
@@ -122,6 +122,9 @@ class PerfDataReader final : public TraceReader {
       }
       *next = n;
       ++records_;
+      // A local record: only its time leaves this function, so the compiler can drop the rest.
+      PerfRecord rec;
+      PerfRecord* item = &rec;
       PerfProblem p = r_->parser_.Parse(ByteView(r_->base_ + pos, h.size), item);
       if (p != PerfProblem::kNone) {
         ++problems_[static_cast<size_t>(p)];
@@ -129,9 +132,13 @@ class PerfDataReader final : public TraceReader {
       }
       switch (item->kind) {
         case PerfRecord::Kind::kEvent:
+          *time = item->time;
           return ScanKind::kTimed;
         case PerfRecord::Kind::kLoss:
-          if (item->has_time) return ScanKind::kTimed;
+          if (item->has_time) {
+            *time = item->time;
+            return ScanKind::kTimed;
+          }
           sink_->OnLoss(item->loss);  // nothing to order it by: deliver as met
           return ScanKind::kUntimed;
         case PerfRecord::Kind::kComm:

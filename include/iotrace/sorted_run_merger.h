@@ -42,8 +42,8 @@ enum class ScanKind : uint8_t { kTimed, kUntimed, kRoundEnd, kStop };
 // Source (duck-typed, so that its calls inline):
 //   using Item = ...;   // copyable, with a `uint64_t time` member
 //   // First visit of the record at `pos`: sets *next (the following record) and, for a timed
-//   // record, *item. kStop ends the stream (the source accounts for why).
-//   ScanKind Scan(uint64_t pos, uint64_t* next, Item* item);
+//   // record, *time. kStop ends the stream (the source accounts for why).
+//   ScanKind Scan(uint64_t pos, uint64_t* next, uint64_t* time);
 //   // Revisit of a scanned record (no side effects): true when it is timed.
 //   bool Peek(uint64_t pos, uint64_t* next, Item* item);
 //   void Emit(const Item& item, bool out_of_order);
@@ -119,7 +119,8 @@ class SortedRunMerger {
       return;
     }
     uint64_t next = 0;
-    ScanKind kind = source_->Scan(pos, &next, &scratch_);
+    uint64_t t = 0;
+    ScanKind kind = source_->Scan(pos, &next, &t);
     if (kind == ScanKind::kStop || next <= pos || next > end_) {
       scan_done_ = true;
       return;
@@ -133,12 +134,13 @@ class SortedRunMerger {
       prev_round_max_ = max_time_;
       rounds_seen_ = true;
     } else if (kind == ScanKind::kTimed) {
-      const uint64_t t = scratch_.time;
       max_time_ = std::max(max_time_, t);
       if (open_ != kNone && t >= ring_[open_].last_time) {
         RunCursor& o = ring_[open_];
         if (!o.ready) {
-          o.item = scratch_;
+          // The scan only times records: decode this one now that a cursor stands on it.
+          uint64_t n = 0;
+          source_->Peek(pos, &n, &o.item);
           o.pos = pos;
           o.next = next;
           o.index = index;
@@ -155,7 +157,8 @@ class SortedRunMerger {
         const uint32_t slot = static_cast<uint32_t>((head_ + live_) % ring_.size());
         ++live_;
         RunCursor& r = ring_[slot];
-        r.item = scratch_;
+        uint64_t n = 0;
+        source_->Peek(pos, &n, &r.item);
         r.pos = pos;
         r.next = next;
         r.index = index;
@@ -292,7 +295,6 @@ class SortedRunMerger {
   uint64_t prev_round_max_ = 0;
   uint64_t max_time_ = 0;
   uint64_t last_emitted_ = 0;
-  Item scratch_{};
   MergeCounters counters_;
 };
 

@@ -38,15 +38,14 @@ class ToySource {
 
   uint64_t end() const { return end_; }
 
-  ScanKind Scan(uint64_t pos, uint64_t* next, Item* item) {
+  ScanKind Scan(uint64_t pos, uint64_t* next, uint64_t* time) {
     size_t i = IndexOf(pos);
     EXPECT_EQ(i, scanned_) << "records must be scanned once, in order";
     ++scanned_;
     const ToyRecord& r = records_[i];
     *next = pos + r.size;
     if (r.kind == ScanKind::kStop) return ScanKind::kStop;
-    item->time = r.time;
-    item->tag = r.tag;
+    *time = r.time;
     return r.kind;
   }
 
