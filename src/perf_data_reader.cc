@@ -210,7 +210,7 @@ class PerfDataReader final : public TraceReader {
   UniqueMapping mapping_;
   const uint8_t* base_ = nullptr;
   uint64_t file_size_ = 0;
-  uint64_t released_ = 0;  // pages of the mapping dropped below this offset
+  uint64_t released_ = 0;   // pages of the mapping dropped below this offset
   uint64_t populated_ = 0;  // page tables filled up to here ahead of the scan
   bool populate_works_ = true;
   uint64_t data_begin_ = 0;
@@ -241,8 +241,8 @@ absl::StatusOr<std::unique_ptr<TraceReader>> PerfDataReader::Open(const std::str
   if (!S_ISREG(st.st_mode)) return r->Error("not a regular file");
   r->file_size_ = static_cast<uint64_t>(st.st_size);
   if (r->file_size_ < perf::kPipeHeaderSize) {
-    return r->Error(absl::StrFormat("%d bytes are too short for a perf.data header",
-                                    r->file_size_));
+    return r->Error(
+        absl::StrFormat("%d bytes are too short for a perf.data header", r->file_size_));
   }
   void* addr = ::mmap(nullptr, r->file_size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
   if (addr == MAP_FAILED) return ErrnoError(errno, "mmap", path);
@@ -277,8 +277,7 @@ absl::Status PerfDataReader::Parse() {
   perf::FileHeader h;  // zeroed features: a 72-byte header has no feature bitmap
   std::memcpy(&h, base_, hsize);
 
-  if (h.attr_size < PERF_ATTR_SIZE_VER0 + sizeof(perf::FileSection) ||
-      h.attr_size > kMaxAttrSize) {
+  if (h.attr_size < PERF_ATTR_SIZE_VER0 + sizeof(perf::FileSection) || h.attr_size > kMaxAttrSize) {
     return Error(absl::StrFormat("attr size %d is not valid", h.attr_size));
   }
   if (!Fits(h.attrs, file_size_)) return Error("attr section runs past end of file");
@@ -336,8 +335,8 @@ absl::Status PerfDataReader::Parse() {
       }
     }
     if (event_names_[i].empty()) {
-      event_names_[i] = absl::StrFormat("type%d:config%d", attrs_[i].attr.type,
-                                        attrs_[i].attr.config);
+      event_names_[i] =
+          absl::StrFormat("type%d:config%d", attrs_[i].attr.type, attrs_[i].attr.config);
     }
     names.push_back(event_names_[i]);
   }
@@ -376,14 +375,14 @@ absl::Status PerfDataReader::ParseFeatures(const perf::FileHeader& h) {
     perf::FileSection s;
     std::memcpy(&s, base_ + table.offset + sizeof(s) * index++, sizeof(s));
     if (!Fits(s, file_size_)) {
-      return Error(absl::StrFormat("feature section %s runs past end of file",
-                                   perf::FeatureName(feature)));
+      return Error(
+          absl::StrFormat("feature section %s runs past end of file", perf::FeatureName(feature)));
     }
     if (feature == perf::kFeatCompressed) {
-      return WithHint(absl::UnimplementedError(absl::StrFormat(
-                          "read %s: compressed perf.data (perf record -z) is not supported",
-                          path_)),
-                      "re-record without -z");
+      return WithHint(
+          absl::UnimplementedError(absl::StrFormat(
+              "read %s: compressed perf.data (perf record -z) is not supported", path_)),
+          "re-record without -z");
     }
     if (feature == perf::kFeatTracingData) {
       auto decoded = DecodeTracingData(ByteView(base_ + s.offset, s.size));
@@ -418,12 +417,18 @@ void PerfDataReader::ParseFeature(int feature, ByteView bytes) {
     info_.emplace_back(key, text);
   };
   switch (feature) {
-    case perf::kFeatHostname: return add_string("hostname");
-    case perf::kFeatOsRelease: return add_string("os_release");
-    case perf::kFeatVersion: return add_string("perf_version");
-    case perf::kFeatArch: return add_string("arch");
-    case perf::kFeatCpuDesc: return add_string("cpu_desc");
-    case perf::kFeatCpuId: return add_string("cpuid");
+    case perf::kFeatHostname:
+      return add_string("hostname");
+    case perf::kFeatOsRelease:
+      return add_string("os_release");
+    case perf::kFeatVersion:
+      return add_string("perf_version");
+    case perf::kFeatArch:
+      return add_string("arch");
+    case perf::kFeatCpuDesc:
+      return add_string("cpu_desc");
+    case perf::kFeatCpuId:
+      return add_string("cpuid");
     case perf::kFeatNrCpus: {
       uint32_t avail, online;
       if (!r.Read(&avail) || !r.Read(&online)) return bad();
@@ -455,8 +460,8 @@ void PerfDataReader::ParseFeature(int feature, ByteView bytes) {
       std::vector<std::string> names;
       for (uint32_t i = 0; i < nre; ++i) {
         uint32_t nri;
-        if (!r.Skip(sz) || !r.Read(&nri) || !ReadPerfString(&r, &text) ||
-            nri > r.remaining() / 8 || !r.Skip(size_t{nri} * 8)) {
+        if (!r.Skip(sz) || !r.Read(&nri) || !ReadPerfString(&r, &text) || nri > r.remaining() / 8 ||
+            !r.Skip(size_t{nri} * 8)) {
           return bad();
         }
         names.push_back(text);

@@ -286,8 +286,8 @@ class SortedRunMerger {
   std::vector<RunCursor> ring_;  // runs in stream order: [head_, head_ + live_)
   size_t head_ = 0;
   size_t live_ = 0;
-  uint32_t open_ = kNone;        // the run the scan extends
-  std::vector<uint32_t> heap_;   // ready runs, earliest current record first
+  uint32_t open_ = kNone;       // the run the scan extends
+  std::vector<uint32_t> heap_;  // ready runs, earliest current record first
 
   bool rounds_seen_ = false;
   bool has_round_limit_ = false;

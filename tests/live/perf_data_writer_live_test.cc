@@ -51,8 +51,8 @@ uint64_t MonotonicNs() {
 
 // Everything the test sets up, torn down in every path.
 struct LiveSetup {
-  std::vector<UniqueFd> fds;       // [cpu * events + event]
-  std::vector<void*> rings;        // per CPU
+  std::vector<UniqueFd> fds;  // [cpu * events + event]
+  std::vector<void*> rings;   // per CPU
   size_t ring_bytes = 0;
   std::string image, device, output;
   ~LiveSetup() {
@@ -114,8 +114,8 @@ TEST(PerfDataWriterLiveTest, RealRingBytesReadBackLikePerfScriptWithEveryEventAc
       a.sample_id_all = 1;
       a.use_clockid = 1;
       a.clockid = CLOCK_MONOTONIC;
-      int fd = static_cast<int>(
-          syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
+      int fd =
+          static_cast<int>(syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
       ASSERT_GE(fd, 0) << "perf_event_open " << kEvents[e] << " cpu " << cpu << ": "
                        << strerror(errno);
       s.fds.emplace_back(fd);
@@ -149,7 +149,8 @@ TEST(PerfDataWriterLiveTest, RealRingBytesReadBackLikePerfScriptWithEveryEventAc
   Shell("echo mq-deadline > /sys/block/" + dev_name + "/queue/scheduler", &st);
   auto dev_numbers = ReadFileToString("/sys/block/" + dev_name + "/dev");
   ASSERT_TRUE(dev_numbers.ok());
-  const uint32_t minor = static_cast<uint32_t>(std::stoul(dev_numbers->substr(dev_numbers->find(':') + 1)));
+  const uint32_t minor =
+      static_cast<uint32_t>(std::stoul(dev_numbers->substr(dev_numbers->find(':') + 1)));
 
   s.output = "/tmp/perfdata-live-" + std::to_string(getpid()) + ".data";
   auto writer = PerfDataWriter::Create(s.output, specs, meta, HostInfo::FromThisMachine({"live"}));

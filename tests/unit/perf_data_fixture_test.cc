@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 #include <map>
 #include <random>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>

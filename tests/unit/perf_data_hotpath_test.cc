@@ -100,7 +100,7 @@ class RssWatchingSink : public EventSink {
 TEST(PerfDataMemoryTest, MappedFileResidencyStaysBoundedWhateverTheFileSize) {
   std::string path = TempPath("rss");
   test::SyntheticOptions o;
-  o.samples = 300000;  // ~ 31 MiB of data
+  o.samples = 300000;     // ~ 31 MiB of data
   o.round_marks = false;  // the window, not the rounds, bounds what is held
   ASSERT_TRUE(test::WriteSyntheticBlockFile(path, o, nullptr).ok());
   PerfReadOptions options;

@@ -1,12 +1,11 @@
 // SortedRunMerger, the time-ordering core of the perf.data reader, on toy record streams.
-#include "iotrace/sorted_run_merger.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "iotrace/sorted_run_merger.h"
 
 namespace iotrace {
 namespace {

@@ -1,5 +1,7 @@
 // PerfDataWriter: file creation rules, and a valid file in every stop case (full disk at any
 // byte, filesystems without fallocate, short writes, EINTR, I/O errors).
+#include "iotrace/perf_data_writer.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -15,7 +17,6 @@
 
 #include "gtest/gtest.h"
 #include "iotrace/perf_data_reader.h"
-#include "iotrace/perf_data_writer.h"
 #include "perf_data_test_builder.h"
 
 namespace iotrace {
@@ -107,8 +108,8 @@ class FakeDiskIo : public PerfFileIo {
 // One call a recorder makes on the writer, and the sample times it adds.
 struct Append {
   enum Kind { kData, kRound, kLostSamples, kComm } kind;
-  std::string bytes;    // kData
-  size_t split = 0;     // kData: bytes before the ring's wrap point
+  std::string bytes;  // kData
+  size_t split = 0;   // kData: bytes before the ring's wrap point
   std::vector<uint64_t> sample_times;
   uint64_t time = 0;  // kLostSamples: when the drop was noticed
 };
@@ -142,8 +143,7 @@ class PerfDataWriterTest : public ::testing::Test {
         appends_.push_back(a);
       }
       t += 100;
-      Append mark{i % 4 == 1 ? Append::kLostSamples
-                             : i % 4 == 3 ? Append::kComm : Append::kRound};
+      Append mark{i % 4 == 1 ? Append::kLostSamples : i % 4 == 3 ? Append::kComm : Append::kRound};
       mark.time = t - 1;
       appends_.push_back(mark);
     }
@@ -209,10 +209,11 @@ class PerfDataWriterTest : public ::testing::Test {
       if (sum == data_size) return static_cast<int>(i);
       if (i == appends_.size()) break;
       const Append& a = appends_[i];
-      sum += a.kind == Append::kData          ? a.bytes.size()
-             : a.kind == Append::kRound       ? 8
-             : a.kind == Append::kLostSamples ? 8 + 8 + perf::SampleIdSize(test::kIotraceSampleType)
-                                              : 8 + 16 + perf::SampleIdSize(test::kIotraceSampleType);
+      sum += a.kind == Append::kData    ? a.bytes.size()
+             : a.kind == Append::kRound ? 8
+             : a.kind == Append::kLostSamples
+                 ? 8 + 8 + perf::SampleIdSize(test::kIotraceSampleType)
+                 : 8 + 16 + perf::SampleIdSize(test::kIotraceSampleType);
     }
     return -1;
   }
