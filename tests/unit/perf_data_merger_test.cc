@@ -160,6 +160,27 @@ TEST(PerfDataMergerTest, RoundMarksMakeEarlierRoundsFinal) {
   EXPECT_LE(merger.counters().max_live_runs, 6u) << "rounds must retire old runs";
 }
 
+TEST(PerfDataMergerTest, RoundLagToleratesRecordsWrittenARoundLate) {
+  // Rounds of one record each, then a record that belongs two rounds back.
+  std::vector<ToyRecord> records;
+  for (uint64_t r = 1; r <= 6; ++r) {
+    records.push_back({ScanKind::kTimed, r * 100, 16, r});
+    records.push_back({ScanKind::kRoundEnd, 0, 8, 0});
+  }
+  records.push_back({ScanKind::kTimed, 450, 16, 99});  // older than round 5's record
+  records.push_back({ScanKind::kRoundEnd, 0, 8, 0});
+  for (int lag : {1, 2, 3}) {
+    ToySource source(records);
+    MergeLimits limits;
+    limits.round_lag = lag;
+    SortedRunMerger<ToySource> merger(&source, 0, source.end(), limits);
+    merger.Run();
+    EXPECT_EQ(source.out.size(), 7u);
+    // perf's rule (lag 1) has made round 5 final by then; a lag of 2 still holds it.
+    EXPECT_EQ(merger.counters().out_of_order, lag == 1 ? 1u : 0u) << "lag " << lag;
+  }
+}
+
 TEST(PerfDataMergerTest, WindowEmitsRecordsOnceEnoughFollowThem) {
   std::mt19937 rng(3);
   std::vector<ToyRecord> records = RandomRuns(&rng, 50, 100000);
