@@ -43,7 +43,8 @@ class PerfDataHotPathTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(PerfDataHotPathTest, ReadingAllocatesNothingAfterWarmUp) {
   if (!test::AllocationCounterWorks()) {
-    GTEST_SKIP() << "operator new is replaced elsewhere in this binary: cannot count";
+    GTEST_SKIP() << "cannot count allocations: AddressSanitizer build, or operator new is "
+                    "replaced elsewhere in this binary";
   }
   std::string path = TempPath(GetParam() ? "alloc-rounds" : "alloc-norounds");
   test::SyntheticOptions o;
