@@ -14,12 +14,12 @@ void Put(std::string* out, T v) {
 
 std::string FeatureName(int feature) {
   static constexpr const char* kNames[] = {
-      "reserved",       "tracing_data", "build_id",    "hostname",      "os_release",
-      "version",        "arch",         "nr_cpus",     "cpu_desc",      "cpuid",
-      "total_mem",      "cmdline",      "event_desc",  "cpu_topology",  "numa_topology",
-      "branch_stack",   "pmu_mappings", "group_desc",  "auxtrace",      "stat",
-      "cache",          "sample_time",  "mem_topology", "clockid",      "dir_format",
-      "bpf_prog_info",  "bpf_btf",      "compressed",  "cpu_pmu_caps",  "clock_data",
+      "reserved",        "tracing_data", "build_id",     "hostname",     "os_release",
+      "version",         "arch",         "nr_cpus",      "cpu_desc",     "cpuid",
+      "total_mem",       "cmdline",      "event_desc",   "cpu_topology", "numa_topology",
+      "branch_stack",    "pmu_mappings", "group_desc",   "auxtrace",     "stat",
+      "cache",           "sample_time",  "mem_topology", "clockid",      "dir_format",
+      "bpf_prog_info",   "bpf_btf",      "compressed",   "cpu_pmu_caps", "clock_data",
       "hybrid_topology", "pmu_caps",
   };
   if (feature >= 0 && feature < static_cast<int>(std::size(kNames))) return kNames[feature];

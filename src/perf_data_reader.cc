@@ -96,7 +96,7 @@ class PerfDataReader final : public TraceReader {
     using Item = PerfRecord;
     Stream(PerfDataReader* reader, EventSink* sink) : r_(reader), sink_(sink) {}
 
-    ScanKind Scan(uint64_t pos, uint64_t* next, PerfRecord* item) {
+    ScanKind Scan(uint64_t pos, uint64_t* next, uint64_t* time) {
       const uint64_t end = r_->data_end_;
       if (pos >= r_->populated_) r_->PopulateFrom(pos);
       perf::EventHeader h;
@@ -122,6 +122,9 @@ class PerfDataReader final : public TraceReader {
       }
       *next = n;
       ++records_;
+      // A local record: only its time leaves this function, so the compiler can drop the rest.
+      PerfRecord rec;
+      PerfRecord* item = &rec;
       PerfProblem p = r_->parser_.Parse(ByteView(r_->base_ + pos, h.size), item);
       if (p != PerfProblem::kNone) {
         ++problems_[static_cast<size_t>(p)];
@@ -129,9 +132,13 @@ class PerfDataReader final : public TraceReader {
       }
       switch (item->kind) {
         case PerfRecord::Kind::kEvent:
+          *time = item->time;
           return ScanKind::kTimed;
         case PerfRecord::Kind::kLoss:
-          if (item->has_time) return ScanKind::kTimed;
+          if (item->has_time) {
+            *time = item->time;
+            return ScanKind::kTimed;
+          }
           sink_->OnLoss(item->loss);  // nothing to order it by: deliver as met
           return ScanKind::kUntimed;
         case PerfRecord::Kind::kComm:
@@ -203,7 +210,7 @@ class PerfDataReader final : public TraceReader {
   UniqueMapping mapping_;
   const uint8_t* base_ = nullptr;
   uint64_t file_size_ = 0;
-  uint64_t released_ = 0;  // pages of the mapping dropped below this offset
+  uint64_t released_ = 0;   // pages of the mapping dropped below this offset
   uint64_t populated_ = 0;  // page tables filled up to here ahead of the scan
   bool populate_works_ = true;
   uint64_t data_begin_ = 0;
@@ -234,8 +241,8 @@ absl::StatusOr<std::unique_ptr<TraceReader>> PerfDataReader::Open(const std::str
   if (!S_ISREG(st.st_mode)) return r->Error("not a regular file");
   r->file_size_ = static_cast<uint64_t>(st.st_size);
   if (r->file_size_ < perf::kPipeHeaderSize) {
-    return r->Error(absl::StrFormat("%d bytes are too short for a perf.data header",
-                                    r->file_size_));
+    return r->Error(
+        absl::StrFormat("%d bytes are too short for a perf.data header", r->file_size_));
   }
   void* addr = ::mmap(nullptr, r->file_size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
   if (addr == MAP_FAILED) return ErrnoError(errno, "mmap", path);
@@ -270,8 +277,7 @@ absl::Status PerfDataReader::Parse() {
   perf::FileHeader h;  // zeroed features: a 72-byte header has no feature bitmap
   std::memcpy(&h, base_, hsize);
 
-  if (h.attr_size < PERF_ATTR_SIZE_VER0 + sizeof(perf::FileSection) ||
-      h.attr_size > kMaxAttrSize) {
+  if (h.attr_size < PERF_ATTR_SIZE_VER0 + sizeof(perf::FileSection) || h.attr_size > kMaxAttrSize) {
     return Error(absl::StrFormat("attr size %d is not valid", h.attr_size));
   }
   if (!Fits(h.attrs, file_size_)) return Error("attr section runs past end of file");
@@ -329,8 +335,8 @@ absl::Status PerfDataReader::Parse() {
       }
     }
     if (event_names_[i].empty()) {
-      event_names_[i] = absl::StrFormat("type%d:config%d", attrs_[i].attr.type,
-                                        attrs_[i].attr.config);
+      event_names_[i] =
+          absl::StrFormat("type%d:config%d", attrs_[i].attr.type, attrs_[i].attr.config);
     }
     names.push_back(event_names_[i]);
   }
@@ -369,14 +375,14 @@ absl::Status PerfDataReader::ParseFeatures(const perf::FileHeader& h) {
     perf::FileSection s;
     std::memcpy(&s, base_ + table.offset + sizeof(s) * index++, sizeof(s));
     if (!Fits(s, file_size_)) {
-      return Error(absl::StrFormat("feature section %s runs past end of file",
-                                   perf::FeatureName(feature)));
+      return Error(
+          absl::StrFormat("feature section %s runs past end of file", perf::FeatureName(feature)));
     }
     if (feature == perf::kFeatCompressed) {
-      return WithHint(absl::UnimplementedError(absl::StrFormat(
-                          "read %s: compressed perf.data (perf record -z) is not supported",
-                          path_)),
-                      "re-record without -z");
+      return WithHint(
+          absl::UnimplementedError(absl::StrFormat(
+              "read %s: compressed perf.data (perf record -z) is not supported", path_)),
+          "re-record without -z");
     }
     if (feature == perf::kFeatTracingData) {
       auto decoded = DecodeTracingData(ByteView(base_ + s.offset, s.size));
@@ -411,12 +417,18 @@ void PerfDataReader::ParseFeature(int feature, ByteView bytes) {
     info_.emplace_back(key, text);
   };
   switch (feature) {
-    case perf::kFeatHostname: return add_string("hostname");
-    case perf::kFeatOsRelease: return add_string("os_release");
-    case perf::kFeatVersion: return add_string("perf_version");
-    case perf::kFeatArch: return add_string("arch");
-    case perf::kFeatCpuDesc: return add_string("cpu_desc");
-    case perf::kFeatCpuId: return add_string("cpuid");
+    case perf::kFeatHostname:
+      return add_string("hostname");
+    case perf::kFeatOsRelease:
+      return add_string("os_release");
+    case perf::kFeatVersion:
+      return add_string("perf_version");
+    case perf::kFeatArch:
+      return add_string("arch");
+    case perf::kFeatCpuDesc:
+      return add_string("cpu_desc");
+    case perf::kFeatCpuId:
+      return add_string("cpuid");
     case perf::kFeatNrCpus: {
       uint32_t avail, online;
       if (!r.Read(&avail) || !r.Read(&online)) return bad();
@@ -448,8 +460,8 @@ void PerfDataReader::ParseFeature(int feature, ByteView bytes) {
       std::vector<std::string> names;
       for (uint32_t i = 0; i < nre; ++i) {
         uint32_t nri;
-        if (!r.Skip(sz) || !r.Read(&nri) || !ReadPerfString(&r, &text) ||
-            nri > r.remaining() / 8 || !r.Skip(size_t{nri} * 8)) {
+        if (!r.Skip(sz) || !r.Read(&nri) || !ReadPerfString(&r, &text) || nri > r.remaining() / 8 ||
+            !r.Skip(size_t{nri} * 8)) {
           return bad();
         }
         names.push_back(text);

@@ -27,8 +27,8 @@ void PadTo8(std::string* out) { out->resize(perf::Align8(out->size()), '\0'); }
 
 // perf's do_write_string: u32 length including the NUL, rounded up to 64, then the padded text.
 void PutString(std::string* out, std::string_view s) {
-  uint32_t len = static_cast<uint32_t>((s.size() + 1 + perf::kNameAlign - 1) /
-                                       perf::kNameAlign * perf::kNameAlign);
+  uint32_t len = static_cast<uint32_t>((s.size() + 1 + perf::kNameAlign - 1) / perf::kNameAlign *
+                                       perf::kNameAlign);
   Put<uint32_t>(out, len);
   out->append(s);
   out->append(len - s.size(), '\0');
@@ -46,8 +46,8 @@ absl::StatusOr<int> OpenOutput(const std::string& path) {
     via_symlink = true;
     fd = ::open(path.c_str(), flags);
     if (fd < 0 && errno == ENOENT) {
-      return absl::PermissionDeniedError(absl::StrFormat(
-          "create %s: refusing to create a file through a dangling symlink", path));
+      return absl::PermissionDeniedError(
+          absl::StrFormat("create %s: refusing to create a file through a dangling symlink", path));
     }
   }
   if (fd < 0) return ErrnoError(errno, "create", path);
@@ -58,9 +58,9 @@ absl::StatusOr<int> OpenOutput(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrFormat("create %s: not a regular file", path));
   }
   if (via_symlink && st.st_uid != geteuid()) {
-    return absl::PermissionDeniedError(absl::StrFormat(
-        "create %s: refusing to follow a symlink onto a file owned by uid %d", path,
-        static_cast<int>(st.st_uid)));
+    return absl::PermissionDeniedError(
+        absl::StrFormat("create %s: refusing to follow a symlink onto a file owned by uid %d", path,
+                        static_cast<int>(st.st_uid)));
   }
   if (st.st_size != 0 && ftruncate(fd, 0) != 0) return ErrnoError(errno, "truncate", path);
   if (st.st_uid == geteuid() && (st.st_mode & 07777) != 0600 && fchmod(fd, 0600) != 0) {
@@ -105,10 +105,10 @@ absl::StatusOr<std::unique_ptr<PerfDataWriter>> PerfDataWriter::Create(
           perf::TrailerIdPos(e.attr.sample_type) !=
               perf::TrailerIdPos(events[0].attr.sample_type) ||
           e.attr.sample_id_all != events[0].attr.sample_id_all) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "create %s: events must all carry the sample id at the same place "
-            "(PERF_SAMPLE_IDENTIFIER) and agree on sample_id_all",
-            path));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("create %s: events must all carry the sample id at the same place "
+                            "(PERF_SAMPLE_IDENTIFIER) and agree on sample_id_all",
+                            path));
       }
     }
   }
@@ -296,7 +296,7 @@ absl::Status PerfDataWriter::Write(const struct iovec* iov, int iovcnt, uint64_t
 
 absl::Status PerfDataWriter::EnsureReserve(uint64_t bytes) {
   if (!reserve_supported_) return absl::OkStatus();
-  const uint64_t need = data_end_ + bytes + trailer_.size();
+  const uint64_t need = data_end_ + bytes + TrailerReserve(data_end_ + bytes);
   if (need <= reserve_end_) return absl::OkStatus();
   const uint64_t want = std::max(need, reserve_end_ + options_.reserve_step);
   const uint64_t attempts[2] = {want, need};
@@ -328,8 +328,8 @@ absl::Status PerfDataWriter::Stop(absl::Status status, uint64_t refused) {
   bytes_refused_ += refused;
   if (stopped_.ok()) {
     disk_full_ = status.code() == absl::StatusCode::kResourceExhausted;
-    stopped_ = Annotate(status, absl::StrFormat("perf.data stopped accepting data after %d bytes",
-                                                data_size()));
+    stopped_ = Annotate(
+        status, absl::StrFormat("perf.data stopped accepting data after %d bytes", data_size()));
   }
   return stopped_;
 }
@@ -368,9 +368,9 @@ absl::Status PerfDataWriter::AppendData(ByteView first, ByteView second) {
     if (reserve_supported_) {
       do {
         r = io_->Fallocate(fd_, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(data_end_),
-                           static_cast<off_t>(trailer_.size()));
+                           static_cast<off_t>(TrailerReserve(data_end_)));
       } while (r != 0 && errno == EINTR);
-      if (r == 0) reserve_end_ = data_end_ + trailer_.size();
+      if (r == 0) reserve_end_ = data_end_ + TrailerReserve(data_end_);
     }
     return Stop(std::move(s), n);
   }
@@ -382,9 +382,8 @@ absl::Status PerfDataWriter::AppendData(ByteView first, ByteView second) {
 absl::Status PerfDataWriter::AppendRecord(uint32_t type, uint16_t misc, ByteView body) {
   const uint64_t size = perf::Align8(sizeof(perf::EventHeader) + body.size);
   if (size > 0xffff) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("append record type %d to %s: %d bytes do not fit a record", type,
-                        path_, size));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "append record type %d to %s: %d bytes do not fit a record", type, path_, size));
   }
   perf::EventHeader h{type, misc, static_cast<uint16_t>(size)};
   scratch_.assign(reinterpret_cast<const char*>(&h), sizeof(h));
@@ -411,8 +410,7 @@ absl::Status PerfDataWriter::AppendFinishedRound() {
 }
 
 absl::Status PerfDataWriter::AppendComm(uint32_t pid, uint32_t tid, std::string_view comm,
-                                        const perf::SampleId& id, size_t event_index,
-                                        bool exec) {
+                                        const perf::SampleId& id, size_t event_index, bool exec) {
   if (event_index >= events_.size()) {
     return absl::InvalidArgumentError(absl::StrFormat("comm: no event #%d", event_index));
   }
@@ -431,9 +429,16 @@ absl::Status PerfDataWriter::AppendComm(uint32_t pid, uint32_t tid, std::string_
 
 absl::Status PerfDataWriter::WriteTrailer() {
   for (;;) {
-    struct iovec iov = {trailer_.data(), trailer_.size()};
-    absl::Status s = Write(&iov, 1, data_end_);
-    if (s.ok()) return s;
+    // perf warns that a file whose data size is 0 was "not properly terminated": an empty
+    // recording gets one FINISHED_ROUND record (its room is part of the trailer reserve).
+    const bool empty = data_end_ == data_offset_;
+    perf::EventHeader round{perf::kRecordFinishedRound, 0, sizeof(perf::EventHeader)};
+    struct iovec iov[2] = {{&round, empty ? sizeof(round) : 0}, {trailer_.data(), trailer_.size()}};
+    absl::Status s = Write(iov, 2, data_end_);
+    if (s.ok()) {
+      if (empty) data_end_ += sizeof(round);
+      return s;
+    }
     if (s.code() != absl::StatusCode::kResourceExhausted || chunk_count_ == 0) return s;
     // No room for the trailer (a filesystem without fallocate): give up the newest append.
     chunk_next_ = (chunk_next_ + kChunkHistory - 1) % kChunkHistory;

@@ -11,17 +11,28 @@ namespace iotrace {
 
 const char* PerfProblemName(PerfProblem problem) {
   switch (problem) {
-    case PerfProblem::kNone: return "none";
-    case PerfProblem::kUnknownSampleId: return "unknown_sample_id";
-    case PerfProblem::kNonTracepointSample: return "non_tracepoint_sample";
-    case PerfProblem::kSampleWithoutTime: return "sample_without_time";
-    case PerfProblem::kSampleWithoutRaw: return "sample_without_raw";
-    case PerfProblem::kShortSample: return "short_sample";
-    case PerfProblem::kRawPastRecord: return "raw_past_record";
-    case PerfProblem::kRawTooShort: return "raw_too_short";
-    case PerfProblem::kShortRecord: return "short_record";
-    case PerfProblem::kCompressedRecord: return "compressed_record";
-    case PerfProblem::kCount: break;
+    case PerfProblem::kNone:
+      return "none";
+    case PerfProblem::kUnknownSampleId:
+      return "unknown_sample_id";
+    case PerfProblem::kNonTracepointSample:
+      return "non_tracepoint_sample";
+    case PerfProblem::kSampleWithoutTime:
+      return "sample_without_time";
+    case PerfProblem::kSampleWithoutRaw:
+      return "sample_without_raw";
+    case PerfProblem::kShortSample:
+      return "short_sample";
+    case PerfProblem::kRawPastRecord:
+      return "raw_past_record";
+    case PerfProblem::kRawTooShort:
+      return "raw_too_short";
+    case PerfProblem::kShortRecord:
+      return "short_record";
+    case PerfProblem::kCompressedRecord:
+      return "compressed_record";
+    case PerfProblem::kCount:
+      break;
   }
   return "unknown_problem";
 }
@@ -44,8 +55,7 @@ absl::StatusOr<PerfRecordParser> PerfRecordParser::Create(std::vector<PerfAttrIn
             p.attrs_.size()));
       }
       if (a.attr.sample_id_all != p.sample_id_all_) {
-        return absl::InvalidArgumentError(
-            "perf records: event attrs disagree on sample_id_all");
+        return absl::InvalidArgumentError("perf records: event attrs disagree on sample_id_all");
       }
     }
   }
@@ -71,12 +81,21 @@ absl::StatusOr<PerfRecordParser> PerfRecordParser::Create(std::vector<PerfAttrIn
     uint32_t off = sizeof(perf::EventHeader);
     if (st & PERF_SAMPLE_IDENTIFIER) off += 8;
     if (st & PERF_SAMPLE_IP) off += 8;
-    if (st & PERF_SAMPLE_TID) { l.tid_off = off; off += 8; }
-    if (st & PERF_SAMPLE_TIME) { l.time_off = off; off += 8; }
+    if (st & PERF_SAMPLE_TID) {
+      l.tid_off = off;
+      off += 8;
+    }
+    if (st & PERF_SAMPLE_TIME) {
+      l.time_off = off;
+      off += 8;
+    }
     if (st & PERF_SAMPLE_ADDR) off += 8;
     if (st & PERF_SAMPLE_ID) off += 8;
     if (st & PERF_SAMPLE_STREAM_ID) off += 8;
-    if (st & PERF_SAMPLE_CPU) { l.cpu_off = off; off += 8; }
+    if (st & PERF_SAMPLE_CPU) {
+      l.cpu_off = off;
+      off += 8;
+    }
     if (st & PERF_SAMPLE_PERIOD) off += 8;
     l.read_off = off;
     if (st & PERF_SAMPLE_READ) {
@@ -91,11 +110,20 @@ absl::StatusOr<PerfRecordParser> PerfRecordParser::Create(std::vector<PerfAttrIn
 
     l.sample_id_all = a.attr.sample_id_all;
     uint32_t t = 0;
-    if (st & PERF_SAMPLE_TID) { l.trailer_tid = t; t += 8; }
-    if (st & PERF_SAMPLE_TIME) { l.trailer_time = t; t += 8; }
+    if (st & PERF_SAMPLE_TID) {
+      l.trailer_tid = t;
+      t += 8;
+    }
+    if (st & PERF_SAMPLE_TIME) {
+      l.trailer_time = t;
+      t += 8;
+    }
     if (st & PERF_SAMPLE_ID) t += 8;
     if (st & PERF_SAMPLE_STREAM_ID) t += 8;
-    if (st & PERF_SAMPLE_CPU) { l.trailer_cpu = t; t += 8; }
+    if (st & PERF_SAMPLE_CPU) {
+      l.trailer_cpu = t;
+      t += 8;
+    }
     if (st & PERF_SAMPLE_IDENTIFIER) t += 8;
     l.trailer_size = t;
     p.layouts_.push_back(l);

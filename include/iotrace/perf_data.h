@@ -32,7 +32,7 @@ struct FileHeader {
   uint64_t attr_size = 0;
   FileSection attrs;
   FileSection data;
-  FileSection event_types;  // ignored by perf since 2012, written as zeros
+  FileSection event_types;    // ignored by perf since 2012, written as zeros
   uint64_t features[4] = {};  // bitmap of Feature bits (HEADER_FEAT_BITS = 256)
 };
 static_assert(sizeof(FileHeader) == 104);

@@ -2,6 +2,10 @@
 // from a mapping of the file. Header, attrs, ids and feature sections are validated against the
 // file size at open; problems inside the data are counted in stats(), never fatal.
 //
+// CommOf() knows the tracing data's saved cmdlines at open, and the COMM records once ReadAll
+// has run (they are met while reading). A file truncated or rewritten while mapped makes reads
+// fault (SIGBUS): the reader must not be pointed at a file that is still being written.
+//
 // Info() keys (present when the file has them): hostname, os_release, perf_version, arch,
 // nr_cpus_online, nr_cpus_available, cpu_desc, cpuid, total_mem_kb, cmdline, events, clockid,
 // clock_res_ns, clock_ref_wall_ns, clock_ref_clock_ns, first_sample_ns, last_sample_ns,

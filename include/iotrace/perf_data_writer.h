@@ -59,9 +59,11 @@ class PerfDataWriter {
   // only onto a file this user owns) and writes everything that precedes the data: header
   // placeholder, the header features (TRACING_DATA from `tracing`, host facts from `host`,
   // EVENT_DESC from `events`), the ids and the attrs. Every event must have a name and ids.
-  static absl::StatusOr<std::unique_ptr<PerfDataWriter>> Create(
-      const std::string& path, std::vector<PerfEventSpec> events, const TracingMetadata& tracing,
-      const HostInfo& host, PerfWriterOptions options = {});
+  static absl::StatusOr<std::unique_ptr<PerfDataWriter>> Create(const std::string& path,
+                                                                std::vector<PerfEventSpec> events,
+                                                                const TracingMetadata& tracing,
+                                                                const HostInfo& host,
+                                                                PerfWriterOptions options = {});
 
   ~PerfDataWriter();
   PerfDataWriter(const PerfDataWriter&) = delete;
@@ -106,6 +108,11 @@ class PerfDataWriter {
   absl::Status Stop(absl::Status status, uint64_t refused);
   void RememberChunkStart(uint64_t offset);
   absl::Status WriteTrailer();
+  // Bytes to keep free after data ending at `data_end`: the feature table, plus the
+  // FINISHED_ROUND that Finish writes when there is no data at all.
+  uint64_t TrailerReserve(uint64_t data_end) const {
+    return trailer_.size() + (data_end == data_offset_ ? sizeof(perf::EventHeader) : 0);
+  }
 
   std::string path_;
   int fd_ = -1;
@@ -118,12 +125,12 @@ class PerfDataWriter {
   perf::FileHeader header_;
 
   uint64_t data_offset_ = 0;
-  uint64_t data_end_ = 0;      // file offset right after the last whole record written
-  uint64_t reserve_end_ = 0;   // blocks are reserved (fallocate KEEP_SIZE) up to here
+  uint64_t data_end_ = 0;     // file offset right after the last whole record written
+  uint64_t reserve_end_ = 0;  // blocks are reserved (fallocate KEEP_SIZE) up to here
   bool reserve_supported_ = true;
   bool disk_full_ = false;
   bool finished_ = false;
-  absl::Status stopped_;       // non-OK once appends are refused
+  absl::Status stopped_;  // non-OK once appends are refused
   uint64_t bytes_refused_ = 0;
 
   // Starts of the most recent appends: where the data can be cut back to a record boundary

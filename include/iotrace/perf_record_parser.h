@@ -32,8 +32,8 @@ struct PerfRecord {
   Kind kind = Kind::kOther;
   bool has_time = false;  // events always have one; loss records when sample_id_all says so
   uint64_t time = 0;
-  RawEvent event;   // kEvent
-  LossRecord loss;  // kLoss
+  RawEvent event;        // kEvent
+  LossRecord loss;       // kLoss
   int32_t comm_pid = 0;  // kComm
   int32_t comm_tid = 0;
   std::string_view comm;
@@ -46,11 +46,11 @@ enum class PerfProblem : uint8_t {
   kNonTracepointSample,  // a sample from a non-tracepoint attr (cycles, dummy, ...)
   kSampleWithoutTime,
   kSampleWithoutRaw,
-  kShortSample,          // shorter than its attr's sample_type says
-  kRawPastRecord,        // the RAW size runs past the end of the record
-  kRawTooShort,          // RAW data shorter than the 8-byte common header
-  kShortRecord,          // a LOST / LOST_SAMPLES / COMM record too short for its body
-  kCompressedRecord,     // PERF_RECORD_COMPRESSED (perf record -z): not decoded
+  kShortSample,       // shorter than its attr's sample_type says
+  kRawPastRecord,     // the RAW size runs past the end of the record
+  kRawTooShort,       // RAW data shorter than the 8-byte common header
+  kShortRecord,       // a LOST / LOST_SAMPLES / COMM record too short for its body
+  kCompressedRecord,  // PERF_RECORD_COMPRESSED (perf record -z): not decoded
   kCount,
 };
 // "unknown_sample_id", "raw_past_record", ...: the names ReadStats shows.
@@ -82,12 +82,12 @@ class PerfRecordParser {
     int32_t tracepoint_id = -1;  // attr.config for PERF_TYPE_TRACEPOINT, else -1
     bool usable = false;         // tracepoint with TIME and RAW
     PerfProblem unusable_reason = PerfProblem::kNone;
-    bool variable = false;       // READ group or CALLCHAIN before RAW: walk from read_off
+    bool variable = false;  // READ group or CALLCHAIN before RAW: walk from read_off
     uint32_t tid_off = kAbsent;
     uint32_t time_off = kAbsent;
     uint32_t cpu_off = kAbsent;
-    uint32_t read_off = 0;       // start of READ / CALLCHAIN / RAW
-    uint32_t raw_off = 0;        // RAW's u32 size, when !variable
+    uint32_t read_off = 0;  // start of READ / CALLCHAIN / RAW
+    uint32_t raw_off = 0;   // RAW's u32 size, when !variable
     // sample_id trailer of non-sample records (sample_id_all), offsets from its start.
     bool sample_id_all = false;
     uint32_t trailer_size = 0;

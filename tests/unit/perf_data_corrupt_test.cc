@@ -129,8 +129,20 @@ TEST_F(PerfDataCorruptTest, EveryTruncationIsAnErrorNamingTheFile) {
 
 TEST_F(PerfDataCorruptTest, BadHeaderSizesAndOffsetsAreErrorsNotCrashes) {
   const uint64_t size = good_.size();
-  const uint64_t values[] = {0, 1, 7, 8, 16, 72, 104, size - 1, size, size + 1,
-                             uint64_t{1} << 40, INT64_MAX, UINT64_MAX, UINT64_MAX - 7};
+  const uint64_t values[] = {0,
+                             1,
+                             7,
+                             8,
+                             16,
+                             72,
+                             104,
+                             size - 1,
+                             size,
+                             size + 1,
+                             uint64_t{1} << 40,
+                             INT64_MAX,
+                             UINT64_MAX,
+                             UINT64_MAX - 7};
   for (size_t word = 0; word < sizeof(perf::FileHeader) / 8; ++word) {
     for (uint64_t v : values) {
       std::string bytes = good_;
@@ -249,8 +261,8 @@ TEST_F(PerfDataCorruptTest, BadSamplesAreSkippedAndCountedByReason) {
   tiny.raw = "abc";  // shorter than the common header
   b.AddSample(attr, tiny);
 
-  b.AddRecord(perf::kRecordLost, 0, "");          // no body at all
-  b.AddRecord(perf::kRecordLostSamples, 0, "");   // no body at all
+  b.AddRecord(perf::kRecordLost, 0, "");         // no body at all
+  b.AddRecord(perf::kRecordLostSamples, 0, "");  // no body at all
   b.AddRecord(perf::kRecordCompressed, 0, std::string(16, '\x55'));
   b.AddSample(attr, Sample(1, 14));
 
@@ -277,8 +289,8 @@ TEST_F(PerfDataCorruptTest, RandomByteFlipsNeverCrashOrHang) {
     const int flips = 1 + rng() % 4;
     for (int f = 0; f < flips; ++f) {
       // Mostly the data section, sometimes anywhere.
-      size_t at = (i % 4 == 0) ? rng() % bytes.size()
-                               : data_offset + rng() % (bytes.size() - data_offset);
+      size_t at =
+          (i % 4 == 0) ? rng() % bytes.size() : data_offset + rng() % (bytes.size() - data_offset);
       bytes[at] = static_cast<char>(rng());
     }
     CollectingSink sink;

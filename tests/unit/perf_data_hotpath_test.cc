@@ -42,9 +42,7 @@ class AllocationWatchingSink : public EventSink {
 class PerfDataHotPathTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(PerfDataHotPathTest, ReadingAllocatesNothingAfterWarmUp) {
-  if (!test::AllocationCounterWorks()) {
-    GTEST_SKIP() << "operator new is replaced elsewhere in this binary: cannot count";
-  }
+  IOTRACE_REQUIRE_ALLOCATION_COUNTER();
   std::string path = TempPath(GetParam() ? "alloc-rounds" : "alloc-norounds");
   test::SyntheticOptions o;
   o.samples = 40000;
@@ -100,7 +98,7 @@ class RssWatchingSink : public EventSink {
 TEST(PerfDataMemoryTest, MappedFileResidencyStaysBoundedWhateverTheFileSize) {
   std::string path = TempPath("rss");
   test::SyntheticOptions o;
-  o.samples = 300000;  // ~ 31 MiB of data
+  o.samples = 300000;     // ~ 31 MiB of data
   o.round_marks = false;  // the window, not the rounds, bounds what is held
   ASSERT_TRUE(test::WriteSyntheticBlockFile(path, o, nullptr).ok());
   PerfReadOptions options;

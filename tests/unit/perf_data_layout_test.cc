@@ -2,6 +2,9 @@
 // and group), CALLCHAIN, data after RAW, missing TID/CPU, non-tracepoint attrs, AUXTRACE.
 #include <unistd.h>
 
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -266,6 +269,65 @@ TEST_F(PerfDataSkipTest, LossRecordsWithoutSampleIdAreDeliveredAsMet) {
   EXPECT_EQ(sink.losses[0].ts, 0u);
   EXPECT_EQ(sink.events.size(), 2u);
   EXPECT_TRUE((*reader)->stats().problems.empty());
+}
+
+}  // namespace
+}  // namespace iotrace
+
+namespace iotrace {
+namespace {
+
+// Re-packs the attrs section of a writer-made file with `attr_bytes` per perf_event_attr (older
+// perf: fewer; newer perf: more, zero-filled), appended at the end of the file.
+std::string WithAttrSize(const std::string& file, size_t attr_bytes) {
+  perf::FileHeader h;
+  std::memcpy(&h, file.data(), sizeof(h));
+  const size_t n = h.attrs.size / h.attr_size;
+  std::string out = file;
+  const uint64_t offset = out.size();
+  for (size_t i = 0; i < n; ++i) {
+    perf::FileAttr fa;
+    std::memcpy(&fa, file.data() + h.attrs.offset + i * h.attr_size, sizeof(fa));
+    fa.attr.size = static_cast<uint32_t>(attr_bytes);
+    std::string entry(reinterpret_cast<const char*>(&fa.attr),
+                      std::min(attr_bytes, sizeof(fa.attr)));
+    entry.resize(attr_bytes, '\0');
+    entry.append(reinterpret_cast<const char*>(&fa.ids), sizeof(fa.ids));
+    out += entry;
+  }
+  h.attr_size = attr_bytes + sizeof(perf::FileSection);
+  h.attrs = {offset, n * h.attr_size};
+  std::memcpy(out.data(), &h, sizeof(h));
+  return out;
+}
+
+TEST(PerfDataAttrSizeTest, ReadsAttrsWrittenByOlderAndNewerPerf) {
+  const std::string path = "/tmp/iotrace-perfdata-as-" + std::to_string(getpid());
+  test::SyntheticOptions o;
+  o.samples = 50;
+  std::vector<test::ExpectedEvent> expected;
+  ASSERT_TRUE(test::WriteSyntheticBlockFile(path, o, &expected).ok());
+  std::ifstream in(path, std::ios::binary);
+  std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // PERF_ATTR_SIZE_VER5 (perf 4.x), VER6, and a future attr 16 bytes larger than ours.
+  for (size_t attr_bytes : {size_t{112}, size_t{120}, sizeof(perf_event_attr) + 16}) {
+    SCOPED_TRACE(attr_bytes);
+    {
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      std::string bytes = WithAttrSize(file, attr_bytes);
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    }
+    auto reader = OpenPerfData(path);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    CollectingSink sink;
+    ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+    ASSERT_EQ(sink.events.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_EQ(sink.events[i].ts, expected[i].ts);
+      EXPECT_EQ(sink.events[i].type, expected[i].type);
+    }
+  }
+  ::unlink(path.c_str());
 }
 
 }  // namespace

@@ -1,12 +1,11 @@
 // SortedRunMerger, the time-ordering core of the perf.data reader, on toy record streams.
-#include "iotrace/sorted_run_merger.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "iotrace/sorted_run_merger.h"
 
 namespace iotrace {
 namespace {
@@ -38,15 +37,14 @@ class ToySource {
 
   uint64_t end() const { return end_; }
 
-  ScanKind Scan(uint64_t pos, uint64_t* next, Item* item) {
+  ScanKind Scan(uint64_t pos, uint64_t* next, uint64_t* time) {
     size_t i = IndexOf(pos);
     EXPECT_EQ(i, scanned_) << "records must be scanned once, in order";
     ++scanned_;
     const ToyRecord& r = records_[i];
     *next = pos + r.size;
     if (r.kind == ScanKind::kStop) return ScanKind::kStop;
-    item->time = r.time;
-    item->tag = r.tag;
+    *time = r.time;
     return r.kind;
   }
 
@@ -160,6 +158,27 @@ TEST(PerfDataMergerTest, RoundMarksMakeEarlierRoundsFinal) {
   EXPECT_EQ(merger.counters().runs, 100u);
   // The whole stream fits the default window: only the round marks can retire runs this early.
   EXPECT_LE(merger.counters().max_live_runs, 6u) << "rounds must retire old runs";
+}
+
+TEST(PerfDataMergerTest, RoundLagToleratesRecordsWrittenARoundLate) {
+  // Rounds of one record each, then a record that belongs two rounds back.
+  std::vector<ToyRecord> records;
+  for (uint64_t r = 1; r <= 6; ++r) {
+    records.push_back({ScanKind::kTimed, r * 100, 16, r});
+    records.push_back({ScanKind::kRoundEnd, 0, 8, 0});
+  }
+  records.push_back({ScanKind::kTimed, 450, 16, 99});  // older than round 5's record
+  records.push_back({ScanKind::kRoundEnd, 0, 8, 0});
+  for (int lag : {1, 2, 3}) {
+    ToySource source(records);
+    MergeLimits limits;
+    limits.round_lag = lag;
+    SortedRunMerger<ToySource> merger(&source, 0, source.end(), limits);
+    merger.Run();
+    EXPECT_EQ(source.out.size(), 7u);
+    // perf's rule (lag 1) has made round 5 final by then; a lag of 2 still holds it.
+    EXPECT_EQ(merger.counters().out_of_order, lag == 1 ? 1u : 0u) << "lag " << lag;
+  }
 }
 
 TEST(PerfDataMergerTest, WindowEmitsRecordsOnceEnoughFollowThem) {

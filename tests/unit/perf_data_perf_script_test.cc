@@ -111,10 +111,11 @@ TEST_F(PerfDataPerfScriptTest, PerfScriptDecodesEverySample) {
                    [](const Want& a, const Want& b) { return a.ts < b.ts; });
 
   int status = 0;
-  std::string out = RunShell(absl::StrFormat("%s script -i %s -F comm,tid,cpu,time,event,trace --ns "
-                                        "2>/dev/null",
-                                        kPerf, path_),
-                        &status);
+  std::string out =
+      RunShell(absl::StrFormat("%s script -i %s -F comm,tid,cpu,time,event,trace --ns "
+                               "2>/dev/null",
+                               kPerf, path_),
+               &status);
   ASSERT_EQ(status, 0) << out;
   std::vector<std::string> lines = Lines(out);
   ASSERT_EQ(lines.size(), want.size()) << out;
@@ -155,8 +156,8 @@ TEST_F(PerfDataPerfScriptTest, PerfReportReadsEveryHeaderFeature) {
     EXPECT_NE(out.find(want), std::string::npos) << "missing '" << want << "' in\n" << out;
   }
   const std::string missing = out.substr(out.find("# missing features:"));
-  for (const char* present : {"TRACING_DATA", " HOSTNAME", "EVENT_DESC", "CLOCKID",
-                              "CLOCK_DATA ", "CMDLINE"}) {
+  for (const char* present :
+       {"TRACING_DATA", " HOSTNAME", "EVENT_DESC", "CLOCKID", "CLOCK_DATA ", "CMDLINE"}) {
     EXPECT_EQ(missing.find(present), std::string::npos) << present << " reported missing";
   }
 }

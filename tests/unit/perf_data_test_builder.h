@@ -34,9 +34,8 @@ inline std::string ReadFixtureFile(const std::string& relative) {
 }
 
 // The attr `iotrace record` opens per tracepoint (see the perfdata brief).
-inline constexpr uint64_t kIotraceSampleType = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID |
-                                               PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
-                                               PERF_SAMPLE_RAW;
+inline constexpr uint64_t kIotraceSampleType =
+    PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
 
 inline perf_event_attr IotraceAttr(uint64_t tracepoint_id,
                                    uint64_t sample_type = kIotraceSampleType) {
@@ -68,8 +67,8 @@ struct SampleFields {
   uint64_t period = 1;
   std::vector<uint64_t> read;  // READ words, already laid out for the attr's read_format
   std::vector<uint64_t> callchain;
-  std::string raw;          // the tracepoint record (common header + fields)
-  std::string after_raw;    // appended verbatim after RAW (e.g. a BRANCH_STACK)
+  std::string raw;        // the tracepoint record (common header + fields)
+  std::string after_raw;  // appended verbatim after RAW (e.g. a BRANCH_STACK)
 };
 
 class PerfRecordBuilder {
@@ -378,8 +377,7 @@ class CollectingSink : public EventSink {
 };
 
 // The u64 field `name` of a delivered payload, per `format`.
-inline uint64_t FieldOf(const EventFormat& format, const std::string& payload,
-                        const char* name) {
+inline uint64_t FieldOf(const EventFormat& format, const std::string& payload, const char* name) {
   const FieldInfo* f = format.FindField(name);
   uint64_t v = 0;
   if (f != nullptr && f->offset + f->size <= payload.size()) {

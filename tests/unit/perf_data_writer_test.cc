@@ -1,5 +1,7 @@
 // PerfDataWriter: file creation rules, and a valid file in every stop case (full disk at any
 // byte, filesystems without fallocate, short writes, EINTR, I/O errors).
+#include "iotrace/perf_data_writer.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -15,7 +17,6 @@
 
 #include "gtest/gtest.h"
 #include "iotrace/perf_data_reader.h"
-#include "iotrace/perf_data_writer.h"
 #include "perf_data_test_builder.h"
 
 namespace iotrace {
@@ -107,8 +108,8 @@ class FakeDiskIo : public PerfFileIo {
 // One call a recorder makes on the writer, and the sample times it adds.
 struct Append {
   enum Kind { kData, kRound, kLostSamples, kComm } kind;
-  std::string bytes;    // kData
-  size_t split = 0;     // kData: bytes before the ring's wrap point
+  std::string bytes;  // kData
+  size_t split = 0;   // kData: bytes before the ring's wrap point
   std::vector<uint64_t> sample_times;
   uint64_t time = 0;  // kLostSamples: when the drop was noticed
 };
@@ -142,8 +143,7 @@ class PerfDataWriterTest : public ::testing::Test {
         appends_.push_back(a);
       }
       t += 100;
-      Append mark{i % 4 == 1 ? Append::kLostSamples
-                             : i % 4 == 3 ? Append::kComm : Append::kRound};
+      Append mark{i % 4 == 1 ? Append::kLostSamples : i % 4 == 3 ? Append::kComm : Append::kRound};
       mark.time = t - 1;
       appends_.push_back(mark);
     }
@@ -200,17 +200,20 @@ class PerfDataWriterTest : public ::testing::Test {
     return times;
   }
 
-  // How many leading appends make up `data_size` bytes (-1 if none do).
+  // How many leading appends make up `data_size` bytes (-1 if none do). A file with no data
+  // holds the one FINISHED_ROUND record that Finish writes.
   int AppendsInDataSize(uint64_t data_size) const {
+    if (data_size == 8) return 0;
     uint64_t sum = 0;
     for (size_t i = 0; i <= appends_.size(); ++i) {
       if (sum == data_size) return static_cast<int>(i);
       if (i == appends_.size()) break;
       const Append& a = appends_[i];
-      sum += a.kind == Append::kData          ? a.bytes.size()
-             : a.kind == Append::kRound       ? 8
-             : a.kind == Append::kLostSamples ? 8 + 8 + perf::SampleIdSize(test::kIotraceSampleType)
-                                              : 8 + 16 + perf::SampleIdSize(test::kIotraceSampleType);
+      sum += a.kind == Append::kData    ? a.bytes.size()
+             : a.kind == Append::kRound ? 8
+             : a.kind == Append::kLostSamples
+                 ? 8 + 8 + perf::SampleIdSize(test::kIotraceSampleType)
+                 : 8 + 16 + perf::SampleIdSize(test::kIotraceSampleType);
     }
     return -1;
   }
@@ -405,8 +408,9 @@ TEST_F(PerfDataWriterTest, DiskFullAtEveryByteKeepsEverythingWrittenBefore) {
     auto e = PerfDataWriter::Create(path, specs_, setup_.meta, test::TestHost());
     ASSERT_TRUE(e.ok() && (*e)->Finish().ok());
   }
-  const uint64_t empty_size = FileSize(path);  // prefix + trailer, no data
-  ASSERT_GT(empty_size, prefix);
+  const uint64_t empty_size = FileSize(path);  // prefix + round mark + feature table
+  ASSERT_GT(empty_size, prefix + 8);
+  const uint64_t table = empty_size - prefix - 8;
 
   for (uint64_t step : {uint64_t{64}, uint64_t{8} << 20}) {
     for (uint64_t capacity = prefix - 3; capacity <= full_size + 3; ++capacity) {
@@ -429,7 +433,7 @@ TEST_F(PerfDataWriterTest, DiskFullAtEveryByteKeepsEverythingWrittenBefore) {
       EXPECT_EQ((*w)->disk_full(), ok < appends_.size());
       ASSERT_TRUE((*w)->Finish().ok());
       EXPECT_EQ(AppendsInDataSize((*w)->data_size()), static_cast<int>(ok));
-      EXPECT_EQ(FileSize(path), empty_size + (*w)->data_size());
+      EXPECT_EQ(FileSize(path), prefix + (*w)->data_size() + table);
       std::string error;
       ASSERT_EQ(ReadTimes(path, &error), TimesOf(ok));
       ASSERT_EQ(error, "");

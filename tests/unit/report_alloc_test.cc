@@ -20,6 +20,7 @@ using synthetic::SyntheticTrace;
 using synthetic::ThisKernelFormats;
 
 TEST(AllocationCounterTest, CountsWhileEnabled) {
+  IOTRACE_REQUIRE_ALLOCATION_COUNTER();
   test::ScopedAllocationCount counter;
   int* volatile a = new int(1);  // volatile: the compiler may not elide these allocations
   int* volatile b = new int(2);
@@ -92,12 +93,14 @@ void ExpectNoAllocationAfterWarmUp(const ReportOptions& options) {
 }
 
 TEST(ReportAllocationTest, DecodeMatchAndHistogramAllocateNothingAfterWarmUp) {
+  IOTRACE_REQUIRE_ALLOCATION_COUNTER();
   ReportOptions o;
   o.sysfs_root = o.procfs_root = "/nonexistent";
   ExpectNoAllocationAfterWarmUp(o);
 }
 
 TEST(ReportAllocationTest, FiltersAndAnOpenIntervalAllocateNothingAfterWarmUp) {
+  IOTRACE_REQUIRE_ALLOCATION_COUNTER();
   ReportOptions o;
   o.sysfs_root = o.procfs_root = "/nonexistent";
   o.interval_s = 1000;  // everything falls into the first interval
@@ -109,6 +112,7 @@ TEST(ReportAllocationTest, FiltersAndAnOpenIntervalAllocateNothingAfterWarmUp) {
 }
 
 TEST(ReportAllocationTest, MatcherEvictionAndExpiryAllocateNothing) {
+  IOTRACE_REQUIRE_ALLOCATION_COUNTER();
   class NullSink : public RequestSampleSink {
    public:
     void OnRequestSample(const RequestSample&) override {}
@@ -137,6 +141,7 @@ TEST(ReportAllocationTest, MatcherEvictionAndExpiryAllocateNothing) {
 }
 
 TEST(ReportAllocationTest, HistogramRecordAllocatesNothing) {
+  IOTRACE_REQUIRE_ALLOCATION_COUNTER();
   Histogram h;
   test::ScopedAllocationCount counter;
   for (uint64_t v = 0; v < 100000; ++v) h.Record(v * 7919);

@@ -324,7 +324,7 @@ class NonAllocatingSink : public EventSink {
 };
 
 TEST(TraceDatReaderTest, ReadAllAllocatesNothingPerEvent) {
-  ASSERT_TRUE(test::AllocationCounterWorks()) << "operator new is not the counting one";
+  IOTRACE_REQUIRE_ALLOCATION_COUNTER();
   auto allocations_for = [](int pages) {
     SyntheticFile f;
     for (int i = 0; i < pages; ++i) {
