@@ -219,12 +219,16 @@ bool BlockDecoder::Decode(const RawEvent& raw, BlockEvent* out) {
       LoadUnsigned(p, l.common_pid.offset, l.common_pid.size, &v)) {
     out->pid = static_cast<int32_t>(static_cast<uint32_t>(v));
   }
+  // Bytes after the name's NUL may be stale (older kernels did not pad task->comm); every user
+  // stops at the first NUL, so only the terminator at the end is forced.
   ByteView comm = l.comm.size != 0 ? p.Sub(l.comm.offset, l.comm.size) : ByteView();
-  size_t n = comm.size < kCommSize - 1 ? comm.size : kCommSize - 1;
-  if (n != 0) std::memcpy(out->comm, comm.data, n);
-  out->comm[n] = '\0';
-  // comm is NUL-padded by the kernel; cut at the first NUL so compares see the name only.
-  out->comm[strnlen(out->comm, kCommSize - 1)] = '\0';
+  if (comm.size >= kCommSize) {
+    std::memcpy(out->comm, comm.data, kCommSize);
+    out->comm[kCommSize - 1] = '\0';
+  } else {
+    if (comm.size != 0) std::memcpy(out->comm, comm.data, comm.size);
+    out->comm[comm.size] = '\0';
+  }
   ByteView rwbs = p.Sub(l.rwbs.offset, l.rwbs.size);
   if (!ParseRwbs(rwbs.AsString(), &out->op, &out->flags)) {
     ++stats_.problems[static_cast<int>(DecodeProblem::kUnknownOp)];

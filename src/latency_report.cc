@@ -238,25 +238,26 @@ void LatencyReportBuilder::OnLoss(const LossRecord& loss) {
 }
 
 LatencyReportBuilder::DeviceSlot& LatencyReportBuilder::SlotFor(uint32_t dev) {
-  if (last_slot_ != nullptr && last_dev_ == dev) return *last_slot_;
-  DeviceSlot* slot;
-  auto it = slot_index_.find(dev);
-  if (it != slot_index_.end()) {
-    slot = slots_[it->second].get();
-  } else {
-    // First sample of a device: resolve the --dev filter once (reads sysfs).
-    auto s = std::make_unique<DeviceSlot>();
-    s->dev = dev;
-    s->allowed = options_.devices.empty();
-    for (const std::string& spec : options_.devices) {
-      if (names_.Matches(spec, dev)) s->allowed = true;
-    }
-    slot = s.get();
-    slot_index_.emplace(dev, static_cast<uint32_t>(slots_.size()));
-    slots_.push_back(std::move(s));
+  for (size_t i = 0; i < fast_count_; ++i) {
+    if (fast_dev_[i] == dev) return *fast_slot_[i];
   }
-  last_dev_ = dev;
-  last_slot_ = slot;
+  auto it = slot_index_.find(dev);
+  if (it != slot_index_.end()) return *slots_[it->second];
+  // First sample of a device: resolve the --dev filter once (reads sysfs).
+  auto s = std::make_unique<DeviceSlot>();
+  s->dev = dev;
+  s->allowed = options_.devices.empty();
+  for (const std::string& spec : options_.devices) {
+    if (names_.Matches(spec, dev)) s->allowed = true;
+  }
+  DeviceSlot* slot = s.get();
+  slot_index_.emplace(dev, static_cast<uint32_t>(slots_.size()));
+  slots_.push_back(std::move(s));
+  if (fast_count_ < kFastDevices) {
+    fast_dev_[fast_count_] = dev;
+    fast_slot_[fast_count_] = slot;
+    ++fast_count_;
+  }
   return *slot;
 }
 

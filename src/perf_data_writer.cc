@@ -62,7 +62,7 @@ absl::StatusOr<int> OpenOutput(const std::string& path) {
         "create %s: refusing to follow a symlink onto a file owned by uid %d", path,
         static_cast<int>(st.st_uid)));
   }
-  if (ftruncate(fd, 0) != 0) return ErrnoError(errno, "truncate", path);
+  if (st.st_size != 0 && ftruncate(fd, 0) != 0) return ErrnoError(errno, "truncate", path);
   if (st.st_uid == geteuid() && (st.st_mode & 07777) != 0600 && fchmod(fd, 0600) != 0) {
     return ErrnoError(errno, "chmod 0600", path);
   }

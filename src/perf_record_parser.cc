@@ -132,23 +132,6 @@ absl::StatusOr<PerfRecordParser> PerfRecordParser::Create(std::vector<PerfAttrIn
   return p;
 }
 
-int PerfRecordParser::AttrOfId(uint64_t id) const {
-  if (!dense_.empty()) {
-    uint64_t i = id - dense_base_;
-    return i < dense_.size() ? dense_[i] : -1;
-  }
-  auto it = sparse_.find(id);
-  return it == sparse_.end() ? -1 : it->second;
-}
-
-const PerfRecordParser::Layout* PerfRecordParser::SampleLayout(ByteView record) const {
-  if (layouts_.size() == 1) return &layouts_[0];
-  uint64_t id;
-  if (!LoadAt(record, sizeof(perf::EventHeader) + 8 * size_t(id_pos_), &id)) return nullptr;
-  int a = AttrOfId(id);
-  return a < 0 ? nullptr : &layouts_[a];
-}
-
 const PerfRecordParser::Layout* PerfRecordParser::TrailerLayout(ByteView record) const {
   if (!sample_id_all_) return nullptr;
   if (layouts_.size() == 1) return &layouts_[0];
@@ -179,74 +162,35 @@ void PerfRecordParser::ReadTrailer(ByteView record, uint32_t body, const Layout*
   }
 }
 
-PerfProblem PerfRecordParser::ParseSample(ByteView record, PerfRecord* out) const {
-  const Layout* l = SampleLayout(record);
-  if (l == nullptr) return PerfProblem::kUnknownSampleId;
-  if (!l->usable) return l->unusable_reason;
-  uint64_t raw_off = l->raw_off;
-  if (l->variable) {
-    uint64_t off = l->read_off;
-    if (l->sample_type & PERF_SAMPLE_READ) {
-      if (l->read_format & PERF_FORMAT_GROUP) {
-        uint64_t nr;
-        if (!LoadAt(record, off, &nr)) return PerfProblem::kShortSample;
-        const uint64_t f = l->read_format;
-        const uint64_t head = 8 + ((f & PERF_FORMAT_TOTAL_TIME_ENABLED) ? 8 : 0) +
-                              ((f & PERF_FORMAT_TOTAL_TIME_RUNNING) ? 8 : 0);
-        const uint64_t per = 8 + ((f & PERF_FORMAT_ID) ? 8 : 0) + ((f & PERF_FORMAT_LOST) ? 8 : 0);
-        if (nr > record.size / per) return PerfProblem::kShortSample;
-        off += head + nr * per;
-      } else {
-        off += perf::ReadValueSize(l->read_format);
-      }
-    }
-    if (l->sample_type & PERF_SAMPLE_CALLCHAIN) {
+uint64_t PerfRecordParser::VariableRawOffset(const Layout& layout, ByteView record) {
+  const Layout* l = &layout;
+  uint64_t off = l->read_off;
+  if (l->sample_type & PERF_SAMPLE_READ) {
+    if (l->read_format & PERF_FORMAT_GROUP) {
       uint64_t nr;
-      if (!LoadAt(record, off, &nr)) return PerfProblem::kShortSample;
-      if (nr > record.size / 8) return PerfProblem::kShortSample;
-      off += 8 + nr * 8;
+      if (!LoadAt(record, off, &nr)) return 0;
+      const uint64_t f = l->read_format;
+      const uint64_t head = 8 + ((f & PERF_FORMAT_TOTAL_TIME_ENABLED) ? 8 : 0) +
+                            ((f & PERF_FORMAT_TOTAL_TIME_RUNNING) ? 8 : 0);
+      const uint64_t per = 8 + ((f & PERF_FORMAT_ID) ? 8 : 0) + ((f & PERF_FORMAT_LOST) ? 8 : 0);
+      if (nr > record.size / per) return 0;
+      off += head + nr * per;
+    } else {
+      off += perf::ReadValueSize(l->read_format);
     }
-    if (off > record.size) return PerfProblem::kShortSample;
-    raw_off = off;
   }
-  uint32_t raw_size;
-  if (!LoadAt(record, raw_off, &raw_size)) return PerfProblem::kShortSample;
-  if (raw_size > record.size - raw_off - 4) return PerfProblem::kRawPastRecord;
-  if (raw_size < 8) return PerfProblem::kRawTooShort;
-  // Every fixed field lies before raw_off, which is in bounds: plain loads from here on.
-  const uint8_t* r = record.data;
-  RawEvent& ev = out->event;
-  ev.payload = ByteView(r + raw_off + 4, raw_size);
-  std::memcpy(&ev.ts, r + l->time_off, 8);
-  std::memcpy(&ev.type, ev.payload.data, 2);
-  if (l->tid_off != kAbsent) {
-    uint32_t pt[2];
-    std::memcpy(pt, r + l->tid_off, 8);
-    ev.pid = static_cast<int32_t>(pt[0]);
-    ev.tid = static_cast<int32_t>(pt[1]);
-  } else {
-    std::memcpy(&ev.pid, ev.payload.data + 4, 4);  // common_pid
-    ev.tid = ev.pid;
+  if (l->sample_type & PERF_SAMPLE_CALLCHAIN) {
+    uint64_t nr;
+    if (!LoadAt(record, off, &nr)) return 0;
+    if (nr > record.size / 8) return 0;
+    off += 8 + nr * 8;
   }
-  if (l->cpu_off != kAbsent) {
-    std::memcpy(&ev.cpu, r + l->cpu_off, 4);
-  } else {
-    ev.cpu = 0;
-  }
-  out->kind = PerfRecord::Kind::kEvent;
-  out->has_time = true;
-  out->time = ev.ts;
-  return PerfProblem::kNone;
+  if (off > record.size) return 0;
+  return off;
 }
 
-PerfProblem PerfRecordParser::Parse(ByteView record, PerfRecord* out) const {
-  perf::EventHeader h;
-  out->kind = PerfRecord::Kind::kOther;
-  out->has_time = false;
-  if (!LoadAt(record, 0, &h)) return PerfProblem::kShortRecord;
-  switch (h.type) {
-    case perf::kRecordSample:
-      return ParseSample(record, out);
+PerfProblem PerfRecordParser::ParseOther(uint32_t type, ByteView record, PerfRecord* out) const {
+  switch (type) {
     case perf::kRecordLost: {
       uint64_t lost;
       if (!LoadAt(record, 16, &lost)) return PerfProblem::kShortRecord;

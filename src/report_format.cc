@@ -151,7 +151,9 @@ void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
                          m.issues_without_insert[i]);
   }
   out << "  issues without insert:   " << Counts(reasons) << "\n";
-  out << absl::StrFormat("  completes without issue: %u\n", m.completes_without_issue);
+  out << absl::StrFormat("  completes without issue: %u (and %u empty preflush requests ended by "
+                         "the flush machinery)\n",
+                         m.completes_without_issue, m.flush_sequence_completions);
   out << absl::StrFormat(
       "  flushes %u, requeues %u (unmatched %u), merges %u (unmatched %u), bio merges front %u "
       "back %u, partial completions %u, collisions %u, completion errors %u\n",
@@ -381,6 +383,7 @@ void WriteJsonReport(const LatencyReport& r, std::ostream& out) {
   WriteJsonCounts(m.issues_without_insert,
                   [](size_t i) { return NoInsertReasonName(static_cast<NoInsertReason>(i)); }, out);
   out << ",\n    \"completes_without_issue\": " << m.completes_without_issue
+      << ",\n    \"flush_sequence_completions\": " << m.flush_sequence_completions
       << ",\n    \"flushes\": " << m.flushes << ",\n    \"requeues\": " << m.requeues
       << ",\n    \"requeues_unmatched\": " << m.requeues_unmatched
       << ",\n    \"merges\": " << m.merges << ",\n    \"merges_unmatched\": " << m.merges_unmatched

@@ -51,12 +51,22 @@ absl::Status WriteReportOutputs(const LatencyReport& report, const ReportOptions
   return absl::OkStatus();
 }
 
-absl::Status RunReport(const ReportOptions& options, std::ostream& out) {
+absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std::ostream& out,
+                         std::ostream& err) {
+  IOTRACE_RETURN_IF_ERROR(ValidateReportOptions(options));
+  absl::StatusOr<LatencyReport> report = BuildLatencyReport(reader, options);
+  if (!report.ok()) return Annotate(report.status(), "report " + options.input);
+  IOTRACE_RETURN_IF_ERROR(WriteReportOutputs(*report, options, out));
+  if (options.format != OutputFormat::kText || !options.output.empty()) {
+    for (const PhaseWarning& w : report->warnings) err << "iotrace: warning: " << w.message << "\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err) {
   IOTRACE_RETURN_IF_ERROR(ValidateReportOptions(options));
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(options.input));
-  absl::StatusOr<LatencyReport> report = BuildLatencyReport(*reader, options);
-  if (!report.ok()) return Annotate(report.status(), "report " + options.input);
-  return WriteReportOutputs(*report, options, out);
+  return RunReportOn(*reader, options, out, err);
 }
 
 }  // namespace iotrace

@@ -55,22 +55,23 @@ RequestMatcher::RequestMatcher(const MatcherOptions& options, RequestSampleSink*
 RequestMatcher::~RequestMatcher() = default;
 
 RequestMatcher::Device& RequestMatcher::DeviceFor(uint32_t dev) {
-  if (last_device_ != nullptr && last_dev_ == dev) return *last_device_;
-  auto it = device_index_.find(dev);
-  Device* d;
-  if (it != device_index_.end()) {
-    d = devices_[it->second].get();
-  } else {
-    // First event of a device: the only allocation the matcher makes after construction.
-    auto nd = std::make_unique<Device>();
-    nd->stats.dev = dev;
-    nd->flushes.reserve(options_.flush_depth);
-    d = nd.get();
-    device_index_.emplace(dev, static_cast<uint32_t>(devices_.size()));
-    devices_.push_back(std::move(nd));
+  for (size_t i = 0; i < fast_count_; ++i) {
+    if (fast_dev_[i] == dev) return *fast_device_[i];
   }
-  last_dev_ = dev;
-  last_device_ = d;
+  auto it = device_index_.find(dev);
+  if (it != device_index_.end()) return *devices_[it->second];
+  // First event of a device: the only allocation the matcher makes after construction.
+  auto nd = std::make_unique<Device>();
+  nd->stats.dev = dev;
+  nd->flushes.reserve(options_.flush_depth);
+  Device* d = nd.get();
+  device_index_.emplace(dev, static_cast<uint32_t>(devices_.size()));
+  devices_.push_back(std::move(nd));
+  if (fast_count_ < kFastDevices) {
+    fast_dev_[fast_count_] = dev;
+    fast_device_[fast_count_] = d;
+    ++fast_count_;
+  }
   return *d;
 }
 
@@ -241,7 +242,15 @@ void RequestMatcher::OnComplete(const BlockEvent& e) {
   if (e.error != 0) ++stats_.completion_errors;
   RequestEntry* ent = table_.Find(e.dev, e.sector);
   if (ent == nullptr || ent->state == RequestState::kQueued) {
-    ++stats_.completes_without_issue;
+    // An empty preflush request is never issued itself: the flush machinery issues a flush
+    // request for it (paired in OnFlush), then completes it with its preflush flag cleared, as
+    // "WS 0 + 0" (blk_flush_complete_seq in block/blk-flush.c).
+    if (e.nr_sector == 0 && e.sector == 0 &&
+        (e.op == BlockOp::kWrite || e.op == BlockOp::kFlush)) {
+      ++stats_.flush_sequence_completions;
+    } else {
+      ++stats_.completes_without_issue;
+    }
     return;
   }
   const bool issued = ent->state == RequestState::kIssued;
@@ -281,8 +290,10 @@ void RequestMatcher::OnRequeue(const BlockEvent& e) {
 
 void RequestMatcher::OnMerge(const BlockEvent& e) {
   // block_rq_merge traces the request that is merged into another one and freed.
+  // A request merged while being inserted (elv_attempt_insert_merge) never had an insert
+  // event: only its bio's queue entry is there, and it goes away with it.
   RequestEntry* ent = table_.Find(e.dev, e.sector);
-  if (ent == nullptr || ent->state == RequestState::kQueued) {
+  if (ent == nullptr) {
     ++stats_.merges_unmatched;
     return;
   }

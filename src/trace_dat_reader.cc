@@ -1,10 +1,712 @@
 #include "iotrace/trace_dat_reader.h"
 
-namespace iotrace {
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-// Placeholder until the trace.dat reader lands.
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "iotrace/fd.h"
+#include "iotrace/ftrace_page.h"
+#include "iotrace/status.h"
+#include "iotrace/trace_dat.h"
+#include "iotrace/tracing_data.h"
+
+namespace iotrace {
+namespace {
+
+// Bytes a cursor walks before the pages behind it are dropped from the page cache mapping:
+// bounds RSS to about (CPUs x this) whatever the file size.
+constexpr size_t kReleaseBytes = size_t{4} << 20;
+constexpr int kMaxOptionSections = 1024;
+
+// One CPU of one buffer instance.
+struct Stream {
+  std::string buffer;  // "" is the top instance
+  int cpu = 0;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  FtracePageLayout layout;
+};
+
+struct BufferRef {
+  std::string name;
+  uint64_t offset = 0;  // v6: of its "flyrecord" label; v7: of its section
+  // v7 only: the CPU table is in the option itself.
+  uint32_t page_size = 0;
+  std::vector<Stream> v7_streams;
+  std::string clock;
+};
+
+struct StatsRef {
+  std::string buffer;
+  FtraceCpuStats stats;
+};
+
+// Problems counted on the hot path by index, turned into named counters once at the end.
+enum HotProblem : int {
+  kHotPageBase = 0,  // + FtracePageProblem
+  kHotShortRecord = kFtracePageProblemCount,
+  kHotPartialPage,
+  kHotMissedUncounted,
+  kHotCount,
+};
+
+const char* HotProblemName(int i) {
+  if (i < kFtracePageProblemCount) return FtracePageProblemName(static_cast<FtracePageProblem>(i));
+  switch (i) {
+    case kHotShortRecord:
+      return "ftrace_short_record";
+    case kHotPartialPage:
+      return "ftrace_partial_page";
+    case kHotMissedUncounted:
+      return "ftrace_missed_events_uncounted";
+  }
+  return "ftrace_unknown_problem";
+}
+
+absl::Status Corrupt(const std::string& path, std::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrFormat("read trace.dat %s: truncated or corrupt %s", path, what));
+}
+
+std::string_view CString(ByteView data) {
+  std::string_view s = data.AsString();
+  size_t nul = s.find('\0');
+  return nul == std::string_view::npos ? s : s.substr(0, nul);
+}
+
+// "local global [mono] ..." -> "mono"; a bare name is returned as is.
+std::string CurrentClock(std::string_view text) {
+  size_t open = text.find('[');
+  if (open != std::string_view::npos) {
+    size_t close = text.find(']', open);
+    if (close != std::string_view::npos)
+      return std::string(text.substr(open + 1, close - open - 1));
+  }
+  size_t end = text.find_first_of(" \n\0", 0, 3);
+  return std::string(text.substr(0, end));
+}
+
+class TraceDatReader final : public TraceReader {
+ public:
+  explicit TraceDatReader(std::string path) : path_(std::move(path)) {}
+
+  absl::Status Open();
+
+  std::string_view FileFormat() const override { return "trace.dat"; }
+  const std::vector<EventFormat>& formats() const override { return formats_; }
+  const TracingMetadata& metadata() const override { return meta_; }
+  int nr_cpus() const override { return nr_cpus_; }
+  std::vector<std::pair<std::string, std::string>> Info() const override { return info_; }
+  std::string CommOf(int32_t pid) const override {
+    auto it = comms_.find(pid);
+    return it == comms_.end() ? std::string() : it->second;
+  }
+  absl::Status ReadAll(EventSink* sink) override;
+  const ReadStats& stats() const override { return stats_; }
+
+ private:
+  struct Cursor {
+    const Stream* stream = nullptr;
+    FtracePageWalker walker;
+    uint64_t page_off = 0;  // file offset of the current page
+    uint64_t next_off = 0;  // file offset of the next page
+    uint64_t end_off = 0;
+    uint64_t released_off = 0;
+    uint64_t last_ts = 0;
+    FtraceRecord rec;
+    uint32_t order = 0;
+    bool loss_pending = false;
+    LossRecord loss;
+    uint64_t located_missed = 0;
+
+    explicit Cursor(const Stream* s) : stream(s), walker(s->layout) {}
+  };
+
+  absl::Status ParseV6(ByteView file, size_t pos);
+  absl::Status ParseV7(ByteView file, size_t pos);
+  absl::Status HandleOption(uint16_t id, ByteView data, bool v7);
+  absl::Status ReadV6Flyrecord(ByteView file, size_t pos, const std::string& buffer, size_t* end);
+  absl::Status FinishMetadata(ByteView file);
+  void AddStream(Stream s);
+  bool Advance(Cursor* c, std::array<uint64_t, kHotCount>* problems);
+  void ReleaseBehind(Cursor* c, bool all);
+
+  std::string path_;
+  UniqueMapping map_;
+  ByteView file_;
+  int version_ = 0;
+  int nr_cpus_ = 0;
+  bool has_trace_clock_option_ = false;
+  std::string trace_clock_;
+  std::string uname_;
+  std::string recorder_;
+  std::string compression_;
+  int64_t ts_offset_ = 0;
+  FtracePageLayout layout_;
+  TracingMetadata meta_;
+  std::vector<EventFormat> formats_;
+  std::vector<BufferRef> buffers_;
+  std::vector<StatsRef> cpu_stats_;
+  std::string stats_buffer_;  // the buffer that CPUSTAT options currently describe
+  std::vector<Stream> streams_;
+  uint64_t truncated_streams_ = 0;
+  uint64_t unparsed_formats_ = 0;
+  absl::flat_hash_map<int32_t, std::string> comms_;
+  std::vector<std::pair<std::string, std::string>> info_;
+  uint32_t common_pid_offset_ = 4;
+  ReadStats stats_;
+};
+
+absl::Status TraceDatReader::Open() {
+  UniqueFd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoError(errno, "open", path_);
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) return ErrnoError(errno, "stat", path_);
+  if (st.st_size <= 0) {
+    return absl::InvalidArgumentError(absl::StrFormat("read trace.dat %s: file is empty", path_));
+  }
+  void* addr = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  if (addr == MAP_FAILED) return ErrnoError(errno, "mmap", path_);
+  map_ = UniqueMapping(addr, static_cast<size_t>(st.st_size));
+  file_ = ByteView(addr, static_cast<size_t>(st.st_size));
+
+  ByteReader r(file_);
+  ByteView magic;
+  std::string_view version;
+  if (!r.ReadBytes(kTracingMagicSize, &magic) ||
+      magic.AsString() != std::string_view(kTracingMagic, kTracingMagicSize) ||
+      !r.ReadCString(&version)) {
+    return Corrupt(path_, "file header");
+  }
+  if (version == "6") {
+    version_ = 6;
+    return ParseV6(file_, 0);
+  }
+  if (version == "7") {
+    version_ = 7;
+    return ParseV7(file_, r.pos());
+  }
+  return WithHint(
+      absl::UnimplementedError(absl::StrFormat(
+          "read trace.dat %s: file version %s is not supported (iotrace reads versions 6 and 7)",
+          path_, std::string(version))),
+      absl::StrCat("convert it: trace-cmd convert -i ", path_,
+                   " --file-version 6 --compression none -o converted.dat"));
+}
+
+absl::Status TraceDatReader::ParseV6(ByteView file, size_t pos) {
+  auto decoded = DecodeTracingData(file);
+  if (!decoded.ok()) return Annotate(decoded.status(), absl::StrCat("read trace.dat ", path_));
+  meta_ = std::move(decoded->meta);
+  ByteReader r(file);
+  r.Seek(decoded->consumed);
+  uint32_t cpus = 0;
+  if (!r.Read(&cpus) || cpus == 0 || cpus > 65536) return Corrupt(path_, "CPU count");
+  nr_cpus_ = static_cast<int>(cpus);
+  ByteView label;
+  if (!r.ReadBytes(kTraceDatLabelSize, &label)) return Corrupt(path_, "section label");
+  if (label.AsString() == std::string_view(kTraceDatOptionsLabel, kTraceDatLabelSize)) {
+    for (;;) {
+      uint16_t id = 0;
+      uint32_t size = 0;
+      if (!r.Read(&id)) return Corrupt(path_, "options");
+      if (id == kOptionDone) break;
+      ByteView data;
+      if (!r.Read(&size) || !r.ReadBytes(size, &data)) return Corrupt(path_, "option");
+      IOTRACE_RETURN_IF_ERROR(HandleOption(id, data, false));
+    }
+    if (!r.ReadBytes(kTraceDatLabelSize, &label)) return Corrupt(path_, "section label");
+  }
+  if (label.AsString() == std::string_view(kTraceDatLatencyLabel, kTraceDatLabelSize)) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "read trace.dat %s: it holds a latency trace (text), not per-CPU ring-buffer data", path_));
+  }
+  if (label.AsString() != std::string_view(kTraceDatFlyrecordLabel, kTraceDatLabelSize)) {
+    return Corrupt(path_, "section label (expected \"flyrecord\")");
+  }
+  size_t end = 0;
+  IOTRACE_RETURN_IF_ERROR(ReadV6Flyrecord(file, r.pos() - kTraceDatLabelSize, "", &end));
+  for (const BufferRef& b : buffers_) {
+    IOTRACE_RETURN_IF_ERROR(ReadV6Flyrecord(file, b.offset, b.name, &end));
+  }
+  return FinishMetadata(file);
+}
+
+absl::Status TraceDatReader::ReadV6Flyrecord(ByteView file, size_t pos, const std::string& buffer,
+                                             size_t* end) {
+  ByteReader r(file);
+  ByteView label;
+  if (!r.Seek(pos) || !r.ReadBytes(kTraceDatLabelSize, &label) ||
+      label.AsString() != std::string_view(kTraceDatFlyrecordLabel, kTraceDatLabelSize)) {
+    return Corrupt(path_, absl::StrCat("flyrecord of buffer \"", buffer, "\""));
+  }
+  for (int cpu = 0; cpu < nr_cpus_; ++cpu) {
+    Stream s;
+    s.buffer = buffer;
+    s.cpu = cpu;
+    if (!r.Read(&s.offset) || !r.Read(&s.size)) return Corrupt(path_, "flyrecord CPU table");
+    AddStream(std::move(s));
+  }
+  // With a TRACECLOCK option, the clock follows the table (trace-input.c, init_data_v6). The
+  // option wins: trace-cmd 3.1.6 writes the top instance's clock here even for -B instances.
+  uint64_t clock_size = 0;
+  ByteView clock;
+  if (has_trace_clock_option_ && r.Read(&clock_size) && clock_size < 4096 &&
+      r.ReadBytes(clock_size, &clock)) {
+    if (trace_clock_.empty()) trace_clock_ = CurrentClock(clock.AsString());
+  }
+  *end = r.pos();
+  return absl::OkStatus();
+}
+
+absl::Status TraceDatReader::ParseV7(ByteView file, size_t pos) {
+  ByteReader r(file);
+  r.Seek(pos);
+  uint8_t endian = 0, long_size = 0;
+  uint32_t page_size = 0;
+  std::string_view comp_name, comp_version;
+  uint64_t options_offset = 0;
+  if (!r.Read(&endian) || !r.Read(&long_size) || !r.Read(&page_size) ||
+      !r.ReadCString(&comp_name) || !r.ReadCString(&comp_version) || !r.Read(&options_offset)) {
+    return Corrupt(path_, "v7 file header");
+  }
+  if (endian != 0) {
+    return absl::UnimplementedError(
+        absl::StrFormat("read trace.dat %s: big-endian files are not supported", path_));
+  }
+  compression_ = std::string(comp_name);
+  if (!comp_name.empty() && comp_name != "none") {
+    return WithHint(
+        absl::UnimplementedError(absl::StrFormat(
+            "read trace.dat %s: file version 7 with %s-compressed sections is not supported "
+            "(iotrace reads version 6 and uncompressed version 7 in place)",
+            path_, std::string(comp_name))),
+        absl::StrCat("convert it: trace-cmd convert -i ", path_,
+                     " --file-version 6 --compression none -o converted.dat; or record with "
+                     "trace-cmd record --file-version 6"));
+  }
+
+  // Options sections form a chain through their DONE options.
+  absl::flat_hash_map<uint16_t, uint64_t> sections;  // metadata section id -> offset
+  int visited = 0;
+  while (options_offset != 0) {
+    if (++visited > kMaxOptionSections) return Corrupt(path_, "options chain (loops)");
+    ByteReader o(file);
+    uint16_t sec_id = 0, sec_flags = 0;
+    uint32_t sec_string = 0;
+    uint64_t sec_size = 0;
+    if (!o.Seek(options_offset) || !o.Read(&sec_id) || !o.Read(&sec_flags) ||
+        !o.Read(&sec_string) || !o.Read(&sec_size) || sec_id != kOptionDone) {
+      return Corrupt(path_, "options section header");
+    }
+    if (sec_flags & kTraceDatSectionCompressed) return Corrupt(path_, "compressed options section");
+    uint64_t next = 0;
+    for (;;) {
+      uint16_t id = 0;
+      uint32_t size = 0;
+      ByteView data;
+      if (!o.Read(&id) || !o.Read(&size) || !o.ReadBytes(size, &data)) {
+        return Corrupt(path_, "option");
+      }
+      if (id == kOptionDone) {
+        if (!LoadAt(data, 0, &next)) return Corrupt(path_, "DONE option");
+        break;
+      }
+      if (id >= kOptionHeaderInfo && id <= kOptionCmdlines) {
+        uint64_t off = 0;
+        if (!LoadAt(data, 0, &off)) return Corrupt(path_, "section offset option");
+        sections[id] = off;
+        continue;
+      }
+      IOTRACE_RETURN_IF_ERROR(HandleOption(id, data, true));
+    }
+    options_offset = next;
+  }
+
+  // Rebuild the v6 tracing-data block from the metadata sections, then decode it as usual.
+  std::string block(kTracingMagic, kTracingMagicSize);
+  block.append("6", 2);
+  block.push_back(static_cast<char>(endian));
+  block.push_back(static_cast<char>(long_size));
+  block.append(reinterpret_cast<const char*>(&page_size), 4);
+  const uint16_t order[] = {kOptionHeaderInfo, kOptionFtraceEvents, kOptionEventFormats,
+                            kOptionKallsyms,   kOptionPrintk,       kOptionCmdlines};
+  const char* empty_body[] = {nullptr,    "\0\0\0\0", "\0\0\0\0",
+                              "\0\0\0\0", "\0\0\0\0", "\0\0\0\0\0\0\0\0"};
+  for (int i = 0; i < 6; ++i) {
+    auto it = sections.find(order[i]);
+    if (it == sections.end()) {
+      if (empty_body[i] == nullptr) return Corrupt(path_, "v7 file without a header section");
+      block.append(empty_body[i], i == 5 ? 8 : 4);
+      continue;
+    }
+    ByteReader s(file);
+    uint16_t id = 0, flags = 0;
+    uint32_t str = 0;
+    uint64_t size = 0;
+    ByteView body;
+    if (!s.Seek(it->second) || !s.Read(&id) || !s.Read(&flags) || !s.Read(&str) || !s.Read(&size) ||
+        id != order[i] || !s.ReadBytes(size, &body)) {
+      return Corrupt(path_, absl::StrCat("metadata section ", order[i]));
+    }
+    if (flags & kTraceDatSectionCompressed) return Corrupt(path_, "compressed metadata section");
+    block.append(reinterpret_cast<const char*>(body.data), body.size);
+  }
+  auto decoded = DecodeTracingData(ByteView(block.data(), block.size()));
+  if (!decoded.ok()) return Annotate(decoded.status(), absl::StrCat("read trace.dat ", path_));
+  meta_ = std::move(decoded->meta);
+  for (BufferRef& b : buffers_) {
+    for (Stream& s : b.v7_streams) AddStream(std::move(s));
+    if (b.name.empty() && !b.clock.empty() && trace_clock_.empty()) trace_clock_ = b.clock;
+  }
+  if (nr_cpus_ == 0) {
+    for (const Stream& s : streams_) nr_cpus_ = std::max(nr_cpus_, s.cpu + 1);
+  }
+  return FinishMetadata(file);
+}
+
+absl::Status TraceDatReader::HandleOption(uint16_t id, ByteView data, bool v7) {
+  switch (id) {
+    case kOptionCpuStat: {
+      std::string_view text = CString(data);
+      size_t marker = text.find("Buffer: ");
+      if (marker != std::string_view::npos && text.find("entries:") == std::string_view::npos) {
+        std::string_view name = text.substr(marker + 8);
+        stats_buffer_ = std::string(name.substr(0, name.find('\n')));
+        return absl::OkStatus();
+      }
+      auto parsed = ParseFtraceCpuStats(text);
+      if (parsed.ok()) {
+        if (parsed->cpu < 0) {
+          int n = 0;
+          for (const StatsRef& s : cpu_stats_) n += s.buffer == stats_buffer_;
+          parsed->cpu = n;
+        }
+        cpu_stats_.push_back({stats_buffer_, *parsed});
+      }
+      return absl::OkStatus();
+    }
+    case kOptionBuffer: {
+      ByteReader r(data);
+      BufferRef b;
+      std::string_view name;
+      if (!r.Read(&b.offset) || !r.ReadCString(&name)) return Corrupt(path_, "BUFFER option");
+      b.name = std::string(name);
+      if (v7) {
+        std::string_view clock;
+        uint32_t cpus = 0;
+        if (!r.ReadCString(&clock) || !r.Read(&b.page_size) || !r.Read(&cpus) ||
+            cpus > r.remaining() / 20) {
+          return Corrupt(path_, "BUFFER option");
+        }
+        b.clock = std::string(clock);
+        for (uint32_t i = 0; i < cpus; ++i) {
+          Stream s;
+          uint32_t cpu = 0;
+          if (!r.Read(&cpu) || !r.Read(&s.offset) || !r.Read(&s.size) || cpu > 65535) {
+            return Corrupt(path_, "BUFFER option CPU table");
+          }
+          s.cpu = static_cast<int>(cpu);
+          s.buffer = b.name;
+          b.v7_streams.push_back(std::move(s));
+        }
+      }
+      buffers_.push_back(std::move(b));
+      return absl::OkStatus();
+    }
+    case kOptionTraceClock:
+      has_trace_clock_option_ = true;
+      if (trace_clock_.empty()) trace_clock_ = CurrentClock(CString(data));
+      return absl::OkStatus();
+    case kOptionUname:
+      uname_ = std::string(CString(data));
+      return absl::OkStatus();
+    case kOptionVersion:
+      recorder_ = std::string(CString(data));
+      return absl::OkStatus();
+    case kOptionOffset: {
+      int64_t off = 0;
+      std::string_view text = CString(data);
+      if (absl::SimpleAtoi(absl::string_view(text.data(), text.size()), &off)) ts_offset_ += off;
+      return absl::OkStatus();
+    }
+    case kOptionCpuCount: {
+      uint32_t cpus = 0;
+      if (LoadAt(data, 0, &cpus) && cpus > 0 && cpus <= 65536 && v7) {
+        nr_cpus_ = static_cast<int>(cpus);
+      }
+      return absl::OkStatus();
+    }
+    default:
+      return absl::OkStatus();  // DATE, HOOK, TSC2NSEC, ...: not needed for block latency
+  }
+}
+
+void TraceDatReader::AddStream(Stream s) {
+  s.layout = layout_;  // completed in FinishMetadata once header_page is known
+  streams_.push_back(std::move(s));
+}
+
+absl::Status TraceDatReader::FinishMetadata(ByteView file) {
+  auto layout = ParseHeaderPage(meta_.header_page, meta_.page_size);
+  if (!layout.ok()) return Annotate(layout.status(), absl::StrCat("read trace.dat ", path_));
+  IOTRACE_RETURN_IF_ERROR(
+      Annotate(CheckHeaderEvent(meta_.header_event), absl::StrCat("read trace.dat ", path_)));
+  layout_ = *layout;
+  for (Stream& s : streams_) {
+    s.layout = layout_;
+    for (const BufferRef& b : buffers_) {
+      // v7 states each buffer's sub-buffer size; trust it when it is sane.
+      if (b.name == s.buffer && b.page_size > layout_.data_offset && b.page_size <= (1u << 27)) {
+        s.layout.page_size = b.page_size;
+      }
+    }
+    if (s.offset > file.size) {
+      s.size = 0;
+      ++truncated_streams_;
+    } else if (s.size > file.size - s.offset) {
+      s.size = file.size - s.offset;
+      ++truncated_streams_;
+    }
+  }
+  streams_.erase(
+      std::remove_if(streams_.begin(), streams_.end(), [](const Stream& s) { return s.size == 0; }),
+      streams_.end());
+
+  for (const FormatText& f : meta_.event_formats) {
+    auto fmt = ParseEventFormat(f.system, f.text);
+    if (!fmt.ok()) {
+      ++unparsed_formats_;
+      continue;
+    }
+    formats_.push_back(*std::move(fmt));
+  }
+  if (!formats_.empty()) {
+    const FieldInfo* pid = formats_.front().FindField("common_pid");
+    if (pid != nullptr && pid->size == 4) common_pid_offset_ = pid->offset;
+  }
+
+  std::string_view cmdlines = meta_.saved_cmdlines;
+  while (!cmdlines.empty()) {
+    size_t nl = cmdlines.find('\n');
+    std::string_view line = cmdlines.substr(0, nl);
+    cmdlines = nl == std::string_view::npos ? std::string_view() : cmdlines.substr(nl + 1);
+    size_t space = line.find(' ');
+    int32_t pid = 0;
+    if (space == std::string_view::npos ||
+        !absl::SimpleAtoi(absl::string_view(line.data(), space), &pid)) {
+      continue;
+    }
+    comms_[pid] = std::string(line.substr(space + 1));
+  }
+
+  std::string buffers;
+  for (const BufferRef& b : buffers_) absl::StrAppend(&buffers, buffers.empty() ? "" : ",", b.name);
+  info_ = {{"file version", std::to_string(version_)},
+           {"trace clock", trace_clock_.empty() ? "local" : trace_clock_},
+           {"cpus", std::to_string(nr_cpus_)},
+           {"sub-buffer size", std::to_string(layout_.page_size)}};
+  if (!uname_.empty()) info_.emplace_back("uname", uname_);
+  if (!recorder_.empty()) info_.emplace_back("recorded by", recorder_);
+  if (!buffers.empty()) info_.emplace_back("buffer instances", buffers);
+  if (version_ == 7)
+    info_.emplace_back("compression", compression_.empty() ? "none" : compression_);
+
+  // The metadata is parsed into owned strings: let the kernel drop its pages.
+  size_t first_data = file.size;
+  for (const Stream& s : streams_) first_data = std::min<size_t>(first_data, s.offset);
+  size_t sys_page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  size_t meta_end = first_data / sys_page * sys_page;
+  if (meta_end > 0) madvise(map_.addr(), meta_end, MADV_DONTNEED);
+  return absl::OkStatus();
+}
+
+void TraceDatReader::ReleaseBehind(Cursor* c, bool all) {
+  uint64_t upto = all ? c->end_off : c->page_off;
+  if (!all && upto - c->released_off < kReleaseBytes) return;
+  static const uint64_t sys_page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  uint64_t start = (c->released_off + sys_page - 1) / sys_page * sys_page;
+  uint64_t end = upto / sys_page * sys_page;
+  if (end > start) {
+    madvise(static_cast<uint8_t*>(map_.addr()) + start, end - start, MADV_DONTNEED);
+  }
+  c->released_off = upto;
+}
+
+// Moves the cursor to its next data record, loading pages as needed. False at the end.
+bool TraceDatReader::Advance(Cursor* c, std::array<uint64_t, kHotCount>* problems) {
+  for (;;) {
+    if (c->walker.Next(&c->rec)) {
+      c->last_ts = c->rec.ts;
+      return true;
+    }
+    if (c->walker.problem() != FtracePageProblem::kNone) {
+      ++(*problems)[static_cast<int>(c->walker.problem())];
+    }
+    const uint32_t page_size = c->stream->layout.page_size;
+    if (c->next_off >= c->end_off) return false;
+    if (c->end_off - c->next_off < page_size) {
+      ++(*problems)[kHotPartialPage];
+      c->next_off = c->end_off;
+      return false;
+    }
+    c->page_off = c->next_off;
+    c->next_off += page_size;
+    ReleaseBehind(c, false);
+    // A page whose header is unusable is counted at the top of the loop, like any problem.
+    if (!c->walker.Reset(ByteView(file_.data + c->page_off, page_size))) continue;
+    if (c->walker.missed_events()) {
+      if (!c->loss_pending) {
+        c->loss = LossRecord{};
+        c->loss.kind = LossRecord::Kind::kFtraceDropped;
+        c->loss.cpu = c->stream->cpu;
+        c->loss.ts = c->walker.page_timestamp() + ts_offset_;
+        c->loss_pending = true;
+      }
+      if (c->walker.missed_count_known()) {
+        c->loss.count += c->walker.missed_count();
+        c->located_missed += c->walker.missed_count();
+      } else {
+        ++(*problems)[kHotMissedUncounted];
+      }
+    }
+    if (c->walker.data_size() == 0) continue;
+    // Pages of one CPU are in time order; a page that starts before the previous one ended is
+    // corrupt (or from another recording) and would break the merge.
+    FtraceRecord first;
+    FtracePageWalker probe = c->walker;
+    if (probe.Next(&first) && first.ts < c->last_ts) {
+      ++(*problems)[static_cast<int>(FtracePageProblem::kTimeBackwards)];
+      c->walker.SkipRest();
+      continue;
+    }
+  }
+}
+
+absl::Status TraceDatReader::ReadAll(EventSink* sink) {
+  stats_ = ReadStats{};
+  std::array<uint64_t, kHotCount> problems{};
+  std::vector<Cursor> cursors;
+  cursors.reserve(streams_.size());
+  for (const Stream& s : streams_) {
+    Cursor& c = cursors.emplace_back(&s);
+    c.page_off = c.next_off = c.released_off = s.offset;
+    c.end_off = s.offset + s.size;
+    c.order = static_cast<uint32_t>(cursors.size() - 1);
+    madvise(static_cast<uint8_t*>(map_.addr()) + s.offset / 4096 * 4096, s.size + s.offset % 4096,
+            MADV_SEQUENTIAL);
+  }
+
+  // A binary min-heap of cursors on (timestamp, stream order): ties go to the lower CPU, as in
+  // trace-cmd report.
+  std::vector<Cursor*> heap;
+  heap.reserve(cursors.size());
+  auto less = [](const Cursor* a, const Cursor* b) {
+    return a->rec.ts != b->rec.ts ? a->rec.ts < b->rec.ts : a->order < b->order;
+  };
+  auto sift_down = [&](size_t i) {
+    const size_t n = heap.size();
+    for (;;) {
+      size_t l = 2 * i + 1, m = i;
+      if (l < n && less(heap[l], heap[m])) m = l;
+      if (l + 1 < n && less(heap[l + 1], heap[m])) m = l + 1;
+      if (m == i) return;
+      std::swap(heap[i], heap[m]);
+      i = m;
+    }
+  };
+  for (Cursor& c : cursors) {
+    if (Advance(&c, &problems)) heap.push_back(&c);
+  }
+  for (size_t i = heap.size(); i-- > 0;) sift_down(i);
+
+  uint64_t records = 0, events = 0;
+  RawEvent ev;
+  const uint32_t pid_off = common_pid_offset_;
+  while (!heap.empty()) {
+    Cursor* c = heap.front();
+    if (c->loss_pending) {
+      sink->OnLoss(c->loss);
+      c->loss_pending = false;
+    }
+    ++records;
+    const ByteView p = c->rec.payload;
+    if (p.size >= 8 && p.size >= pid_off + 4) {
+      ev.ts = c->rec.ts + ts_offset_;
+      ev.cpu = static_cast<uint32_t>(c->stream->cpu);
+      std::memcpy(&ev.type, p.data, 2);
+      std::memcpy(&ev.pid, p.data + pid_off, 4);
+      ev.tid = ev.pid;
+      ev.payload = p;
+      sink->OnEvent(ev);
+      ++events;
+    } else {
+      ++problems[kHotShortRecord];
+    }
+    if (Advance(c, &problems)) {
+      sift_down(0);
+    } else {
+      heap.front() = heap.back();
+      heap.pop_back();
+      if (!heap.empty()) sift_down(0);
+    }
+  }
+
+  for (Cursor& c : cursors) {
+    if (c.loss_pending) sink->OnLoss(c.loss);
+    ReleaseBehind(&c, true);
+  }
+  // The kernel's totals, minus what the pages already placed in time.
+  for (const StatsRef& s : cpu_stats_) {
+    uint64_t located = 0;
+    for (const Cursor& c : cursors) {
+      if (c.stream->buffer == s.buffer && c.stream->cpu == s.stats.cpu) located += c.located_missed;
+    }
+    uint64_t overrun = s.stats.overrun + s.stats.commit_overrun;
+    if (overrun > located) {
+      LossRecord loss;
+      loss.kind = LossRecord::Kind::kFtraceOverrun;
+      loss.cpu = s.stats.cpu;
+      loss.count = overrun - located;
+      sink->OnLoss(loss);
+    }
+    if (s.stats.dropped_events > 0) {
+      LossRecord loss;
+      loss.kind = LossRecord::Kind::kFtraceDropped;
+      loss.cpu = s.stats.cpu;
+      loss.count = s.stats.dropped_events;
+      sink->OnLoss(loss);
+    }
+    stats_.AddProblem("trace_dat_pages_not_written", s.stats.pages_not_written);
+  }
+
+  stats_.records = records;
+  stats_.events = events;
+  for (int i = 1; i < kHotCount; ++i) stats_.AddProblem(HotProblemName(i), problems[i]);
+  stats_.AddProblem("trace_dat_cpu_data_truncated", truncated_streams_);
+  stats_.AddProblem("event_format_unparsed", unparsed_formats_);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<TraceReader>> OpenTraceDat(const std::string& path) {
-  return absl::UnimplementedError("reading trace.dat is not built yet");
+  auto reader = std::make_unique<TraceDatReader>(path);
+  IOTRACE_RETURN_IF_ERROR(reader->Open());
+  return std::unique_ptr<TraceReader>(std::move(reader));
 }
 
 }  // namespace iotrace

@@ -56,3 +56,48 @@ int iotrace_tfs_instance_file_write(struct tracefs_instance* inst, const char* f
 char* iotrace_tfs_error_last(struct tracefs_instance* inst) { return tracefs_error_last(inst); }
 char** iotrace_tfs_instances(const char* regex) { return tracefs_instances(regex); }
 void iotrace_tfs_list_free(char** list) { tracefs_list_free(list); }
+
+struct tracefs_dynevent* iotrace_tfs_kprobe_alloc(const char* system, const char* event,
+                                                  const char* addr, const char* fetchargs,
+                                                  int is_return, unsigned int maxactive) {
+  if (is_return) return tracefs_kretprobe_alloc(system, event, addr, fetchargs, maxactive);
+  return tracefs_kprobe_alloc(system, event, addr, fetchargs);
+}
+
+struct tracefs_dynevent* iotrace_tfs_uprobe_alloc(const char* system, const char* event,
+                                                  const char* file, unsigned long long offset,
+                                                  const char* fetchargs, int is_return) {
+  if (is_return) return tracefs_uretprobe_alloc(system, event, file, offset, fetchargs);
+  return tracefs_uprobe_alloc(system, event, file, offset, fetchargs);
+}
+
+int iotrace_tfs_dynevent_create(struct tracefs_dynevent* devent) {
+  return tracefs_dynevent_create(devent);
+}
+
+int iotrace_tfs_dynevent_destroy(struct tracefs_dynevent* devent, int force) {
+  return tracefs_dynevent_destroy(devent, force != 0);
+}
+
+void iotrace_tfs_dynevent_free(struct tracefs_dynevent* devent) { tracefs_dynevent_free(devent); }
+
+struct tracefs_dynevent** iotrace_tfs_probe_events(int include_kprobes) {
+  /* libtracefs stops at the first type whose control file is missing, so kprobe types are
+   * asked for only where kprobe_events exists. */
+  unsigned int types = TRACEFS_DYNEVENT_UPROBE | TRACEFS_DYNEVENT_URETPROBE;
+  if (include_kprobes) types |= TRACEFS_DYNEVENT_KPROBE | TRACEFS_DYNEVENT_KRETPROBE;
+  return tracefs_dynevent_get_all(types, NULL);
+}
+
+void iotrace_tfs_dynevent_list_free(struct tracefs_dynevent** list) {
+  tracefs_dynevent_list_free(list);
+}
+
+int iotrace_tfs_dynevent_names(struct tracefs_dynevent* devent, char** system, char** event) {
+  *system = NULL;
+  *event = NULL;
+  enum tracefs_dynevent_type type = tracefs_dynevent_info(devent, system, event, NULL, NULL, NULL);
+  return type == TRACEFS_DYNEVENT_UNKNOWN ? -1 : (int)type;
+}
+
+int iotrace_tfs_error_clear(struct tracefs_instance* inst) { return tracefs_error_clear(inst); }

@@ -224,8 +224,10 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   std::vector<std::unique_ptr<Group>> groups_;
   std::vector<std::unique_ptr<DeviceSlot>> slots_;
   absl::flat_hash_map<uint32_t, uint32_t> slot_index_;
-  uint32_t last_dev_ = 0;
-  DeviceSlot* last_slot_ = nullptr;
+  static constexpr size_t kFastDevices = 8;  // found by a linear scan, the rest by hash
+  std::array<uint32_t, kFastDevices> fast_dev_{};
+  std::array<DeviceSlot*, kFastDevices> fast_slot_{};
+  size_t fast_count_ = 0;
 
   std::vector<LossSummary> losses_;
   Completeness counters_;  // filter and interval counters, filled during the run

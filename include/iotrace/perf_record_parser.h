@@ -8,12 +8,14 @@
 #include <linux/perf_event.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "iotrace/bytes.h"
+#include "iotrace/perf_data.h"
 #include "iotrace/trace_reader.h"
 
 namespace iotrace {
@@ -97,6 +99,9 @@ class PerfRecordParser {
   const Layout* SampleLayout(ByteView record) const;
   const Layout* TrailerLayout(ByteView record) const;
   PerfProblem ParseSample(ByteView record, PerfRecord* out) const;
+  PerfProblem ParseOther(uint32_t type, ByteView record, PerfRecord* out) const;
+  // Offset of RAW's size word after a group READ / CALLCHAIN, or 0 when the record is short.
+  static uint64_t VariableRawOffset(const Layout& layout, ByteView record);
   // Reads time/cpu from the trailer of a non-sample record whose body takes `body` bytes.
   void ReadTrailer(ByteView record, uint32_t body, const Layout* layout, PerfRecord* out,
                    int32_t* cpu) const;
@@ -112,6 +117,73 @@ class PerfRecordParser {
   std::vector<int32_t> dense_;
   absl::flat_hash_map<uint64_t, int32_t> sparse_;
 };
+
+// Inline: this is the per-event path of every reader.
+
+inline int PerfRecordParser::AttrOfId(uint64_t id) const {
+  if (!dense_.empty()) {
+    uint64_t i = id - dense_base_;
+    return i < dense_.size() ? dense_[i] : -1;
+  }
+  auto it = sparse_.find(id);
+  return it == sparse_.end() ? -1 : it->second;
+}
+
+inline const PerfRecordParser::Layout* PerfRecordParser::SampleLayout(ByteView record) const {
+  if (layouts_.size() == 1) return &layouts_[0];
+  uint64_t id;
+  if (!LoadAt(record, sizeof(perf::EventHeader) + 8 * size_t(id_pos_), &id)) return nullptr;
+  int a = AttrOfId(id);
+  return a < 0 ? nullptr : &layouts_[a];
+}
+
+inline PerfProblem PerfRecordParser::ParseSample(ByteView record, PerfRecord* out) const {
+  const Layout* l = SampleLayout(record);
+  if (l == nullptr) return PerfProblem::kUnknownSampleId;
+  if (!l->usable) return l->unusable_reason;
+  uint64_t raw_off = l->raw_off;
+  if (l->variable) {
+    raw_off = VariableRawOffset(*l, record);
+    if (raw_off == 0) return PerfProblem::kShortSample;
+  }
+  uint32_t raw_size;
+  if (!LoadAt(record, raw_off, &raw_size)) return PerfProblem::kShortSample;
+  if (raw_size > record.size - raw_off - 4) return PerfProblem::kRawPastRecord;
+  if (raw_size < 8) return PerfProblem::kRawTooShort;
+  // Every fixed field lies before raw_off, which is in bounds: plain loads from here on.
+  const uint8_t* r = record.data;
+  RawEvent& ev = out->event;
+  ev.payload = ByteView(r + raw_off + 4, raw_size);
+  std::memcpy(&ev.ts, r + l->time_off, 8);
+  std::memcpy(&ev.type, ev.payload.data, 2);
+  if (l->tid_off != kAbsent) {
+    uint32_t pt[2];
+    std::memcpy(pt, r + l->tid_off, 8);
+    ev.pid = static_cast<int32_t>(pt[0]);
+    ev.tid = static_cast<int32_t>(pt[1]);
+  } else {
+    std::memcpy(&ev.pid, ev.payload.data + 4, 4);  // common_pid
+    ev.tid = ev.pid;
+  }
+  if (l->cpu_off != kAbsent) {
+    std::memcpy(&ev.cpu, r + l->cpu_off, 4);
+  } else {
+    ev.cpu = 0;
+  }
+  out->kind = PerfRecord::Kind::kEvent;
+  out->has_time = true;
+  out->time = ev.ts;
+  return PerfProblem::kNone;
+}
+
+inline PerfProblem PerfRecordParser::Parse(ByteView record, PerfRecord* out) const {
+  perf::EventHeader h;
+  out->kind = PerfRecord::Kind::kOther;
+  out->has_time = false;
+  if (!LoadAt(record, 0, &h)) return PerfProblem::kShortRecord;
+  if (h.type == perf::kRecordSample) return ParseSample(record, out);
+  return ParseOther(h.type, record, out);
+}
 
 }  // namespace iotrace
 

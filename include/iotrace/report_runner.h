@@ -7,11 +7,18 @@
 
 #include "absl/status/status.h"
 #include "iotrace/latency_report.h"
+#include "iotrace/trace_reader.h"
 
 namespace iotrace {
 
-// Writes the report described by `options`; `out` stands for stdout when no -o is given.
-absl::Status RunReport(const ReportOptions& options, std::ostream& out);
+// Writes the report described by `options`; `out` stands for stdout when no -o is given. When the
+// main output is not text (csv, json, or text to a file), the report's warnings also go to
+// `err` as "iotrace: warning: ...", so that nobody takes an incomplete histogram for complete.
+absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err);
+
+// The same on an open reader (tests hand in a fake one).
+absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std::ostream& out,
+                         std::ostream& err);
 
 // Writes an already built report the way RunReport does (main output + summary CSV).
 absl::Status WriteReportOutputs(const LatencyReport& report, const ReportOptions& options,

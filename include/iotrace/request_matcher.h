@@ -80,10 +80,12 @@ struct MatchStats {
   std::array<uint64_t, kPhaseCount> paired{};
   std::array<uint64_t, kNoInsertReasonCount> issues_without_insert{};  // final after Finish()
   uint64_t completes_without_issue = 0;
+  uint64_t flush_sequence_completions = 0;  // empty preflush requests ended after their flush
   uint64_t flushes = 0;            // flush requests completed and paired
   uint64_t requeues = 0;           // requeues of an issued request
   uint64_t requeues_unmatched = 0; // requeue of a request not seen issued
-  uint64_t merges = 0;             // block_rq_merge that removed a tracked request
+  uint64_t merges = 0;             // block_rq_merge that removed a tracked request (or the
+                                   // queue entry of one merged before its insert)
   uint64_t merges_unmatched = 0;   // block_rq_merge of a request not tracked
   uint64_t bio_front_merges = 0;
   uint64_t bio_back_merges = 0;
@@ -157,8 +159,12 @@ class RequestMatcher {
   bool insert_recorded_ = true;
   std::vector<std::unique_ptr<Device>> devices_;
   absl::flat_hash_map<uint32_t, uint32_t> device_index_;
-  uint32_t last_dev_ = 0;
-  Device* last_device_ = nullptr;
+  // The first few devices are found by a linear scan (cheaper than hashing when events of two
+  // or three devices interleave); more go through device_index_.
+  static constexpr size_t kFastDevices = 8;
+  std::array<uint32_t, kFastDevices> fast_dev_{};
+  std::array<Device*, kFastDevices> fast_device_{};
+  size_t fast_count_ = 0;
   MatchStats stats_;
 };
 

@@ -1,5 +1,26 @@
 // Reader of trace-cmd trace.dat files: ftrace ring-buffer pages walked in place, the per-CPU
 // streams merged in timestamp order.
+//
+// Versions: 6 (what `iotrace record --backend ftrace` and `trace-cmd record --file-version 6`
+// write) and 7 with uncompressed sections (`--compression none`); a compressed v7 file (trace-cmd
+// 3.x's default) is refused with the command that converts it. Every buffer instance in the file
+// (top and `-B NAME` ones) is read; RawEvent.cpu is the CPU, pid = tid = common_pid.
+//
+// Losses, all delivered through EventSink::OnLoss and never overlapping (their counts can be
+// summed):
+//  - a page whose commit has RB_MISSED_EVENTS: kFtraceDropped with the count the kernel stored
+//    (count 0 and the problem "ftrace_missed_events_uncounted" when it had no room), delivered
+//    in time order just before the page's first event;
+//  - CPUSTAT (per_cpu stats at the end of the recording): kFtraceOverrun with overrun + commit
+//    overrun minus what the pages of that CPU already reported, and kFtraceDropped with
+//    "dropped events"; delivered after the last event, ts 0.
+// Problems (counted in stats(), the page skipped, reading goes on): ftrace_short_page,
+// ftrace_commit_past_page_end, ftrace_event_past_page_end, ftrace_bad_event_length,
+// ftrace_time_backwards (a page that starts before the previous one ended, or an absolute time
+// stamp going back), ftrace_short_record, ftrace_partial_page (CPU data not a page multiple),
+// trace_dat_cpu_data_truncated (offset + size past the end of the file),
+// trace_dat_pages_not_written (pages iotrace's writer states it could not store),
+// event_format_unparsed.
 #ifndef IOTRACE_TRACE_DAT_READER_H_
 #define IOTRACE_TRACE_DAT_READER_H_
 

@@ -32,6 +32,29 @@ char* iotrace_tfs_error_last(struct tracefs_instance* inst);
 char** iotrace_tfs_instances(const char* regex);
 void iotrace_tfs_list_free(char** list);
 
+/* Dynamic probe events (kprobes, uprobes). The handle is opaque to C++. */
+struct tracefs_dynevent;
+/* addr: "SYM[+OFFS]", "MOD:SYM[+OFFS]" or an address; maxactive only for return probes. */
+struct tracefs_dynevent* iotrace_tfs_kprobe_alloc(const char* system, const char* event,
+                                                  const char* addr, const char* fetchargs,
+                                                  int is_return, unsigned int maxactive);
+struct tracefs_dynevent* iotrace_tfs_uprobe_alloc(const char* system, const char* event,
+                                                  const char* file, unsigned long long offset,
+                                                  const char* fetchargs, int is_return);
+int iotrace_tfs_dynevent_create(struct tracefs_dynevent* devent);
+/* force: disable the event in every instance first. */
+int iotrace_tfs_dynevent_destroy(struct tracefs_dynevent* devent, int force);
+void iotrace_tfs_dynevent_free(struct tracefs_dynevent* devent);
+/* The probe events (kprobe/kretprobe/uprobe/uretprobe) that exist now, NULL-terminated;
+ * include_kprobes 0 where the kernel has no kprobe_events file. Free with
+ * iotrace_tfs_dynevent_list_free. */
+struct tracefs_dynevent** iotrace_tfs_probe_events(int include_kprobes);
+void iotrace_tfs_dynevent_list_free(struct tracefs_dynevent** list);
+/* Group and event name of a dynamic event (malloc'd; free() them). Returns its type: 1 kprobe,
+ * 2 kretprobe, 4 uprobe, 8 uretprobe (enum tracefs_dynevent_type), or -1. */
+int iotrace_tfs_dynevent_names(struct tracefs_dynevent* devent, char** system, char** event);
+int iotrace_tfs_error_clear(struct tracefs_instance* inst);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,6 +11,9 @@ namespace iotrace {
 
 int RecordCommand(const std::vector<std::string>& args);
 int ReportCommand(const std::vector<std::string>& args);
+int ListCommand(const std::vector<std::string>& args);
+int DoctorCommand(const std::vector<std::string>& args);
+int ResetCommand(const std::vector<std::string>& args);
 
 namespace {
 
@@ -23,6 +26,9 @@ struct Command {
 constexpr Command kCommands[] = {
     {"record", RecordCommand, "capture block-layer events into perf.data or trace.dat"},
     {"report", ReportCommand, "per-request latency histograms from a recorded file"},
+    {"list", ListCommand, "tracepoints and probe events this kernel offers (-v: fields)"},
+    {"doctor", DoctorCommand, "what this machine supports and what iotrace will do"},
+    {"reset", ResetCommand, "remove tracefs leftovers (iotrace_* instances and probes)"},
 };
 
 void PrintUsage(FILE* out) {

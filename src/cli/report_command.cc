@@ -191,7 +191,7 @@ int ReportCommand(const std::vector<std::string>& args) {
     std::fputs(kUsage, stdout);
     return kExitOk;
   }
-  absl::Status status = RunReport(*options, std::cout);
+  absl::Status status = RunReport(*options, std::cout, std::cerr);
   if (!status.ok()) return ReportError(status);
   return kExitOk;
 }

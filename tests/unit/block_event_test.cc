@@ -10,10 +10,10 @@
 namespace iotrace {
 namespace {
 
-using testing::EncodeRecord;
-using testing::LoadFormats;
-using testing::RecordFields;
-using testing::ThisKernelFormats;
+using synthetic::EncodeRecord;
+using synthetic::LoadFormats;
+using synthetic::RecordFields;
+using synthetic::ThisKernelFormats;
 
 struct RwbsCase {
   const char* rwbs;

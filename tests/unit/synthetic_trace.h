@@ -19,7 +19,7 @@
 #include "iotrace/event_format.h"
 #include "iotrace/trace_reader.h"
 
-namespace iotrace::testing {
+namespace iotrace::synthetic {
 
 inline std::string ReadFixtureFile(const std::string& relative) {
   std::ifstream in(std::string(IOTRACE_FIXTURES) + "/" + relative);
@@ -215,6 +215,22 @@ class SyntheticTrace {
   }
   ReadStats& stats() { return stats_; }
 
+  // The records as RawEvents whose payloads point into `storage` (for driving a sink directly,
+  // without a reader in between). Losses are left out.
+  std::vector<RawEvent> Materialize(std::vector<std::vector<uint8_t>>* storage) const {
+    storage->clear();
+    storage->reserve(items_.size());
+    std::vector<RawEvent> out;
+    for (const auto& item : items_) {
+      if (item.is_loss) continue;
+      storage->push_back(item.bytes);
+      RawEvent raw = item.raw;
+      raw.payload = ByteView(storage->back().data(), storage->back().size());
+      out.push_back(raw);
+    }
+    return out;
+  }
+
   std::unique_ptr<FakeTraceReader> Reader() const {
     ReadStats stats = stats_;
     for (const auto& item : items_) {
@@ -230,6 +246,6 @@ class SyntheticTrace {
   ReadStats stats_;
 };
 
-}  // namespace iotrace::testing
+}  // namespace iotrace::synthetic
 
 #endif  // IOTRACE_TESTS_UNIT_SYNTHETIC_TRACE_H_

@@ -1,0 +1,50 @@
+// iotrace doctor: what this machine supports and what iotrace will do; exit 0 when recording
+// would work.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "iotrace/cli.h"
+#include "iotrace/doctor.h"
+#include "iotrace/flags.h"
+
+namespace iotrace {
+
+int DoctorCommand(const std::vector<std::string>& args) {
+  DoctorOptions opt;
+  bool help = false;
+  FlagParser flags;
+  flags.Add("check-ms", 0, true, "MS",
+            "length of each live backend check (default 200; 0 skips them)",
+            [&](const std::string& v) { return ParseUint32Flag("--check-ms", v, &opt.check_ms); });
+  flags.Add("no-check", 0, false, "", "skip the live backend checks", [&](const std::string&) {
+    opt.check_ms = 0;
+    return absl::OkStatus();
+  });
+  flags.Add("tracefs", 0, true, "DIR", "tracefs mount point (default: found in /proc/mounts)",
+            [&](const std::string& v) {
+              opt.tracefs = v;
+              return absl::OkStatus();
+            });
+  flags.Add("help", 'h', false, "", "show this help", [&](const std::string&) {
+    help = true;
+    return absl::OkStatus();
+  });
+  absl::Status parsed = flags.Parse(args, nullptr, nullptr);
+  if (help) {
+    std::printf(
+        "usage: iotrace doctor [options]\n\n"
+        "Shows what this machine supports (tracefs, privileges, block event layouts, kprobes,\n"
+        "uprobes, block devices and their schedulers) and runs a short live check of each\n"
+        "capture backend (does every event the kernel counts reach the buffers?). Exits 0\n"
+        "when recording would work, 1 otherwise.\n\noptions:\n%s",
+        flags.Help().c_str());
+    return kExitOk;
+  }
+  if (!parsed.ok()) return ReportError(parsed, /*usage=*/true);
+  DoctorReport report = RunDoctor(opt);
+  std::fputs(FormatDoctorReport(report).c_str(), stdout);
+  return report.recording_works ? kExitOk : kExitRuntime;
+}
+
+}  // namespace iotrace

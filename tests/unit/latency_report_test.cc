@@ -1,0 +1,405 @@
+#include "iotrace/latency_report.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "iotrace/status.h"
+#include "synthetic_trace.h"
+
+namespace iotrace {
+namespace {
+
+using synthetic::LoadFormats;
+using synthetic::SyntheticTrace;
+using synthetic::ThisKernelFormats;
+
+constexpr uint32_t kLoop0 = 7u << 20;
+constexpr uint32_t kVda = 254u << 20;
+constexpr uint32_t kUnnamed = (8u << 20) | 5;  // no name in the fixture tree
+constexpr uint64_t kMs = 1'000'000;
+
+ReportOptions TestOptions() {
+  ReportOptions o;
+  o.input = "synthetic.data";
+  o.sysfs_root = std::string(IOTRACE_FIXTURES) + "/report/sys";
+  o.procfs_root = std::string(IOTRACE_FIXTURES) + "/report/proc";
+  return o;
+}
+
+LatencyReport Build(const SyntheticTrace& trace, const ReportOptions& options = TestOptions()) {
+  auto reader = trace.Reader();
+  auto report = BuildLatencyReport(*reader, options);
+  EXPECT_TRUE(report.ok()) << report.status();
+  return report.ok() ? *std::move(report) : LatencyReport();
+}
+
+const LatencyGroup* FindGroup(const std::vector<LatencyGroup>& groups, uint32_t dev, BlockOp op,
+                              Phase phase) {
+  for (const LatencyGroup& g : groups) {
+    if (g.dev == dev && g.op == op && g.phase == phase) return &g;
+  }
+  return nullptr;
+}
+
+// One full insert -> issue -> complete request.
+void Request(SyntheticTrace& t, uint64_t insert_ts, uint64_t queue_ns, uint64_t device_ns,
+             uint64_t sector, const std::string& rwbs = "W", uint32_t dev = kLoop0) {
+  t.Insert(insert_ts, sector, 8, rwbs, dev);
+  t.Issue(insert_ts + queue_ns, sector, 8, rwbs, dev);
+  t.Complete(insert_ts + queue_ns + device_ns, sector, 8, rwbs, dev);
+}
+
+TEST(LatencyReportTest, GroupsByDeviceOpAndPhaseWithExactStatistics) {
+  SyntheticTrace t;
+  Request(t, 0, 1000, 50'000, 8, "R");
+  Request(t, 200'000, 3000, 70'000, 16, "R");
+  Request(t, 400'000, 2000, 90'000, 24, "WS");
+  Request(t, 600'000, 500, 20'000, 8, "W", kVda);
+  Request(t, 800'000, 700, 30'000, 8, "R", kUnnamed);
+  LatencyReport r = Build(t);
+  ASSERT_EQ(r.groups.size(), 12u);  // 4 (dev, op) pairs x 3 phases
+  // Sorted by dev, op, phase.
+  EXPECT_EQ(r.groups[0].dev, kLoop0);
+  EXPECT_EQ(r.groups[0].op, BlockOp::kRead);
+  EXPECT_EQ(r.groups[0].phase, Phase::kI2D);
+  EXPECT_EQ(r.groups.back().dev, kVda);
+  const LatencyGroup* d2c = FindGroup(r.groups, kLoop0, BlockOp::kRead, Phase::kD2C);
+  ASSERT_NE(d2c, nullptr);
+  EXPECT_EQ(d2c->device, "loop0");  // DEVNAME from sys/dev/block/7:0/uevent
+  EXPECT_EQ(d2c->summary.count, 2u);
+  EXPECT_EQ(d2c->summary.min_ns, 50'000u);
+  EXPECT_EQ(d2c->summary.max_ns, 70'000u);
+  EXPECT_EQ(d2c->summary.sum_ns, 120'000u);
+  EXPECT_DOUBLE_EQ(d2c->summary.mean_ns, 60'000.0);
+  EXPECT_FALSE(d2c->incomplete);
+  uint64_t bucket_total = 0;
+  for (const LatencyBucket& b : d2c->buckets) bucket_total += b.count;
+  EXPECT_EQ(bucket_total, 2u);
+  const LatencyGroup* i2c = FindGroup(r.groups, kLoop0, BlockOp::kWrite, Phase::kI2C);
+  ASSERT_NE(i2c, nullptr);
+  EXPECT_EQ(i2c->summary.min_ns, 92'000u);
+  const LatencyGroup* vda = FindGroup(r.groups, kVda, BlockOp::kWrite, Phase::kI2D);
+  ASSERT_NE(vda, nullptr);
+  EXPECT_EQ(vda->device, "vda");  // from proc/partitions: its uevent has no DEVNAME
+  const LatencyGroup* unnamed = FindGroup(r.groups, kUnnamed, BlockOp::kRead, Phase::kD2C);
+  ASSERT_NE(unnamed, nullptr);
+  EXPECT_EQ(unnamed->device, "8:5");
+  EXPECT_TRUE(r.warnings.empty());
+  const Completeness& c = r.completeness;
+  EXPECT_EQ(c.events[static_cast<int>(BlockEventKind::kInsert)], 5u);
+  EXPECT_EQ(c.events[static_cast<int>(BlockEventKind::kComplete)], 5u);
+  EXPECT_EQ(c.match.paired[static_cast<int>(Phase::kD2C)], 5u);
+  EXPECT_EQ(c.reader_events, 15u);
+  EXPECT_EQ(r.first_ts_ns, 0u);
+  EXPECT_EQ(r.last_ts_ns, 830'700u);
+  EXPECT_EQ(r.file_format, "synthetic");
+}
+
+TEST(LatencyReportTest, DeviceFilterTakesNamesAndNumbers) {
+  SyntheticTrace t;
+  Request(t, 0, 1000, 5000, 8, "R", kLoop0);
+  Request(t, 10, 1000, 5000, 8, "R", kVda);
+  for (const std::string& spec : {"loop0", "/dev/loop0", "7:0"}) {
+    ReportOptions o = TestOptions();
+    o.devices = {spec};
+    LatencyReport r = Build(t, o);
+    ASSERT_EQ(r.groups.size(), 3u) << spec;
+    for (const LatencyGroup& g : r.groups) EXPECT_EQ(g.dev, kLoop0) << spec;
+    EXPECT_EQ(r.completeness.samples_filtered, 2u) << spec;  // vda's issue and completion
+  }
+  ReportOptions o = TestOptions();
+  o.devices = {"loop0", "254:0"};
+  EXPECT_EQ(Build(t, o).groups.size(), 6u);
+  o.devices = {"sdz"};
+  EXPECT_TRUE(Build(t, o).groups.empty());
+}
+
+TEST(LatencyReportTest, OpFilterKeepsOnlyTheGivenOperations) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8, "R");
+  Request(t, 1, 10, 100, 16, "WS");
+  Request(t, 2, 10, 100, 24, "D");
+  ReportOptions o = TestOptions();
+  o.ops = {BlockOp::kWrite, BlockOp::kDiscard};
+  LatencyReport r = Build(t, o);
+  ASSERT_EQ(r.groups.size(), 6u);
+  for (const LatencyGroup& g : r.groups) EXPECT_NE(g.op, BlockOp::kRead);
+}
+
+TEST(LatencyReportTest, CommAndPidMatchTheInsertingOrTheIssuingProcess) {
+  SyntheticTrace t;
+  // Inserted by postgres (321), issued by a kworker (77).
+  t.Add("block_rq_insert", {0, kLoop0, 8, 8, "W", 321, "postgres", 0});
+  t.Add("block_rq_issue", {10, kLoop0, 8, 8, "W", 77, "kworker/1:1H", 1});
+  t.Complete(100, 8);
+  // Inserted and issued by fio (100).
+  Request(t, 200, 10, 100, 64);
+  auto count_d2c = [&t](ReportOptions o) {
+    LatencyReport r = Build(t, o);
+    const LatencyGroup* g = FindGroup(r.groups, kLoop0, BlockOp::kWrite, Phase::kD2C);
+    return g == nullptr ? uint64_t{0} : g->summary.count;
+  };
+  ReportOptions o = TestOptions();
+  o.comms = {"postgres"};
+  EXPECT_EQ(count_d2c(o), 1u);
+  o.comms = {"kworker/1:1H"};
+  EXPECT_EQ(count_d2c(o), 1u);
+  o.comms = {"fio", "postgres"};
+  EXPECT_EQ(count_d2c(o), 2u);
+  o.comms = {"nobody"};
+  EXPECT_EQ(count_d2c(o), 0u);
+  o = TestOptions();
+  o.pids = {77};
+  EXPECT_EQ(count_d2c(o), 1u);
+  o.pids = {321};
+  EXPECT_EQ(count_d2c(o), 1u);
+  o.pids = {100};
+  EXPECT_EQ(count_d2c(o), 1u);
+  o.pids = {5};
+  EXPECT_EQ(count_d2c(o), 0u);
+}
+
+TEST(LatencyReportTest, SinceAndUntilKeepPhasesEndingInTheWindow) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8);               // ends at 0.000000110 s
+  Request(t, 2 * 1000 * kMs, 10, 100, 16);  // ends just after 2 s
+  Request(t, 5 * 1000 * kMs, 10, 100, 24);  // ends just after 5 s
+  ReportOptions o = TestOptions();
+  o.since_s = 1;
+  o.until_s = 3;
+  LatencyReport r = Build(t, o);
+  const LatencyGroup* g = FindGroup(r.groups, kLoop0, BlockOp::kWrite, Phase::kD2C);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->summary.count, 1u);
+  EXPECT_EQ(r.completeness.phases_outside_window, 6u);
+  ASSERT_EQ(r.filters.size(), 2u);
+  EXPECT_EQ(r.filters[0].first, "since");
+  // The window is relative to the first event, not to the trace clock's zero.
+  SyntheticTrace shifted;
+  Request(shifted, 1000 * 1000 * kMs, 10, 100, 8);
+  Request(shifted, 1002 * 1000 * kMs, 10, 100, 16);
+  g = FindGroup(Build(shifted, o).groups, kLoop0, BlockOp::kWrite, Phase::kD2C);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->summary.count, 1u);
+}
+
+TEST(LatencyReportTest, IntervalsSplitSamplesByTheirEndTime) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8);            // interval 0
+  Request(t, 100 * kMs, 10, 200, 16);   // interval 0
+  Request(t, 1500 * kMs, 10, 300, 24);  // interval 1
+  Request(t, 3200 * kMs, 10, 400, 32);  // interval 3 (2 is empty)
+  ReportOptions o = TestOptions();
+  o.interval_s = 1;
+  LatencyReport r = Build(t, o);
+  EXPECT_EQ(r.interval_s, 1);
+  ASSERT_EQ(r.intervals.size(), 3u);
+  EXPECT_EQ(r.intervals[0].index, 0u);
+  EXPECT_EQ(r.intervals[1].index, 1u);
+  EXPECT_EQ(r.intervals[2].index, 3u);
+  EXPECT_DOUBLE_EQ(r.intervals[2].start_s, 3.0);
+  const LatencyGroup* g0 = FindGroup(r.intervals[0].groups, kLoop0, BlockOp::kWrite, Phase::kD2C);
+  ASSERT_NE(g0, nullptr);
+  EXPECT_EQ(g0->summary.count, 2u);
+  EXPECT_EQ(g0->summary.max_ns, 200u);
+  EXPECT_EQ(g0->device, "loop0");
+  const LatencyGroup* g3 = FindGroup(r.intervals[2].groups, kLoop0, BlockOp::kWrite, Phase::kD2C);
+  ASSERT_NE(g3, nullptr);
+  EXPECT_EQ(g3->summary.count, 1u);
+  EXPECT_EQ(g3->summary.min_ns, 400u);
+  // The totals still hold everything.
+  EXPECT_EQ(FindGroup(r.groups, kLoop0, BlockOp::kWrite, Phase::kD2C)->summary.count, 4u);
+}
+
+TEST(LatencyReportTest, SilentDropsOfCompletionsMakeD2CAndI2CIncompleteButNotI2D) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8);
+  t.Insert(1000, 16).Issue(1010, 16);  // its completion was dropped by perf
+  const int complete_id = t.Format("block_rq_complete")->id;
+  t.Loss(LossRecord::Kind::kSilentDrop, 1, complete_id, 1);
+  LatencyReport r = Build(t);
+  ASSERT_EQ(r.warnings.size(), 2u);
+  EXPECT_EQ(r.warnings[0].phase, Phase::kD2C);
+  EXPECT_EQ(r.warnings[1].phase, Phase::kI2C);
+  EXPECT_NE(r.warnings[0].message.find("1 block_rq_complete events lost (silent_drop 1)"),
+            std::string::npos)
+      << r.warnings[0].message;
+  EXPECT_TRUE(FindGroup(r.groups, kLoop0, BlockOp::kWrite, Phase::kD2C)->incomplete);
+  EXPECT_TRUE(FindGroup(r.groups, kLoop0, BlockOp::kWrite, Phase::kI2C)->incomplete);
+  EXPECT_FALSE(FindGroup(r.groups, kLoop0, BlockOp::kWrite, Phase::kI2D)->incomplete);
+  const Completeness& c = r.completeness;
+  ASSERT_EQ(c.losses.size(), 1u);
+  EXPECT_EQ(c.losses[0].event, "block:block_rq_complete");
+  EXPECT_EQ(c.losses[0].cpu, 1);
+  EXPECT_EQ(c.lost[static_cast<int>(BlockEventKind::kComplete)], 1u);
+  EXPECT_EQ(c.match.in_flight_at_end[static_cast<int>(RequestState::kIssued)], 1u);
+}
+
+TEST(LatencyReportTest, RingLossesOfUnknownEventsMakeEveryPhaseIncomplete) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8);
+  t.Loss(LossRecord::Kind::kRingLost, 0, -1, 12);
+  t.Loss(LossRecord::Kind::kRingLost, 0, -1, 3);  // aggregated with the first
+  LatencyReport r = Build(t);
+  EXPECT_EQ(r.warnings.size(), 3u);
+  for (const LatencyGroup& g : r.groups) EXPECT_TRUE(g.incomplete);
+  ASSERT_EQ(r.completeness.losses.size(), 1u);
+  EXPECT_EQ(r.completeness.losses[0].count, 15u);
+  EXPECT_EQ(r.completeness.losses[0].event, "unknown");
+  EXPECT_EQ(r.completeness.lost_unknown, 15u);
+}
+
+TEST(LatencyReportTest, DeviceWithoutInsertsHasD2COnlyAndSaysWhy) {
+  SyntheticTrace t;
+  t.Issue(0, 8).Complete(100, 8).Issue(200, 16).Complete(250, 16);
+  LatencyReport r = Build(t);
+  ASSERT_EQ(r.groups.size(), 1u);
+  EXPECT_EQ(r.groups[0].phase, Phase::kD2C);
+  EXPECT_EQ(r.completeness.match
+                .issues_without_insert[static_cast<int>(NoInsertReason::kNoInsertOnDevice)],
+            2u);
+  bool said_why = false;
+  for (const std::string& n : r.notes) {
+    if (n.find("loop0 (7:0): no I2D/I2C") != std::string::npos &&
+        n.find("scheduler none") != std::string::npos) {
+      said_why = true;
+    }
+  }
+  EXPECT_TRUE(said_why) << ::testing::PrintToString(r.notes);
+  EXPECT_TRUE(r.warnings.empty());
+}
+
+TEST(LatencyReportTest, FileWithoutBlockEventsIsAClearError) {
+  auto sched = ParseEventFormat(
+      "sched",
+      "name: sched_switch\nID: 300\nformat:\n"
+      "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+      "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+      "\tfield:int prev_pid;\toffset:8;\tsize:4;\tsigned:1;\n\n"
+      "print fmt: \"%d\", REC->prev_pid\n");
+  ASSERT_TRUE(sched.ok()) << sched.status();
+  auto b = LatencyReportBuilder::Create({*sched}, TestOptions());
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("no usable block request events"), absl::string_view::npos);
+  EXPECT_NE(b.status().message().find("sched:sched_switch"), absl::string_view::npos);
+  EXPECT_NE(HintOf(b.status()).find("block:*"), std::string::npos);
+  EXPECT_FALSE(LatencyReportBuilder::Create({}, TestOptions()).ok());
+}
+
+TEST(LatencyReportTest, ShortRecordsAreCountedAndMakeTheirPhasesIncomplete) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8);
+  t.AddRaw(t.Format("block_rq_complete")->id, 500, 1, 0, std::vector<uint8_t>(20, 0));
+  LatencyReport r = Build(t);
+  const Completeness& c = r.completeness;
+  EXPECT_EQ(c.decode.problems[static_cast<int>(DecodeProblem::kShortRecord)], 1u);
+  EXPECT_EQ(c.decode.rejected[static_cast<int>(BlockEventKind::kComplete)], 1u);
+  ASSERT_EQ(r.warnings.size(), 2u);  // D2C and I2C
+  EXPECT_NE(r.warnings[0].message.find("could not be decoded"), std::string::npos);
+}
+
+TEST(LatencyReportTest, ReaderProblemsBecomeANote) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8);
+  t.stats().AddProblem("out_of_order_beyond_window", 4);
+  LatencyReport r = Build(t);
+  ASSERT_EQ(r.completeness.reader_problems.size(), 1u);
+  bool noted = false;
+  for (const std::string& n : r.notes) {
+    noted |= n.find("out_of_order_beyond_window 4") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+}
+
+TEST(LatencyReportTest, WorksOnOlderKernelLayouts) {
+  for (const char* dir : {"report/formats-6.10", "report/formats-3.x"}) {
+    SyntheticTrace t(
+        LoadFormats(dir, {"block_rq_insert", "block_rq_issue", "block_rq_complete"}));
+    Request(t, 0, 40, 900, 8, "RA");
+    Request(t, 5000, 60, 1100, 16, "RA");
+    LatencyReport r = Build(t);
+    const LatencyGroup* g = FindGroup(r.groups, kLoop0, BlockOp::kRead, Phase::kD2C);
+    ASSERT_NE(g, nullptr) << dir;
+    EXPECT_EQ(g->summary.count, 2u) << dir;
+    EXPECT_EQ(g->summary.min_ns, 900u) << dir;
+    EXPECT_EQ(g->summary.max_ns, 1100u) << dir;
+    EXPECT_TRUE(r.completeness.format_problems.empty()) << dir;
+  }
+}
+
+TEST(LatencyReportTest, QueuePhasesOnlyWhenBioQueueWasRecorded) {
+  SyntheticTrace with(ThisKernelFormats(/*with_bio_queue=*/true));
+  with.Add("block_bio_queue", {0, kLoop0, 8, 8, "W", 100, "fio", 0});
+  Request(with, 5, 10, 100, 8);
+  LatencyReport r = Build(with);
+  const LatencyGroup* q2c = FindGroup(r.groups, kLoop0, BlockOp::kWrite, Phase::kQ2C);
+  ASSERT_NE(q2c, nullptr);
+  EXPECT_EQ(q2c->summary.min_ns, 115u);
+  for (const std::string& n : r.notes) EXPECT_EQ(n.find("block_bio_queue"), std::string::npos);
+
+  SyntheticTrace without;
+  Request(without, 5, 10, 100, 8);
+  LatencyReport r2 = Build(without);
+  EXPECT_EQ(FindGroup(r2.groups, kLoop0, BlockOp::kWrite, Phase::kQ2C), nullptr);
+  bool noted = false;
+  for (const std::string& n : r2.notes) {
+    noted |= n.find("no Q2D/Q2C: block_bio_queue was not recorded") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+}
+
+TEST(LatencyReportTest, ExpiredRequestsMakeTheirPhaseIncomplete) {
+  SyntheticTrace t;
+  t.Insert(0, 8).Issue(10, 8);  // never completes
+  Request(t, 40'000 * kMs, 10, 100, 16);
+  LatencyReport r = Build(t);
+  EXPECT_EQ(r.completeness.match.expired[static_cast<int>(RequestState::kIssued)], 1u);
+  bool d2c_warned = false;
+  for (const PhaseWarning& w : r.warnings) {
+    if (w.phase == Phase::kD2C) {
+      d2c_warned = w.message.find("1 issued requests never completed") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(d2c_warned);
+}
+
+class CountingBlockSink : public BlockEventSink {
+ public:
+  void OnBlockEvent(const BlockEvent& e) override { ++count[static_cast<int>(e.kind)]; }
+  std::array<int, kBlockEventKindCount> count{};
+};
+
+TEST(LatencyReportTest, BlockEventSinkSeesEveryDecodedEvent) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8);
+  Request(t, 1000, 10, 100, 16);
+  auto reader = t.Reader();
+  auto b = LatencyReportBuilder::Create(reader->formats(), TestOptions());
+  ASSERT_TRUE(b.ok());
+  CountingBlockSink sink;
+  (*b)->set_block_event_sink(&sink);
+  ASSERT_TRUE(reader->ReadAll(b->get()).ok());
+  EXPECT_EQ(sink.count[static_cast<int>(BlockEventKind::kInsert)], 2);
+  EXPECT_EQ(sink.count[static_cast<int>(BlockEventKind::kComplete)], 2);
+}
+
+TEST(LatencyReportTest, RejectsBadOptionsAsUsageErrors) {
+  ReportOptions o = TestOptions();
+  o.since_s = 5;
+  o.until_s = 1;
+  EXPECT_EQ(ValidateReportOptions(o).code(), absl::StatusCode::kInvalidArgument);
+  o = TestOptions();
+  o.expiry_s = 0;
+  EXPECT_FALSE(ValidateReportOptions(o).ok());
+  o = TestOptions();
+  o.max_inflight = 1;
+  EXPECT_FALSE(ValidateReportOptions(o).ok());
+  o = TestOptions();
+  o.comms = {"a-name-longer-than-15"};
+  EXPECT_FALSE(ValidateReportOptions(o).ok());
+  EXPECT_TRUE(ValidateReportOptions(TestOptions()).ok());
+}
+
+}  // namespace
+}  // namespace iotrace

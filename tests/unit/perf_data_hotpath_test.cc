@@ -1,0 +1,123 @@
+// The reader's hot path: no allocation per event after warm-up, and resident memory of the file
+// mapping bounded by the merge limits rather than by the file size.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "allocation_counter.h"
+#include "gtest/gtest.h"
+#include "iotrace/perf_data_reader.h"
+#include "perf_data_test_builder.h"
+
+namespace iotrace {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  static const std::string dir = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+  return dir + "/iotrace-perfdata-h-" + std::to_string(getpid()) + "-" + name;
+}
+
+// Counts events and remembers the allocation count at event `mark` and at the last event.
+class AllocationWatchingSink : public EventSink {
+ public:
+  explicit AllocationWatchingSink(uint64_t mark) : mark_(mark) {}
+  void OnEvent(const RawEvent& e) override {
+    if (++events == mark_) at_mark = test::Allocations();
+    at_last = test::Allocations();
+    checksum += e.ts + e.payload.size;
+  }
+  void OnLoss(const LossRecord&) override { at_last = test::Allocations(); }
+  uint64_t events = 0;
+  uint64_t at_mark = 0;
+  uint64_t at_last = 0;
+  uint64_t checksum = 0;
+
+ private:
+  uint64_t mark_;
+};
+
+class PerfDataHotPathTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(PerfDataHotPathTest, ReadingAllocatesNothingAfterWarmUp) {
+  if (!test::AllocationCounterWorks()) {
+    GTEST_SKIP() << "operator new is replaced elsewhere in this binary: cannot count";
+  }
+  std::string path = TempPath(GetParam() ? "alloc-rounds" : "alloc-norounds");
+  test::SyntheticOptions o;
+  o.samples = 40000;
+  o.cpus = 4;
+  o.drain_stagger_ns = 5000;
+  o.round_marks = GetParam();
+  ASSERT_TRUE(test::WriteSyntheticBlockFile(path, o, nullptr).ok());
+  auto reader = OpenPerfData(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  AllocationWatchingSink sink(2000);
+  ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+  ::unlink(path.c_str());
+  EXPECT_EQ(sink.events, o.samples);
+  EXPECT_EQ(sink.at_last - sink.at_mark, 0u) << "allocations between event 2000 and the last";
+}
+
+INSTANTIATE_TEST_SUITE_P(RoundMarks, PerfDataHotPathTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "WithRoundMarks" : "WithoutRoundMarks";
+                         });
+
+// Resident kB of the mapping of `path` in this process, from /proc/self/smaps.
+uint64_t MappedRssKb(const std::string& path) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool in_mapping = false;
+  uint64_t total = 0;
+  while (std::getline(smaps, line)) {
+    const bool header = line.find('-') < line.find(' ') && line.find(':') > 8;
+    if (header) {
+      in_mapping = line.size() >= path.size() &&
+                   line.compare(line.size() - path.size(), path.size(), path) == 0;
+    } else if (in_mapping && line.rfind("Rss:", 0) == 0) {
+      total += std::strtoull(line.c_str() + 4, nullptr, 10);
+    }
+  }
+  return total;
+}
+
+class RssWatchingSink : public EventSink {
+ public:
+  explicit RssWatchingSink(std::string path) : path_(std::move(path)) {}
+  void OnEvent(const RawEvent&) override {
+    if (++events % 10000 == 0) max_kb = std::max(max_kb, MappedRssKb(path_));
+  }
+  uint64_t events = 0;
+  uint64_t max_kb = 0;
+
+ private:
+  std::string path_;
+};
+
+TEST(PerfDataMemoryTest, MappedFileResidencyStaysBoundedWhateverTheFileSize) {
+  std::string path = TempPath("rss");
+  test::SyntheticOptions o;
+  o.samples = 300000;  // ~ 31 MiB of data
+  o.round_marks = false;  // the window, not the rounds, bounds what is held
+  ASSERT_TRUE(test::WriteSyntheticBlockFile(path, o, nullptr).ok());
+  PerfReadOptions options;
+  options.merge.window_bytes = 1 << 20;
+  options.merge.max_span_bytes = 2 << 20;
+  options.merge.release_step = 256 << 10;
+  auto reader = OpenPerfData(path, options);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  RssWatchingSink sink(path);
+  ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+  ::unlink(path.c_str());
+  ASSERT_EQ(sink.events, o.samples);
+  ASSERT_GT(sink.max_kb, 0u) << "the mapping was not found in /proc/self/smaps";
+  // Window + release step + fault-around slack; the file is ten times larger.
+  EXPECT_LT(sink.max_kb, 3u * 1024) << "resident kB of the mapping";
+  EXPECT_EQ((*reader)->stats().Problem("out_of_order_beyond_window"), 0u);
+}
+
+}  // namespace
+}  // namespace iotrace

@@ -1,0 +1,253 @@
+// SortedRunMerger, the time-ordering core of the perf.data reader, on toy record streams.
+#include "iotrace/sorted_run_merger.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace iotrace {
+namespace {
+
+struct ToyRecord {
+  ScanKind kind = ScanKind::kTimed;
+  uint64_t time = 0;
+  uint64_t size = 16;
+  uint64_t tag = 0;  // identifies the record in the output
+};
+
+// A stream of toy records laid out back to back; checks that the merger never touches bytes it
+// released and never re-scans.
+class ToySource {
+ public:
+  struct Item {
+    uint64_t time = 0;
+    uint64_t tag = 0;
+  };
+
+  explicit ToySource(std::vector<ToyRecord> records) : records_(std::move(records)) {
+    uint64_t pos = 0;
+    for (const ToyRecord& r : records_) {
+      starts_.push_back(pos);
+      pos += r.size;
+    }
+    end_ = pos;
+  }
+
+  uint64_t end() const { return end_; }
+
+  ScanKind Scan(uint64_t pos, uint64_t* next, Item* item) {
+    size_t i = IndexOf(pos);
+    EXPECT_EQ(i, scanned_) << "records must be scanned once, in order";
+    ++scanned_;
+    const ToyRecord& r = records_[i];
+    *next = pos + r.size;
+    if (r.kind == ScanKind::kStop) return ScanKind::kStop;
+    item->time = r.time;
+    item->tag = r.tag;
+    return r.kind;
+  }
+
+  bool Peek(uint64_t pos, uint64_t* next, Item* item) {
+    EXPECT_GE(pos, released_) << "peeked at released bytes";
+    const ToyRecord& r = records_[IndexOf(pos)];
+    *next = pos + r.size;
+    item->time = r.time;
+    item->tag = r.tag;
+    return r.kind == ScanKind::kTimed;
+  }
+
+  void Emit(const Item& item, bool out_of_order) {
+    out.push_back(item);
+    flags.push_back(out_of_order);
+  }
+
+  void Release(uint64_t below) {
+    EXPECT_GE(below, released_) << "release went backwards";
+    released_ = below;
+    ++releases;
+  }
+
+  std::vector<Item> out;
+  std::vector<bool> flags;
+  int releases = 0;
+
+ private:
+  size_t IndexOf(uint64_t pos) const {
+    auto it = std::lower_bound(starts_.begin(), starts_.end(), pos);
+    EXPECT_TRUE(it != starts_.end() && *it == pos) << "not a record start: " << pos;
+    return static_cast<size_t>(it - starts_.begin());
+  }
+
+  std::vector<ToyRecord> records_;
+  std::vector<uint64_t> starts_;
+  uint64_t end_ = 0;
+  size_t scanned_ = 0;
+  uint64_t released_ = 0;
+};
+
+// The timed records of `records` in stable time order.
+std::vector<uint64_t> StableOrder(const std::vector<ToyRecord>& records) {
+  std::vector<ToyRecord> timed;
+  for (const ToyRecord& r : records) {
+    if (r.kind == ScanKind::kStop) break;
+    if (r.kind == ScanKind::kTimed) timed.push_back(r);
+  }
+  std::stable_sort(timed.begin(), timed.end(),
+                   [](const ToyRecord& a, const ToyRecord& b) { return a.time < b.time; });
+  std::vector<uint64_t> tags;
+  for (const ToyRecord& r : timed) tags.push_back(r.tag);
+  return tags;
+}
+
+std::vector<uint64_t> Tags(const ToySource& s) {
+  std::vector<uint64_t> tags;
+  for (const auto& i : s.out) tags.push_back(i.tag);
+  return tags;
+}
+
+// Concatenated sorted runs of random lengths (ties included), with untimed records mixed in.
+std::vector<ToyRecord> RandomRuns(std::mt19937* rng, int runs, uint64_t max_time) {
+  std::vector<ToyRecord> records;
+  uint64_t tag = 0;
+  for (int r = 0; r < runs; ++r) {
+    const int n = 1 + (*rng)() % 40;
+    std::vector<uint64_t> times;
+    for (int i = 0; i < n; ++i) times.push_back((*rng)() % max_time);
+    std::sort(times.begin(), times.end());
+    for (uint64_t t : times) {
+      if ((*rng)() % 5 == 0) records.push_back({ScanKind::kUntimed, 0, 24, 0});
+      records.push_back({ScanKind::kTimed, t, 8 + 8 * ((*rng)() % 4), ++tag});
+    }
+  }
+  return records;
+}
+
+TEST(PerfDataMergerTest, MergesRandomRunsLikeAStableSort) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<ToyRecord> records = RandomRuns(&rng, 1 + trial % 30, 1 + rng() % 1000);
+    ToySource source(records);
+    SortedRunMerger<ToySource> merger(&source, 0, source.end());
+    merger.Run();
+    ASSERT_EQ(Tags(source), StableOrder(records)) << "trial " << trial;
+    EXPECT_EQ(merger.counters().out_of_order, 0u);
+  }
+}
+
+TEST(PerfDataMergerTest, RoundMarksMakeEarlierRoundsFinal) {
+  // Two CPUs drained one after the other each round: a round's CPU-0 records can be older than
+  // the previous round's CPU-1 records, but never older than the round before that.
+  std::vector<ToyRecord> records;
+  uint64_t tag = 0;
+  for (int round = 0; round < 50; ++round) {
+    for (int cpu = 0; cpu < 2; ++cpu) {
+      const uint64_t from = round * 100 + cpu * 30 - (cpu == 0 && round > 0 ? 30 : 0);
+      for (uint64_t t = from; t < from + 100; t += 7) {
+        records.push_back({ScanKind::kTimed, t, 16, ++tag});
+      }
+    }
+    records.push_back({ScanKind::kRoundEnd, 0, 8, 0});
+  }
+  ToySource source(records);
+  SortedRunMerger<ToySource> merger(&source, 0, source.end());
+  merger.Run();
+  EXPECT_EQ(Tags(source), StableOrder(records));
+  EXPECT_EQ(merger.counters().out_of_order, 0u);
+  EXPECT_EQ(merger.counters().forced, 0u);
+  EXPECT_EQ(merger.counters().runs, 100u);
+  // The whole stream fits the default window: only the round marks can retire runs this early.
+  EXPECT_LE(merger.counters().max_live_runs, 6u) << "rounds must retire old runs";
+}
+
+TEST(PerfDataMergerTest, WindowEmitsRecordsOnceEnoughFollowThem) {
+  std::mt19937 rng(3);
+  std::vector<ToyRecord> records = RandomRuns(&rng, 50, 100000);
+  ToySource source(records);
+  MergeLimits limits;
+  limits.window_records = 5;
+  limits.window_bytes = 1 << 30;
+  SortedRunMerger<ToySource> merger(&source, 0, source.end(), limits);
+  merger.Run();
+  // Every record comes out exactly once; those behind the running maximum are flagged.
+  std::vector<uint64_t> got = Tags(source), want = StableOrder(records);
+  std::sort(got.begin(), got.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(got, want);
+  uint64_t max = 0, behind = 0;
+  for (size_t i = 0; i < source.out.size(); ++i) {
+    const bool is_behind = source.out[i].time < max;
+    EXPECT_EQ(source.flags[i], is_behind) << i;
+    behind += is_behind;
+    max = std::max(max, source.out[i].time);
+  }
+  EXPECT_GT(behind, 0u);
+  EXPECT_EQ(merger.counters().out_of_order, behind);
+}
+
+TEST(PerfDataMergerTest, RunCapForcesEmissionAndKeepsEveryRecord) {
+  // Strictly decreasing times: every record is a run of its own.
+  std::vector<ToyRecord> records;
+  for (uint64_t i = 0; i < 1000; ++i) records.push_back({ScanKind::kTimed, 5000 - i, 16, i + 1});
+  ToySource source(records);
+  MergeLimits limits;
+  limits.max_runs = 8;
+  SortedRunMerger<ToySource> merger(&source, 0, source.end(), limits);
+  merger.Run();
+  EXPECT_EQ(source.out.size(), 1000u);
+  EXPECT_LE(merger.counters().max_live_runs, 8u);
+  EXPECT_GT(merger.counters().forced, 0u);
+  EXPECT_GT(merger.counters().out_of_order, 0u);
+  // The run ring grew past its initial size and still kept the heap right.
+  std::vector<ToyRecord> many;
+  for (uint64_t i = 0; i < 300; ++i) many.push_back({ScanKind::kTimed, 300 - i, 16, i + 1});
+  ToySource s2(many);
+  SortedRunMerger<ToySource> m2(&s2, 0, s2.end());
+  m2.Run();
+  EXPECT_EQ(Tags(s2), StableOrder(many));
+  EXPECT_EQ(m2.counters().max_live_runs, 300u);
+}
+
+TEST(PerfDataMergerTest, SpanCapBoundsTheBytesHeldAndReleasesBehind) {
+  // One run whose first record is late, then a long run of earlier records: without a cap the
+  // oldest cursor would pin everything.
+  std::vector<ToyRecord> records;
+  records.push_back({ScanKind::kTimed, 1000000, 16, 1});
+  for (uint64_t i = 0; i < 20000; ++i) records.push_back({ScanKind::kTimed, i, 64, i + 2});
+  ToySource source(records);
+  MergeLimits limits;
+  limits.max_span_bytes = 64 * 1024;
+  limits.release_step = 4096;
+  SortedRunMerger<ToySource> merger(&source, 0, source.end(), limits);
+  merger.Run();
+  EXPECT_EQ(source.out.size(), records.size());
+  EXPECT_GT(merger.counters().forced, 0u);
+  EXPECT_GT(source.releases, 10);
+}
+
+TEST(PerfDataMergerTest, StopEndsTheStreamAfterEmittingWhatCameBefore) {
+  std::vector<ToyRecord> records = {{ScanKind::kTimed, 5, 16, 1},
+                                    {ScanKind::kTimed, 3, 16, 2},
+                                    {ScanKind::kStop, 0, 16, 0},
+                                    {ScanKind::kTimed, 1, 16, 3}};
+  ToySource source(records);
+  SortedRunMerger<ToySource> merger(&source, 0, source.end());
+  merger.Run();
+  EXPECT_EQ(Tags(source), (std::vector<uint64_t>{2, 1}));
+}
+
+TEST(PerfDataMergerTest, EmptyAndUntimedOnlyStreamsEmitNothing) {
+  ToySource empty({});
+  SortedRunMerger<ToySource> m1(&empty, 0, 0);
+  m1.Run();
+  EXPECT_TRUE(empty.out.empty());
+  ToySource untimed({{ScanKind::kUntimed, 0, 8, 0}, {ScanKind::kRoundEnd, 0, 8, 0}});
+  SortedRunMerger<ToySource> m2(&untimed, 0, untimed.end());
+  m2.Run();
+  EXPECT_TRUE(untimed.out.empty());
+}
+
+}  // namespace
+}  // namespace iotrace

@@ -1,0 +1,299 @@
+// Writer -> reader round trips of ring bytes encoded as the kernel writes them.
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "iotrace/perf_data_reader.h"
+#include "iotrace/perf_data_writer.h"
+#include "perf_data_test_builder.h"
+
+namespace iotrace {
+namespace {
+
+using test::BlockRq;
+using test::CollectingSink;
+using test::PerfRecordBuilder;
+using test::SampleFields;
+
+std::string TempPath(const std::string& name) {
+  return "/tmp/iotrace-perfdata-" + std::to_string(getpid()) + "-" + name;
+}
+
+class PerfDataRoundTripTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setup_ = test::LoadBlockSetup();
+    ASSERT_GE(setup_.formats.size(), 3u) << "fixture formats missing";
+  }
+  void TearDown() override {
+    for (const std::string& p : paths_) ::unlink(p.c_str());
+  }
+  std::string Path(const std::string& name) {
+    paths_.push_back(TempPath(name));
+    return paths_.back();
+  }
+  const EventFormat& Issue() const { return setup_.formats[0]; }
+  const EventFormat& Complete() const { return setup_.formats[1]; }
+
+  test::BlockSetup setup_;
+  std::vector<std::string> paths_;
+};
+
+// Checks that `sink` holds exactly `expected`, in order.
+void ExpectEvents(const test::BlockSetup& setup, const CollectingSink& sink,
+                  const std::vector<test::ExpectedEvent>& expected) {
+  ASSERT_EQ(sink.events.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const auto& got = sink.events[i];
+    const auto& want = expected[i];
+    ASSERT_EQ(got.ts, want.ts) << "event " << i;
+    EXPECT_EQ(got.cpu, want.cpu) << "event " << i;
+    EXPECT_EQ(got.pid, want.pid) << "event " << i;
+    EXPECT_EQ(got.type, want.type) << "event " << i;
+    const EventFormat& f = want.type == setup.formats[0].id ? setup.formats[0] : setup.formats[1];
+    EXPECT_EQ(test::FieldOf(f, got.payload, "sector"), want.sector) << "event " << i;
+  }
+}
+
+TEST_F(PerfDataRoundTripTest, DeliversInterleavedCpuDrainsInTimeOrder) {
+  for (uint32_t cpus : {1u, 2u, 4u}) {
+    SCOPED_TRACE(cpus);
+    std::string path = Path("interleaved" + std::to_string(cpus));
+    test::SyntheticOptions o;
+    o.samples = 5000;
+    o.cpus = cpus;
+    o.drain_stagger_ns = 10000;
+    std::vector<test::ExpectedEvent> expected;
+    ASSERT_TRUE(test::WriteSyntheticBlockFile(path, o, &expected).ok());
+    auto reader = OpenPerfData(path);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    CollectingSink sink;
+    ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+    ExpectEvents(setup_, sink, expected);
+    EXPECT_EQ((*reader)->stats().events, expected.size());
+    EXPECT_TRUE((*reader)->stats().problems.empty());
+  }
+}
+
+TEST_F(PerfDataRoundTripTest, ReadsTheSameEventsTwice) {
+  std::string path = Path("twice");
+  test::SyntheticOptions o;
+  o.samples = 300;
+  std::vector<test::ExpectedEvent> expected;
+  ASSERT_TRUE(test::WriteSyntheticBlockFile(path, o, &expected).ok());
+  auto reader = OpenPerfData(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  CollectingSink a, b;
+  ASSERT_TRUE((*reader)->ReadAll(&a).ok());
+  ASSERT_TRUE((*reader)->ReadAll(&b).ok());
+  ExpectEvents(setup_, a, expected);
+  ExpectEvents(setup_, b, expected);
+  EXPECT_EQ((*reader)->stats().events, expected.size());
+}
+
+TEST_F(PerfDataRoundTripTest, WithoutRoundMarksOrdersWithinTheWindow) {
+  std::string path = Path("norounds");
+  test::SyntheticOptions o;
+  o.samples = 4000;
+  o.round_marks = false;
+  std::vector<test::ExpectedEvent> expected;
+  ASSERT_TRUE(test::WriteSyntheticBlockFile(path, o, &expected).ok());
+  auto reader = OpenPerfData(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  CollectingSink sink;
+  ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+  ExpectEvents(setup_, sink, expected);
+  EXPECT_EQ((*reader)->stats().Problem("out_of_order_beyond_window"), 0u);
+}
+
+TEST_F(PerfDataRoundTripTest, RecordsBeyondATinyWindowAreDeliveredAndCounted) {
+  std::string path = Path("tinywindow");
+  test::SyntheticOptions o;
+  o.samples = 4000;
+  o.round_marks = false;
+  std::vector<test::ExpectedEvent> expected;
+  ASSERT_TRUE(test::WriteSyntheticBlockFile(path, o, &expected).ok());
+  PerfReadOptions options;
+  options.merge.window_records = 2;
+  options.merge.window_bytes = 1 << 30;
+  auto reader = OpenPerfData(path, options);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  CollectingSink sink;
+  ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+  ASSERT_EQ(sink.events.size(), expected.size());
+  // Exactly the records delivered below the running maximum are counted.
+  uint64_t max = 0, behind = 0;
+  for (const auto& e : sink.events) {
+    if (e.ts < max) ++behind;
+    max = std::max(max, e.ts);
+  }
+  EXPECT_GT(behind, 0u);
+  EXPECT_EQ((*reader)->stats().Problem("out_of_order_beyond_window"), behind);
+  // Nothing is lost or duplicated.
+  std::multiset<uint64_t> want, got;
+  for (const auto& e : expected) want.insert(e.ts);
+  for (const auto& e : sink.events) got.insert(e.ts);
+  EXPECT_EQ(want, got);
+}
+
+TEST_F(PerfDataRoundTripTest, DeliversLossRecordsAndCommsInTimeOrder) {
+  std::vector<PerfEventSpec> specs = test::BlockSpecs(setup_, 2);
+  const perf_event_attr& attr = specs[0].attr;
+  std::string path = Path("losses");
+  auto writer = PerfDataWriter::Create(path, specs, setup_.meta, test::TestHost());
+  ASSERT_TRUE(writer.ok()) << writer.status();
+
+  auto sample = [&](size_t event, uint32_t cpu, uint64_t t, uint32_t pid, uint64_t sector) {
+    SampleFields s;
+    s.id = test::SyntheticId(event, cpu, 2);
+    s.pid = s.tid = pid;
+    s.time = t;
+    s.cpu = cpu;
+    BlockRq rq;
+    rq.sector = sector;
+    s.raw = test::EncodeBlockRq(setup_.formats[event], rq);
+    return s;
+  };
+  PerfRecordBuilder cpu0, cpu1;
+  cpu0.AddSample(attr, sample(0, 0, 100, 42, 1));
+  perf::SampleId lost_id;
+  lost_id.time = 150;
+  lost_id.cpu = 0;
+  lost_id.id = test::SyntheticId(0, 0, 2);
+  cpu0.AddLost(attr, lost_id.id, 5, lost_id);
+  cpu0.AddSample(attr, sample(1, 0, 200, 42, 2));
+  perf::SampleId comm_id;
+  comm_id.time = 110;
+  comm_id.cpu = 1;
+  comm_id.id = test::SyntheticId(0, 1, 2);
+  cpu1.AddComm(attr, 42, 42, "dd", comm_id);
+  cpu1.AddSample(attr, sample(0, 1, 120, 42, 3));
+  ASSERT_TRUE((*writer)->AppendData(cpu0.view()).ok());
+  ASSERT_TRUE((*writer)->AppendData(cpu1.view()).ok());
+  perf::SampleId drop_id;
+  drop_id.time = 300;
+  drop_id.cpu = 1;
+  drop_id.id = test::SyntheticId(1, 1, 2);
+  ASSERT_TRUE((*writer)->AppendLostSamples(1, 7, drop_id).ok());
+  ASSERT_TRUE((*writer)->AppendComm(43, 44, "kworker/1:2", perf::SampleId()).ok());
+  ASSERT_TRUE((*writer)->AppendFinishedRound().ok());
+  ASSERT_TRUE((*writer)->Finish().ok());
+
+  auto reader = OpenPerfData(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  CollectingSink sink;
+  ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+  EXPECT_EQ(sink.order, "eelel");
+  ASSERT_EQ(sink.events.size(), 3u);
+  EXPECT_EQ(sink.events[0].ts, 100u);
+  EXPECT_EQ(sink.events[1].ts, 120u);
+  EXPECT_EQ(sink.events[1].cpu, 1u);
+  EXPECT_EQ(sink.events[2].ts, 200u);
+  EXPECT_EQ(sink.events[2].type, Complete().id);
+  ASSERT_EQ(sink.losses.size(), 2u);
+  EXPECT_EQ(sink.losses[0].kind, LossRecord::Kind::kRingLost);
+  EXPECT_EQ(sink.losses[0].count, 5u);
+  EXPECT_EQ(sink.losses[0].cpu, 0);
+  EXPECT_EQ(sink.losses[0].event_id, -1);
+  EXPECT_EQ(sink.losses[0].ts, 150u);
+  EXPECT_EQ(sink.losses[1].kind, LossRecord::Kind::kSilentDrop);
+  EXPECT_EQ(sink.losses[1].count, 7u);
+  EXPECT_EQ(sink.losses[1].cpu, 1);
+  EXPECT_EQ(sink.losses[1].event_id, static_cast<int32_t>(Complete().id));
+  EXPECT_EQ(sink.losses[1].ts, 300u);
+  EXPECT_EQ((*reader)->CommOf(42), "dd");
+  EXPECT_EQ((*reader)->CommOf(44), "kworker/1:2");
+  EXPECT_EQ((*reader)->CommOf(7), "");
+  EXPECT_EQ((*reader)->stats().records, 8u);
+  EXPECT_EQ((*reader)->stats().events, 3u);
+}
+
+TEST_F(PerfDataRoundTripTest, EqualTimestampsKeepFileOrder) {
+  std::vector<PerfEventSpec> specs = test::BlockSpecs(setup_, 1);
+  std::string path = Path("equal");
+  auto writer = PerfDataWriter::Create(path, specs, setup_.meta, test::TestHost());
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  PerfRecordBuilder a, b;
+  auto add = [&](PerfRecordBuilder& rb, uint64_t t, uint64_t sector) {
+    SampleFields s;
+    s.id = test::SyntheticId(0, 0, 1);
+    s.time = t;
+    BlockRq rq;
+    rq.sector = sector;
+    s.raw = test::EncodeBlockRq(Issue(), rq);
+    rb.AddSample(specs[0].attr, s);
+  };
+  add(a, 10, 1);
+  add(a, 20, 2);
+  add(b, 10, 3);
+  add(b, 20, 4);
+  ASSERT_TRUE((*writer)->AppendData(a.view()).ok());
+  ASSERT_TRUE((*writer)->AppendData(b.view()).ok());
+  ASSERT_TRUE((*writer)->Finish().ok());
+  auto reader = OpenPerfData(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  CollectingSink sink;
+  ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+  std::vector<uint64_t> sectors;
+  for (const auto& e : sink.events) sectors.push_back(test::FieldOf(Issue(), e.payload, "sector"));
+  EXPECT_EQ(sectors, (std::vector<uint64_t>{1, 3, 2, 4}));
+}
+
+TEST_F(PerfDataRoundTripTest, ExposesHeaderFactsFormatsAndMetadata) {
+  std::string path = Path("info");
+  test::SyntheticOptions o;
+  o.samples = 10;
+  ASSERT_TRUE(test::WriteSyntheticBlockFile(path, o, nullptr).ok());
+  auto reader = OpenPerfData(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  const TraceReader& r = **reader;
+  EXPECT_EQ(r.FileFormat(), "perf.data");
+  EXPECT_EQ(r.nr_cpus(), 2);
+  std::map<std::string, std::string> info;
+  for (const auto& [k, v] : r.Info()) info[k] = v;
+  HostInfo host = test::TestHost();
+  EXPECT_EQ(info["hostname"], host.hostname);
+  EXPECT_EQ(info["os_release"], host.os_release);
+  EXPECT_EQ(info["perf_version"], host.tool_version);
+  EXPECT_EQ(info["arch"], host.arch);
+  EXPECT_EQ(info["cpu_desc"], host.cpu_desc);
+  EXPECT_EQ(info["cpuid"], host.cpuid);
+  EXPECT_EQ(info["nr_cpus_online"], "2");
+  EXPECT_EQ(info["total_mem_kb"], std::to_string(host.total_mem_kb));
+  EXPECT_EQ(info["cmdline"], "iotrace record -o test.data");
+  EXPECT_EQ(info["events"], "block:block_rq_issue,block:block_rq_complete");
+  EXPECT_EQ(info["clockid"], "1");
+  EXPECT_EQ(info["clock_ref_wall_ns"], std::to_string(host.clock_ref_wall_ns));
+  EXPECT_EQ(info["clock_ref_clock_ns"], std::to_string(host.clock_ref_clock_ns));
+  EXPECT_FALSE(info["clock_res_ns"].empty());
+  ASSERT_EQ(r.formats().size(), 3u);
+  EXPECT_EQ(r.formats()[0].FullName(), "block:block_rq_issue");
+  EXPECT_EQ(r.formats()[0].id, Issue().id);
+  EXPECT_NE(r.formats()[0].FindField("rwbs"), nullptr);
+  EXPECT_EQ(r.metadata().header_page, setup_.meta.header_page);
+  EXPECT_EQ(r.metadata().event_formats.size(), 3u);
+}
+
+TEST_F(PerfDataRoundTripTest, SavedCmdlinesNameProcessesWithoutCommRecords) {
+  test::BlockSetup setup = setup_;
+  setup.meta.saved_cmdlines = "77 jbd2/loop3-8\n78 fio\n";
+  std::string path = Path("cmdlines");
+  auto writer =
+      PerfDataWriter::Create(path, test::BlockSpecs(setup, 1), setup.meta, test::TestHost());
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  ASSERT_TRUE((*writer)->AppendComm(78, 78, "fio-worker", perf::SampleId()).ok());
+  ASSERT_TRUE((*writer)->Finish().ok());
+  auto reader = OpenPerfData(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  CollectingSink sink;
+  ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+  EXPECT_EQ((*reader)->CommOf(77), "jbd2/loop3-8");
+  EXPECT_EQ((*reader)->CommOf(78), "fio-worker");  // the COMM record is newer
+}
+
+}  // namespace
+}  // namespace iotrace

@@ -1,0 +1,196 @@
+// `iotrace report` as a user runs it: the binary's exit codes, messages and hints for argument
+// errors, and the runner's output files.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "iotrace/report_format.h"
+#include "iotrace/report_runner.h"
+#include "synthetic_trace.h"
+
+namespace iotrace {
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+class ReportCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("iotrace-reportcore-test-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  RunResult Run(const std::vector<std::string>& args) {
+    std::string cmd = "cd " + Quote(dir_.string()) + " && " + Quote(IOTRACE_BINARY) + " report";
+    for (const std::string& a : args) cmd += " " + Quote(a);
+    const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
+    cmd += " >" + Quote(out) + " 2>" + Quote(err);
+    int status = std::system(cmd.c_str());
+    RunResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = Slurp(out);
+    r.err = Slurp(err);
+    return r;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ReportCommandTest, HelpListsEveryOptionAndExitsZero) {
+  RunResult r = Run({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.err, "");
+  for (const char* option :
+       {"-i, --input FILE", "-o, --output FILE", "--format", "--summary-csv FILE", "--unit",
+        "--interval SECONDS", "--dev DEV", "--op OP", "--comm NAME", "--pid PID",
+        "--since SECONDS", "--until SECONDS", "--expiry SECONDS", "--max-inflight N",
+        "-h, --help", "./iotrace.data", "I2D", "D2C", "I2C", "Q2D"}) {
+    EXPECT_NE(r.out.find(option), std::string::npos) << "--help does not mention " << option;
+  }
+  EXPECT_EQ(Run({"-h"}).exit_code, 0);
+}
+
+TEST_F(ReportCommandTest, ArgumentErrorsExitTwoWithAnErrorAndAHint) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"--bogus"},
+      {"--format", "xml"},
+      {"--format"},
+      {"--format="},
+      {"--unit", "s"},
+      {"--op", "write,bogus"},
+      {"--interval", "0"},
+      {"--interval", "soon"},
+      {"--since", "-1"},
+      {"--since", "5", "--until", "2"},
+      {"--until", "nan"},
+      {"--pid", "x"},
+      {"--pid", "-3"},
+      {"--expiry=0"},
+      {"--max-inflight", "3"},
+      {"--max-inflight", "lots"},
+      {"--comm", "a-name-longer-than-15"},
+      {"stray.data"},
+      {"-i"},
+  };
+  for (const auto& args : cases) {
+    std::string shown;
+    for (const auto& a : args) shown += a + " ";
+    RunResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 2) << shown << r.err;
+    EXPECT_EQ(r.err.rfind("iotrace: error: ", 0), 0u) << shown << r.err;
+    EXPECT_NE(r.err.find("\nhint: "), std::string::npos) << shown << r.err;
+    EXPECT_EQ(r.out, "") << shown;
+  }
+  RunResult r = Run({"stray.data"});
+  EXPECT_NE(r.err.find("iotrace report -i stray.data"), std::string::npos) << r.err;
+}
+
+TEST_F(ReportCommandTest, MissingDefaultInputIsARuntimeErrorNamingIt) {
+  RunResult r = Run({});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("iotrace: error: open iotrace.data: No such file"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("hint: "), std::string::npos);
+}
+
+TEST_F(ReportCommandTest, FileThatIsNotATraceIsARuntimeError) {
+  std::ofstream(dir_ / "junk.data") << "definitely not a perf.data file";
+  RunResult r = Run({"-i", "junk.data", "--format=json", "--op", "read,write"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // the flags parsed; the file is what is wrong
+  EXPECT_NE(r.err.find("not a perf.data or trace.dat file"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(ReportCommandTest, RunnerWritesTheMainOutputAndTheSummaryCsvToFiles) {
+  synthetic::SyntheticTrace t;
+  t.Insert(0, 8).Issue(10, 8).Complete(110, 8);
+  auto reader = t.Reader();
+  ReportOptions o;
+  o.sysfs_root = std::string(IOTRACE_FIXTURES) + "/report/sys";
+  o.procfs_root = std::string(IOTRACE_FIXTURES) + "/report/proc";
+  auto report = BuildLatencyReport(*reader, o);
+  ASSERT_TRUE(report.ok()) << report.status();
+  o.format = OutputFormat::kCsv;
+  o.output = (dir_ / "buckets.csv").string();
+  o.summary_csv = (dir_ / "summary.csv").string();
+  std::ostringstream stdout_stream;
+  ASSERT_TRUE(WriteReportOutputs(*report, o, stdout_stream).ok());
+  EXPECT_EQ(stdout_stream.str(), "");
+  EXPECT_EQ(Slurp(o.output),
+            "dev,device,op,phase,bucket_lo_ns,bucket_hi_ns,count\n"
+            "7:0,loop0,write,I2D,10,11,1\n"
+            "7:0,loop0,write,D2C,100,101,1\n"
+            "7:0,loop0,write,I2C,110,111,1\n");
+  EXPECT_EQ(Slurp(o.summary_csv),
+            std::string(kSummaryCsvHeader) + "\n" +
+                "7:0,loop0,write,I2D,1,10,10,10,10,10,10,10\n"
+                "7:0,loop0,write,D2C,1,100,100,100,100,100,100,100\n"
+                "7:0,loop0,write,I2C,1,110,110,110,110,110,110,110\n");
+  // Without -o the main output goes to the stream standing for stdout.
+  o.output.clear();
+  o.summary_csv.clear();
+  ASSERT_TRUE(WriteReportOutputs(*report, o, stdout_stream).ok());
+  EXPECT_EQ(stdout_stream.str().rfind("dev,device,op,phase,bucket_lo_ns", 0), 0u);
+  // An output that cannot be created is an error naming it.
+  o.output = (dir_ / "no" / "such" / "dir" / "out.csv").string();
+  absl::Status s = WriteReportOutputs(*report, o, stdout_stream);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("open " + o.output), absl::string_view::npos) << s;
+}
+
+TEST_F(ReportCommandTest, WarningsAlsoGoToStderrUnlessTheTextReportShowsThem) {
+  synthetic::SyntheticTrace t;
+  t.Insert(0, 8).Issue(10, 8).Complete(110, 8);
+  t.Loss(LossRecord::Kind::kRingLost, 0, -1, 5);
+  ReportOptions o;
+  o.sysfs_root = o.procfs_root = "/nonexistent";
+  for (OutputFormat format : {OutputFormat::kText, OutputFormat::kCsv, OutputFormat::kJson}) {
+    o.format = format;
+    auto reader = t.Reader();
+    std::ostringstream out, err;
+    ASSERT_TRUE(RunReportOn(*reader, o, out, err).ok());
+    if (format == OutputFormat::kText) {
+      EXPECT_EQ(err.str(), "");
+      EXPECT_NE(out.str().find("WARNING: I2D is incomplete"), std::string::npos);
+    } else {
+      EXPECT_NE(err.str().find("iotrace: warning: I2D is incomplete: 5 events of unknown type "
+                               "lost (ring_lost 5)"),
+                std::string::npos)
+          << err.str();
+      EXPECT_NE(err.str().find("iotrace: warning: D2C is incomplete"), std::string::npos);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace iotrace

@@ -1,0 +1,431 @@
+#include "iotrace/report_format.h"
+
+#include <cctype>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+
+namespace iotrace {
+namespace {
+
+// A small strict JSON parser, enough to check the report's JSON field by field.
+struct Json {
+  enum Type { kNull, kBool, kNumber, kString, kArray, kObject } type = kNull;
+  bool b = false;
+  std::string text;  // number as written, or string value
+  std::vector<Json> items;
+  std::vector<std::pair<std::string, Json>> fields;
+
+  const Json& operator[](const std::string& key) const {
+    for (const auto& [k, v] : fields) {
+      if (k == key) return v;
+    }
+    static const Json missing;
+    ADD_FAILURE() << "no key " << key;
+    return missing;
+  }
+  const Json& operator[](size_t i) const { return items.at(i); }
+  bool Has(const std::string& key) const {
+    for (const auto& f : fields) {
+      if (f.first == key) return true;
+    }
+    return false;
+  }
+  double num() const { return std::stod(text); }
+};
+
+class JsonParser {
+ public:
+  explicit JsonParser(const std::string& s) : s_(s) {}
+  bool Parse(Json* out) {
+    if (!Value(out)) return false;
+    Ws();
+    return pos_ == s_.size();
+  }
+
+ private:
+  void Ws() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  bool Lit(const char* lit) {
+    size_t n = std::strlen(lit);
+    if (s_.compare(pos_, n, lit) != 0) return false;
+    pos_ += n;
+    return true;
+  }
+  bool String(std::string* out) {
+    if (pos_ >= s_.size() || s_[pos_] != '"') return false;
+    ++pos_;
+    while (pos_ < s_.size() && s_[pos_] != '"') {
+      char c = s_[pos_++];
+      if (static_cast<unsigned char>(c) < 0x20) return false;
+      if (c == '\\') {
+        if (pos_ >= s_.size()) return false;
+        char e = s_[pos_++];
+        switch (e) {
+          case 'n': *out += '\n'; break;
+          case 't': *out += '\t'; break;
+          case 'r': *out += '\r'; break;
+          case '"': *out += '"'; break;
+          case '\\': *out += '\\'; break;
+          case '/': *out += '/'; break;
+          case 'u':
+            if (pos_ + 4 > s_.size()) return false;
+            *out += static_cast<char>(std::stoi(s_.substr(pos_, 4), nullptr, 16));
+            pos_ += 4;
+            break;
+          default: return false;
+        }
+      } else {
+        *out += c;
+      }
+    }
+    if (pos_ >= s_.size()) return false;
+    ++pos_;
+    return true;
+  }
+  bool Value(Json* out) {
+    Ws();
+    if (pos_ >= s_.size()) return false;
+    char c = s_[pos_];
+    if (c == '{') {
+      out->type = Json::kObject;
+      ++pos_;
+      Ws();
+      if (pos_ < s_.size() && s_[pos_] == '}') return ++pos_, true;
+      while (true) {
+        Ws();
+        std::string key;
+        if (!String(&key)) return false;
+        Ws();
+        if (pos_ >= s_.size() || s_[pos_++] != ':') return false;
+        Json v;
+        if (!Value(&v)) return false;
+        out->fields.emplace_back(key, std::move(v));
+        Ws();
+        if (pos_ < s_.size() && s_[pos_] == ',') { ++pos_; continue; }
+        if (pos_ < s_.size() && s_[pos_] == '}') return ++pos_, true;
+        return false;
+      }
+    }
+    if (c == '[') {
+      out->type = Json::kArray;
+      ++pos_;
+      Ws();
+      if (pos_ < s_.size() && s_[pos_] == ']') return ++pos_, true;
+      while (true) {
+        Json v;
+        if (!Value(&v)) return false;
+        out->items.push_back(std::move(v));
+        Ws();
+        if (pos_ < s_.size() && s_[pos_] == ',') { ++pos_; continue; }
+        if (pos_ < s_.size() && s_[pos_] == ']') return ++pos_, true;
+        return false;
+      }
+    }
+    if (c == '"') {
+      out->type = Json::kString;
+      return String(&out->text);
+    }
+    if (Lit("true")) { out->type = Json::kBool; out->b = true; return true; }
+    if (Lit("false")) { out->type = Json::kBool; return true; }
+    if (Lit("null")) return true;
+    size_t start = pos_;
+    if (s_[pos_] == '-') ++pos_;
+    while (pos_ < s_.size() &&
+           (std::isdigit(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '.' ||
+            s_[pos_] == 'e' || s_[pos_] == 'E' || s_[pos_] == '+' || s_[pos_] == '-')) {
+      ++pos_;
+    }
+    if (pos_ == start) return false;
+    out->type = Json::kNumber;
+    out->text = s_.substr(start, pos_ - start);
+    return true;
+  }
+  const std::string& s_;
+  size_t pos_ = 0;
+};
+
+constexpr uint32_t kLoop0 = 7u << 20;
+constexpr uint32_t kVda = 254u << 20;
+
+LatencyGroup Group(uint32_t dev, std::string device, BlockOp op, Phase phase,
+                   std::vector<LatencyBucket> buckets) {
+  LatencyGroup g;
+  g.dev = dev;
+  g.device = std::move(device);
+  g.op = op;
+  g.phase = phase;
+  g.buckets = std::move(buckets);
+  for (const LatencyBucket& b : g.buckets) g.summary.count += b.count;
+  g.summary.min_ns = g.buckets.front().lo_ns;
+  g.summary.max_ns = g.buckets.back().hi_ns - 1;
+  g.summary.sum_ns = 123456;
+  g.summary.mean_ns = 1234.5;
+  g.summary.p50_ns = 1500;
+  g.summary.p90_ns = 2500;
+  g.summary.p99_ns = 40000;
+  g.summary.p999_ns = 41000;
+  return g;
+}
+
+LatencyReport SampleReport() {
+  LatencyReport r;
+  r.input = "run.data";
+  r.file_format = "perf.data";
+  r.nr_cpus = 2;
+  r.first_ts_ns = 1'000'000'000;
+  r.last_ts_ns = 3'500'000'000;
+  r.expiry_s = 30;
+  r.max_inflight = 131072;
+  r.groups.push_back(Group(kLoop0, "loop0", BlockOp::kRead, Phase::kD2C,
+                           {{1000, 1016, 3}, {2048, 2080, 5}, {40960, 41472, 1}}));
+  r.groups.push_back(Group(kVda, "vda", BlockOp::kWrite, Phase::kI2D, {{100, 101, 2}}));
+  r.groups[0].incomplete = true;
+  Completeness& c = r.completeness;
+  c.recorded[static_cast<int>(BlockEventKind::kIssue)] = true;
+  c.recorded[static_cast<int>(BlockEventKind::kComplete)] = true;
+  c.events[static_cast<int>(BlockEventKind::kIssue)] = 11;
+  c.events[static_cast<int>(BlockEventKind::kComplete)] = 9;
+  c.match.paired[static_cast<int>(Phase::kD2C)] = 9;
+  c.match.issues_without_insert[static_cast<int>(NoInsertReason::kNoInsertOnDevice)] = 9;
+  c.match.flushes = 4;
+  c.match.in_flight_at_end[static_cast<int>(RequestState::kIssued)] = 2;
+  LossSummary loss;
+  loss.kind = LossRecord::Kind::kSilentDrop;
+  loss.cpu = 1;
+  loss.event_id = 2107;
+  loss.event = "block:block_rq_complete";
+  loss.count = 2;
+  c.losses.push_back(loss);
+  c.reader_records = 25;
+  c.reader_events = 20;
+  c.reader_problems.emplace_back("short_sample", 1);
+  DeviceSummary d;
+  d.dev = kLoop0;
+  d.device = "loop0";
+  d.events[static_cast<int>(BlockEventKind::kIssue)] = 11;
+  d.issues_without_insert = 9;
+  d.no_insert_reason = NoInsertReason::kNoInsertOnDevice;
+  c.devices.push_back(d);
+  r.warnings.push_back({Phase::kD2C, "D2C is incomplete: 2 block_rq_complete events lost"});
+  r.notes.push_back("loop0 (7:0): no I2D/I2C: \"quoted\"\tand tabbed");
+  return r;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  return absl::StrSplit(text, '\n', absl::SkipEmpty());
+}
+
+TEST(ReportFormatTest, BucketCsvHasOneRowPerNonEmptyBucket) {
+  std::vector<std::string> lines = Lines(FormatReport(SampleReport(), OutputFormat::kCsv,
+                                                      TimeUnit::kUs));
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines[0], "dev,device,op,phase,bucket_lo_ns,bucket_hi_ns,count");
+  EXPECT_EQ(lines[1], "7:0,loop0,read,D2C,1000,1016,3");
+  EXPECT_EQ(lines[2], "7:0,loop0,read,D2C,2048,2080,5");
+  EXPECT_EQ(lines[3], "7:0,loop0,read,D2C,40960,41472,1");
+  EXPECT_EQ(lines[4], "254:0,vda,write,I2D,100,101,2");
+}
+
+TEST(ReportFormatTest, SummaryCsvHasOneRowPerGroupFieldByField) {
+  std::ostringstream out;
+  WriteSummaryCsv(SampleReport(), out);
+  std::vector<std::string> lines = Lines(out.str());
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0],
+            "dev,device,op,phase,count,min_ns,mean_ns,p50_ns,p90_ns,p99_ns,p999_ns,max_ns");
+  std::vector<std::string> f = absl::StrSplit(lines[1], ',');
+  ASSERT_EQ(f.size(), 12u);
+  EXPECT_EQ(f[0], "7:0");
+  EXPECT_EQ(f[1], "loop0");
+  EXPECT_EQ(f[2], "read");
+  EXPECT_EQ(f[3], "D2C");
+  EXPECT_EQ(f[4], "9");
+  EXPECT_EQ(f[5], "1000");
+  EXPECT_EQ(f[6], "1234.5");
+  EXPECT_EQ(f[7], "1500");
+  EXPECT_EQ(f[8], "2500");
+  EXPECT_EQ(f[9], "40000");
+  EXPECT_EQ(f[10], "41000");
+  EXPECT_EQ(f[11], "41471");
+}
+
+TEST(ReportFormatTest, IntervalCsvsCarryOneBlockPerIntervalWithItsStart) {
+  LatencyReport r = SampleReport();
+  r.interval_s = 0.5;
+  LatencyInterval a;
+  a.index = 0;
+  a.start_s = 0;
+  a.groups.push_back(Group(kLoop0, "loop0", BlockOp::kRead, Phase::kD2C, {{1000, 1016, 3}}));
+  LatencyInterval b;
+  b.index = 3;
+  b.start_s = 1.5;
+  b.groups.push_back(Group(kLoop0, "loop0", BlockOp::kRead, Phase::kD2C, {{2048, 2080, 5}}));
+  b.groups.push_back(Group(kVda, "vda", BlockOp::kWrite, Phase::kI2D, {{100, 101, 2}}));
+  r.intervals = {a, b};
+  std::vector<std::string> lines = Lines(FormatReport(r, OutputFormat::kCsv, TimeUnit::kUs));
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0], "interval_start_s,dev,device,op,phase,bucket_lo_ns,bucket_hi_ns,count");
+  EXPECT_EQ(lines[1], "0,7:0,loop0,read,D2C,1000,1016,3");
+  EXPECT_EQ(lines[2], "1.5,7:0,loop0,read,D2C,2048,2080,5");
+  EXPECT_EQ(lines[3], "1.5,254:0,vda,write,I2D,100,101,2");
+  std::ostringstream summary;
+  WriteSummaryCsv(r, summary);
+  lines = Lines(summary.str());
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0].rfind("interval_start_s,dev,device,op,phase,count,", 0), 0u);
+  EXPECT_EQ(lines[3].rfind("1.5,254:0,vda,write,I2D,2,", 0), 0u);
+}
+
+TEST(ReportFormatTest, CsvQuotesFieldsThatNeedIt) {
+  LatencyReport r;
+  r.groups.push_back(Group(kLoop0, "odd,\"name\"", BlockOp::kRead, Phase::kD2C, {{5, 6, 1}}));
+  std::vector<std::string> lines = Lines(FormatReport(r, OutputFormat::kCsv, TimeUnit::kUs));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1], "7:0,\"odd,\"\"name\"\"\",read,D2C,5,6,1");
+}
+
+TEST(ReportFormatTest, JsonCarriesTheSameContentWithASchemaVersion) {
+  LatencyReport r = SampleReport();
+  std::string text = FormatReport(r, OutputFormat::kJson, TimeUnit::kUs);
+  Json j;
+  ASSERT_TRUE(JsonParser(text).Parse(&j)) << text;
+  EXPECT_EQ(j["schema_version"].text, "1");
+  EXPECT_EQ(j["input"]["path"].text, "run.data");
+  EXPECT_EQ(j["input"]["format"].text, "perf.data");
+  EXPECT_EQ(j["input"]["cpus"].text, "2");
+  EXPECT_EQ(j["input"]["duration_s"].num(), 2.5);
+  ASSERT_EQ(j["groups"].items.size(), 2u);
+  const Json& g = j["groups"][0];
+  EXPECT_EQ(g["dev"].text, "7:0");
+  EXPECT_EQ(g["device"].text, "loop0");
+  EXPECT_EQ(g["op"].text, "read");
+  EXPECT_EQ(g["phase"].text, "D2C");
+  EXPECT_TRUE(g["incomplete"].b);
+  EXPECT_EQ(g["count"].text, "9");
+  EXPECT_EQ(g["min_ns"].text, "1000");
+  EXPECT_EQ(g["mean_ns"].num(), 1234.5);
+  EXPECT_EQ(g["p50_ns"].text, "1500");
+  EXPECT_EQ(g["p90_ns"].text, "2500");
+  EXPECT_EQ(g["p99_ns"].text, "40000");
+  EXPECT_EQ(g["p999_ns"].text, "41000");
+  EXPECT_EQ(g["max_ns"].text, "41471");
+  EXPECT_EQ(g["sum_ns"].text, "123456");
+  ASSERT_EQ(g["buckets"].items.size(), 3u);
+  EXPECT_EQ(g["buckets"][1]["lo_ns"].text, "2048");
+  EXPECT_EQ(g["buckets"][1]["hi_ns"].text, "2080");
+  EXPECT_EQ(g["buckets"][1]["count"].text, "5");
+  EXPECT_FALSE(j["groups"][1]["incomplete"].b);
+  EXPECT_EQ(j["intervals"].items.size(), 0u);
+  const Json& c = j["completeness"];
+  EXPECT_EQ(c["events"]["block_rq_issue"].text, "11");
+  EXPECT_EQ(c["events"]["block_rq_complete"].text, "9");
+  EXPECT_FALSE(c["events"].Has("block_rq_insert"));  // not recorded, none seen
+  EXPECT_EQ(c["paired"]["D2C"].text, "9");
+  EXPECT_EQ(c["paired"]["I2D"].text, "0");
+  EXPECT_EQ(c["issues_without_insert"]["no_insert_on_device"].text, "9");
+  EXPECT_EQ(c["flushes"].text, "4");
+  EXPECT_EQ(c["in_flight_at_end"]["issued"].text, "2");
+  EXPECT_EQ(c["expired"]["queued"].text, "0");
+  ASSERT_EQ(c["losses"].items.size(), 1u);
+  EXPECT_EQ(c["losses"][0]["kind"].text, "silent_drop");
+  EXPECT_EQ(c["losses"][0]["cpu"].text, "1");
+  EXPECT_EQ(c["losses"][0]["event"].text, "block:block_rq_complete");
+  EXPECT_EQ(c["losses"][0]["count"].text, "2");
+  EXPECT_EQ(c["reader"]["records"].text, "25");
+  EXPECT_EQ(c["reader"]["problems"]["short_sample"].text, "1");
+  EXPECT_EQ(c["decoder_problems"]["short_record"].text, "0");
+  ASSERT_EQ(c["devices"].items.size(), 1u);
+  EXPECT_EQ(c["devices"][0]["no_insert_reason"].text, "no_insert_on_device");
+  ASSERT_EQ(j["warnings"].items.size(), 1u);
+  EXPECT_EQ(j["warnings"][0]["phase"].text, "D2C");
+  ASSERT_EQ(j["notes"].items.size(), 1u);
+  EXPECT_EQ(j["notes"][0].text, "loop0 (7:0): no I2D/I2C: \"quoted\"\tand tabbed");
+}
+
+TEST(ReportFormatTest, JsonTimeSeriesHasIntervalStarts) {
+  LatencyReport r = SampleReport();
+  r.interval_s = 2;
+  LatencyInterval iv;
+  iv.index = 1;
+  iv.start_s = 2;
+  iv.groups.push_back(Group(kLoop0, "loop0", BlockOp::kRead, Phase::kD2C, {{1000, 1016, 3}}));
+  r.intervals.push_back(iv);
+  Json j;
+  std::string text = FormatReport(r, OutputFormat::kJson, TimeUnit::kUs);
+  ASSERT_TRUE(JsonParser(text).Parse(&j)) << text;
+  EXPECT_EQ(j["options"]["interval_s"].num(), 2);
+  ASSERT_EQ(j["intervals"].items.size(), 1u);
+  EXPECT_EQ(j["intervals"][0]["interval_start_s"].num(), 2);
+  EXPECT_EQ(j["intervals"][0]["groups"][0]["count"].text, "3");
+}
+
+TEST(ReportFormatTest, EmptyReportIsValidJson) {
+  Json j;
+  std::string text = FormatReport(LatencyReport(), OutputFormat::kJson, TimeUnit::kUs);
+  ASSERT_TRUE(JsonParser(text).Parse(&j)) << text;
+  EXPECT_EQ(j["groups"].items.size(), 0u);
+}
+
+TEST(ReportFormatTest, TextShowsTableHistogramsCompletenessAndWarnings) {
+  std::string text = FormatReport(SampleReport(), OutputFormat::kText, TimeUnit::kUs);
+  std::vector<std::string> lines = Lines(text);
+  auto find_line = [&lines](const std::string& needle) -> std::string {
+    for (const std::string& l : lines) {
+      if (l.find(needle) != std::string::npos) return l;
+    }
+    return "";
+  };
+  EXPECT_NE(find_line("iotrace report: run.data (perf.data, 2 CPUs), 2.500 s of trace"), "");
+  std::string header = find_line("DEVICE");
+  ASSERT_NE(header, "");
+  std::vector<std::string> cols = absl::StrSplit(header, ' ', absl::SkipEmpty());
+  EXPECT_EQ(cols, (std::vector<std::string>{"DEVICE", "OP", "PHASE", "COUNT", "MIN", "MEAN",
+                                            "P50", "P90", "P99", "P99.9", "MAX"}));
+  std::vector<std::string> row = absl::StrSplit(find_line("loop0 (7:0)  read"), ' ',
+                                                absl::SkipEmpty());
+  EXPECT_EQ(row, (std::vector<std::string>{"loop0", "(7:0)", "read", "D2C", "9", "1.0", "1.2",
+                                           "1.5", "2.5", "40.0", "41.0", "41.5", "*"}));
+  // biolatency-style rows in us: 1.0-1.016 us -> row 0..1, 2.048-2.08 -> 2..3, 40.96 -> 32..63.
+  EXPECT_NE(find_line("loop0 (7:0) read D2C (INCOMPLETE): 9 requests"), "");
+  std::vector<std::string> r0 = absl::StrSplit(find_line("0 -> 1 "), ' ', absl::SkipEmpty());
+  ASSERT_GE(r0.size(), 5u);
+  EXPECT_EQ(r0[4], "3");
+  std::string r2 = find_line("2 -> 3 ");
+  EXPECT_NE(r2.find("|****************************************|"), std::string::npos) << r2;
+  std::string r32 = find_line("32 -> 63 ");
+  EXPECT_NE(r32.find(": 1 "), std::string::npos) << r32;
+  EXPECT_NE(r32.find("|********  "), std::string::npos) << r32;  // 1/5 of 40 = 8 stars
+  // Completeness: always present.
+  EXPECT_NE(find_line("events:").find("block_rq_issue 11, block_rq_complete 9, other 0"),
+            std::string::npos);
+  EXPECT_NE(find_line("paired:").find("I2D 0, D2C 9, I2C 0, Q2D 0, Q2C 0"), std::string::npos);
+  EXPECT_NE(find_line("issues without insert:").find("no_insert_on_device 9"), std::string::npos);
+  EXPECT_NE(find_line("in flight at end:").find("issued 2"), std::string::npos);
+  EXPECT_NE(find_line("silent_drop").find("block:block_rq_complete"), std::string::npos);
+  EXPECT_NE(find_line("reader:").find("problems: short_sample 1"), std::string::npos);
+  EXPECT_NE(find_line("WARNING: D2C is incomplete"), "");
+  EXPECT_NE(find_line("loop0 (7:0): no I2D/I2C"), "");
+}
+
+TEST(ReportFormatTest, TextUsesTheChosenUnit) {
+  std::string ms = FormatReport(SampleReport(), OutputFormat::kText, TimeUnit::kMs);
+  EXPECT_NE(ms.find("latency (ms)"), std::string::npos);
+  EXPECT_NE(ms.find("0.041"), std::string::npos);
+  std::string ns = FormatReport(SampleReport(), OutputFormat::kText, TimeUnit::kNs);
+  EXPECT_NE(ns.find("41471"), std::string::npos);
+  EXPECT_EQ(FormatLatency(1500, TimeUnit::kUs), "1.5");
+  EXPECT_EQ(FormatLatency(1500, TimeUnit::kNs), "1500");
+  EXPECT_EQ(FormatLatency(2'500'000, TimeUnit::kMs), "2.500");
+  EXPECT_EQ(FormatSeconds(0.25), "0.25");
+  EXPECT_EQ(FormatSeconds(3), "3");
+}
+
+}  // namespace
+}  // namespace iotrace

@@ -1,0 +1,460 @@
+#include "iotrace/request_matcher.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace iotrace {
+namespace {
+
+constexpr uint32_t kLoop0 = 7u << 20;
+constexpr uint32_t kVda = 254u << 20;
+constexpr uint64_t kFlushSector = BlockEvent::kFlushCompleteSector;
+
+struct Recorded {
+  RequestSample sample;
+  std::string insert_comm;
+  std::string issue_comm;
+};
+
+class RecordingSink : public RequestSampleSink {
+ public:
+  void OnRequestSample(const RequestSample& s) override {
+    samples.push_back({s, s.insert_comm, s.issue_comm});
+  }
+  // Latencies of `phase` in emission order.
+  std::vector<uint64_t> Latencies(Phase phase) const {
+    std::vector<uint64_t> out;
+    for (const Recorded& r : samples) {
+      if (r.sample.Has(phase)) out.push_back(r.sample.Latency(phase));
+    }
+    return out;
+  }
+  std::vector<Recorded> samples;
+};
+
+BlockEvent Ev(BlockEventKind kind, uint64_t ts, uint64_t sector, uint32_t nr = 8,
+              const char* rwbs = "W", uint32_t dev = kLoop0, uint32_t cpu = 0,
+              int32_t pid = 100, const char* comm = "fio") {
+  BlockEvent e;
+  e.kind = kind;
+  e.ts = ts;
+  e.sector = sector;
+  e.nr_sector = nr;
+  e.bytes = nr * 512;
+  e.dev = dev;
+  e.cpu = cpu;
+  e.pid = pid;
+  std::strncpy(e.comm, comm, kCommSize - 1);
+  ParseRwbs(rwbs, &e.op, &e.flags);
+  return e;
+}
+
+BlockEvent Insert(uint64_t ts, uint64_t sector, uint32_t nr = 8, const char* rwbs = "W",
+                  uint32_t dev = kLoop0, uint32_t cpu = 0) {
+  return Ev(BlockEventKind::kInsert, ts, sector, nr, rwbs, dev, cpu);
+}
+BlockEvent Issue(uint64_t ts, uint64_t sector, uint32_t nr = 8, const char* rwbs = "W",
+                 uint32_t dev = kLoop0, uint32_t cpu = 0) {
+  return Ev(BlockEventKind::kIssue, ts, sector, nr, rwbs, dev, cpu);
+}
+BlockEvent Complete(uint64_t ts, uint64_t sector, uint32_t nr = 8, const char* rwbs = "W",
+                    uint32_t dev = kLoop0, uint32_t cpu = 1) {
+  return Ev(BlockEventKind::kComplete, ts, sector, nr, rwbs, dev, cpu, 0, "");
+}
+
+class RequestMatcherTest : public ::testing::Test {
+ protected:
+  RequestMatcherTest() : matcher_(MatcherOptions(), &sink_) {}
+  void Feed(const std::vector<BlockEvent>& events) {
+    for (const BlockEvent& e : events) matcher_.OnEvent(e);
+  }
+  RecordingSink sink_;
+  RequestMatcher matcher_;
+};
+
+TEST_F(RequestMatcherTest, PairsInsertIssueCompleteIntoI2DD2CI2C) {
+  Feed({Insert(1000, 64), Issue(1500, 64), Complete(4500, 64)});
+  matcher_.Finish();
+  EXPECT_EQ(sink_.Latencies(Phase::kI2D), std::vector<uint64_t>{500});
+  EXPECT_EQ(sink_.Latencies(Phase::kD2C), std::vector<uint64_t>{3000});
+  EXPECT_EQ(sink_.Latencies(Phase::kI2C), std::vector<uint64_t>{3500});
+  EXPECT_TRUE(sink_.Latencies(Phase::kQ2D).empty());
+  const MatchStats& s = matcher_.stats();
+  EXPECT_EQ(s.paired[static_cast<int>(Phase::kI2D)], 1u);
+  EXPECT_EQ(s.paired[static_cast<int>(Phase::kD2C)], 1u);
+  EXPECT_EQ(s.paired[static_cast<int>(Phase::kI2C)], 1u);
+  for (uint64_t n : s.issues_without_insert) EXPECT_EQ(n, 0u);
+  EXPECT_EQ(s.completes_without_issue, 0u);
+  for (uint64_t n : s.in_flight_at_end) EXPECT_EQ(n, 0u);
+  // I2D is emitted at the issue, the rest at the completion.
+  ASSERT_EQ(sink_.samples.size(), 2u);
+  EXPECT_EQ(sink_.samples[0].sample.phases, PhaseBit(Phase::kI2D));
+  EXPECT_EQ(sink_.samples[1].sample.phases, PhaseBit(Phase::kD2C) | PhaseBit(Phase::kI2C));
+  EXPECT_EQ(sink_.samples[1].sample.End(Phase::kD2C), 4500u);
+  EXPECT_EQ(sink_.samples[1].sample.op, BlockOp::kWrite);
+  EXPECT_EQ(sink_.samples[1].sample.nr_sector, 8u);
+  EXPECT_EQ(sink_.samples[1].sample.bytes, 4096u);
+}
+
+TEST_F(RequestMatcherTest, PairsOverlappingRequestsFromDifferentCpusInTimeOrder) {
+  // Three requests in flight at once; inserts on CPU0/CPU1, completions on CPU1, interleaved
+  // as a reader delivers them after merging the per-CPU streams by timestamp.
+  Feed({
+      Insert(100, 0, 8, "R", kLoop0, 0),
+      Insert(110, 8, 8, "R", kLoop0, 1),
+      Issue(120, 8, 8, "R", kLoop0, 1),
+      Insert(130, 16, 8, "R", kLoop0, 0),
+      Issue(140, 0, 8, "R", kLoop0, 0),
+      Complete(150, 8, 8, "R", kLoop0, 1),
+      Issue(160, 16, 8, "R", kLoop0, 0),
+      Complete(170, 16, 8, "R", kLoop0, 1),
+      Complete(400, 0, 8, "R", kLoop0, 1),
+  });
+  matcher_.Finish();
+  EXPECT_EQ(sink_.Latencies(Phase::kI2D), (std::vector<uint64_t>{10, 40, 30}));
+  EXPECT_EQ(sink_.Latencies(Phase::kD2C), (std::vector<uint64_t>{30, 10, 260}));
+  EXPECT_EQ(sink_.Latencies(Phase::kI2C), (std::vector<uint64_t>{40, 40, 300}));
+  EXPECT_EQ(matcher_.stats().collisions, 0u);
+}
+
+TEST_F(RequestMatcherTest, SameSectorOnTwoDevicesAreTwoRequests) {
+  Feed({Insert(0, 100, 8, "W", kLoop0), Insert(5, 100, 8, "W", kVda), Issue(10, 100, 8, "W", kVda),
+        Issue(20, 100, 8, "W", kLoop0), Complete(30, 100, 8, "W", kLoop0),
+        Complete(50, 100, 8, "W", kVda)});
+  matcher_.Finish();
+  EXPECT_EQ(sink_.Latencies(Phase::kD2C), (std::vector<uint64_t>{10, 40}));
+  EXPECT_EQ(matcher_.stats().collisions, 0u);
+}
+
+TEST_F(RequestMatcherTest, IssueWithoutInsertOnDeviceWithNoInsertsGivesD2COnly) {
+  // Scheduler none: requests go straight to the driver, no block_rq_insert at all.
+  Feed({Issue(0, 8), Issue(5, 16), Complete(50, 8), Complete(60, 16)});
+  matcher_.Finish();
+  EXPECT_EQ(sink_.Latencies(Phase::kD2C), (std::vector<uint64_t>{50, 55}));
+  EXPECT_TRUE(sink_.Latencies(Phase::kI2D).empty());
+  EXPECT_TRUE(sink_.Latencies(Phase::kI2C).empty());
+  const MatchStats& s = matcher_.stats();
+  EXPECT_EQ(s.issues_without_insert[static_cast<int>(NoInsertReason::kNoInsertOnDevice)], 2u);
+  EXPECT_EQ(s.issues_without_insert[static_cast<int>(NoInsertReason::kInsertMissing)], 0u);
+  std::vector<DeviceMatchStats> devices = matcher_.devices();
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].issues_without_insert, 2u);
+  EXPECT_EQ(devices[0].no_insert_reason, NoInsertReason::kNoInsertOnDevice);
+}
+
+TEST_F(RequestMatcherTest, IssueWithoutInsertOnDeviceWithInsertsIsInsertMissing) {
+  Feed({Insert(0, 8), Issue(1, 8), Issue(2, 64), Complete(10, 8), Complete(20, 64)});
+  matcher_.Finish();
+  const MatchStats& s = matcher_.stats();
+  EXPECT_EQ(s.issues_without_insert[static_cast<int>(NoInsertReason::kInsertMissing)], 1u);
+  EXPECT_EQ(s.issues_without_insert[static_cast<int>(NoInsertReason::kNoInsertOnDevice)], 0u);
+  EXPECT_EQ(sink_.Latencies(Phase::kD2C), (std::vector<uint64_t>{9, 18}));
+}
+
+TEST(RequestMatcherReasonTest, IssueWithoutInsertWhenInsertWasNotRecorded) {
+  RecordingSink sink;
+  RequestMatcher m(MatcherOptions(), &sink);
+  m.set_insert_recorded(false);
+  m.OnEvent(Issue(0, 8));
+  m.OnEvent(Complete(7, 8));
+  m.Finish();
+  EXPECT_EQ(m.stats().issues_without_insert[static_cast<int>(NoInsertReason::kInsertNotRecorded)],
+            1u);
+  EXPECT_EQ(sink.Latencies(Phase::kD2C), std::vector<uint64_t>{7});
+}
+
+TEST_F(RequestMatcherTest, FlushesPairPerDeviceInFifoOrderAndAreNeverUnmatched) {
+  // Flush issue "FF" at sector 0 + 0; completion at sector 2^64-1: never equal keys.
+  Feed({
+      Issue(100, 0, 0, "FF", kLoop0),
+      Issue(110, 0, 0, "FF", kVda),
+      Issue(120, 0, 0, "FF", kLoop0),
+      Complete(200, kFlushSector, 0, "FF", kVda),
+      Complete(300, kFlushSector, 0, "FF", kLoop0),
+      Complete(330, kFlushSector, 0, "FF", kLoop0),
+  });
+  matcher_.Finish();
+  EXPECT_EQ(sink_.Latencies(Phase::kD2C), (std::vector<uint64_t>{90, 200, 210}));
+  for (const Recorded& r : sink_.samples) EXPECT_EQ(r.sample.op, BlockOp::kFlush);
+  const MatchStats& s = matcher_.stats();
+  EXPECT_EQ(s.flushes, 3u);
+  EXPECT_EQ(s.completes_without_issue, 0u);
+  EXPECT_EQ(s.collisions, 0u);
+  EXPECT_EQ(s.issues_without_insert[static_cast<int>(NoInsertReason::kFlush)], 3u);
+  EXPECT_EQ(s.issues_without_insert[static_cast<int>(NoInsertReason::kNoInsertOnDevice)], 0u);
+  for (uint64_t n : s.in_flight_at_end) EXPECT_EQ(n, 0u);
+}
+
+TEST_F(RequestMatcherTest, FlushWithInsertGivesI2DAndI2C) {
+  Feed({Insert(10, 0, 0, "FF"), Issue(30, 0, 0, "FF"), Complete(100, kFlushSector, 0, "FF")});
+  matcher_.Finish();
+  EXPECT_EQ(sink_.Latencies(Phase::kI2D), std::vector<uint64_t>{20});
+  EXPECT_EQ(sink_.Latencies(Phase::kD2C), std::vector<uint64_t>{70});
+  EXPECT_EQ(sink_.Latencies(Phase::kI2C), std::vector<uint64_t>{90});
+  EXPECT_EQ(matcher_.stats().issues_without_insert[static_cast<int>(NoInsertReason::kFlush)], 0u);
+}
+
+TEST_F(RequestMatcherTest, DataWriteWithPreflushPairsBySector) {
+  Feed({Insert(0, 800, 8, "FWFS"), Issue(10, 800, 8, "WS"), Complete(40, 800, 8, "WS")});
+  matcher_.Finish();
+  EXPECT_EQ(sink_.Latencies(Phase::kD2C), std::vector<uint64_t>{30});
+  EXPECT_EQ(matcher_.stats().flushes, 0u);
+}
+
+TEST_F(RequestMatcherTest, FlushCompletionWithoutIssueIsCounted) {
+  Feed({Complete(10, kFlushSector, 0, "FF")});
+  matcher_.Finish();
+  EXPECT_EQ(matcher_.stats().completes_without_issue, 1u);
+  EXPECT_EQ(matcher_.stats().flushes, 0u);
+  EXPECT_TRUE(sink_.samples.empty());
+}
+
+TEST_F(RequestMatcherTest, EmptyPreflushRequestEndedByTheFlushMachineryIsNotUnmatched) {
+  // As seen on this kernel (fsync on a loop device, scheduler none): the empty preflush bio,
+  // the flush request issued for it, the flush completion at sector -1, then the original
+  // request completed with its preflush flag cleared, "WS 0 + 0", never issued itself.
+  Feed({Ev(BlockEventKind::kBioQueue, 0, 0, 0, "FWS"), Issue(18, 0, 0, "FF"),
+        Complete(51, kFlushSector, 0, "FF"), Complete(53, 0, 0, "WS")});
+  matcher_.Finish();
+  const MatchStats& s = matcher_.stats();
+  EXPECT_EQ(s.flushes, 1u);
+  EXPECT_EQ(s.flush_sequence_completions, 1u);
+  EXPECT_EQ(s.completes_without_issue, 0u);
+  EXPECT_EQ(sink_.Latencies(Phase::kD2C), std::vector<uint64_t>{33});
+  for (uint64_t n : s.in_flight_at_end) EXPECT_EQ(n, 0u);  // the flush bio left no entry
+}
+
+TEST_F(RequestMatcherTest, RequestMergedAtInsertTakesItsBioQueueEntryWithIt) {
+  // mq-deadline merges a new request into a queued one before tracing its insert
+  // (dd_insert_request): block_rq_merge names a request that was never inserted.
+  Feed({Ev(BlockEventKind::kBioQueue, 0, 100, 8, "WSM"),
+        Ev(BlockEventKind::kMerge, 6, 100, 8, "WSM")});
+  matcher_.Finish();
+  EXPECT_EQ(matcher_.stats().merges, 1u);
+  EXPECT_EQ(matcher_.stats().merges_unmatched, 0u);
+  for (uint64_t n : matcher_.stats().in_flight_at_end) EXPECT_EQ(n, 0u);
+}
+
+TEST_F(RequestMatcherTest, RequeueMeansIssueAgainAndD2CRunsFromTheLastIssue) {
+  Feed({
+      Insert(0, 64),
+      Issue(10, 64),                                // first issue: I2D = 10
+      Ev(BlockEventKind::kRequeue, 20, 64, 8, "W"),  // driver gives it back
+      Insert(25, 64),                               // the kernel re-inserts it: no collision
+      Issue(40, 64),                                // issued again: no second I2D
+      Complete(100, 64),                            // D2C from the last issue: 60
+  });
+  matcher_.Finish();
+  EXPECT_EQ(sink_.Latencies(Phase::kI2D), std::vector<uint64_t>{10});
+  EXPECT_EQ(sink_.Latencies(Phase::kD2C), std::vector<uint64_t>{60});
+  EXPECT_EQ(sink_.Latencies(Phase::kI2C), std::vector<uint64_t>{100});
+  const MatchStats& s = matcher_.stats();
+  EXPECT_EQ(s.requeues, 1u);
+  EXPECT_EQ(s.collisions, 0u);
+  EXPECT_EQ(s.paired[static_cast<int>(Phase::kI2D)], 1u);
+}
+
+TEST_F(RequestMatcherTest, RequeueOfUnknownRequestIsCounted) {
+  Feed({Ev(BlockEventKind::kRequeue, 20, 64, 8, "W")});
+  matcher_.Finish();
+  EXPECT_EQ(matcher_.stats().requeues, 0u);
+  EXPECT_EQ(matcher_.stats().requeues_unmatched, 1u);
+}
+
+TEST_F(RequestMatcherTest, MergedRequestDisappears) {
+  // Request B (sector 108) is merged into A (sector 100): block_rq_merge traces B.
+  Feed({Insert(0, 100), Insert(5, 108), Ev(BlockEventKind::kMerge, 7, 108, 8, "W"),
+        Issue(10, 100, 16), Complete(50, 100, 16), Ev(BlockEventKind::kMerge, 60, 999, 8, "W")});
+  matcher_.Finish();
+  const MatchStats& s = matcher_.stats();
+  EXPECT_EQ(s.merges, 1u);
+  EXPECT_EQ(s.merges_unmatched, 1u);
+  EXPECT_EQ(sink_.Latencies(Phase::kI2D), std::vector<uint64_t>{10});
+  EXPECT_EQ(sink_.Latencies(Phase::kD2C), std::vector<uint64_t>{40});
+  EXPECT_EQ(sink_.samples.back().sample.nr_sector, 16u);  // the size at issue
+  for (uint64_t n : s.in_flight_at_end) EXPECT_EQ(n, 0u);  // B is not left behind
+}
+
+TEST_F(RequestMatcherTest, PartialCompletionsMakeOneSampleAtTheFinalCompletion) {
+  Feed({Insert(0, 1000, 24), Issue(10, 1000, 24), Complete(50, 1000, 8),
+        Complete(70, 1008, 8), Complete(90, 1016, 8)});
+  matcher_.Finish();
+  EXPECT_EQ(sink_.Latencies(Phase::kD2C), std::vector<uint64_t>{80});
+  EXPECT_EQ(sink_.Latencies(Phase::kI2C), std::vector<uint64_t>{90});
+  EXPECT_EQ(sink_.samples.back().sample.nr_sector, 24u);
+  const MatchStats& s = matcher_.stats();
+  EXPECT_EQ(s.partial_completions, 2u);
+  EXPECT_EQ(s.completes_without_issue, 0u);
+  for (uint64_t n : s.in_flight_at_end) EXPECT_EQ(n, 0u);
+}
+
+TEST_F(RequestMatcherTest, PartialCompletionLeavesTheRestInFlight) {
+  Feed({Issue(10, 1000, 16), Complete(50, 1000, 8)});
+  matcher_.Finish();
+  EXPECT_TRUE(sink_.samples.empty());
+  EXPECT_EQ(matcher_.stats().in_flight_at_end[static_cast<int>(RequestState::kIssued)], 1u);
+}
+
+TEST_F(RequestMatcherTest, SecondInsertOnALiveKeyIsACollision) {
+  Feed({Insert(0, 64), Insert(10, 64), Issue(15, 64), Complete(20, 64)});
+  matcher_.Finish();
+  EXPECT_EQ(matcher_.stats().collisions, 1u);
+  // The newer insert wins.
+  EXPECT_EQ(sink_.Latencies(Phase::kI2D), std::vector<uint64_t>{5});
+  EXPECT_EQ(sink_.Latencies(Phase::kI2C), std::vector<uint64_t>{10});
+}
+
+TEST_F(RequestMatcherTest, SecondIssueWithoutCompletionIsACollision) {
+  // The first completion was lost: the second issue starts a new request on the key.
+  Feed({Insert(0, 64), Issue(5, 64), Issue(100, 64), Complete(130, 64)});
+  matcher_.Finish();
+  EXPECT_EQ(matcher_.stats().collisions, 1u);
+  EXPECT_EQ(sink_.Latencies(Phase::kD2C), std::vector<uint64_t>{30});
+  EXPECT_EQ(sink_.Latencies(Phase::kI2C).size(), 0u);
+}
+
+TEST_F(RequestMatcherTest, CompletionWithoutIssueIsCountedAndInsertedOnlyGivesI2C) {
+  Feed({Complete(5, 4096), Insert(10, 64), Complete(40, 64)});
+  matcher_.Finish();
+  EXPECT_EQ(matcher_.stats().completes_without_issue, 2u);
+  EXPECT_TRUE(sink_.Latencies(Phase::kD2C).empty());
+  EXPECT_EQ(sink_.Latencies(Phase::kI2C), std::vector<uint64_t>{30});
+}
+
+TEST_F(RequestMatcherTest, InFlightAtEndIsCountedByState) {
+  Feed({Insert(0, 8), Insert(1, 16), Issue(2, 16), Issue(3, 24), Insert(4, 32), Issue(5, 32),
+        Ev(BlockEventKind::kRequeue, 6, 32, 8, "W")});
+  matcher_.Finish();
+  const MatchStats& s = matcher_.stats();
+  EXPECT_EQ(s.in_flight_at_end[static_cast<int>(RequestState::kInserted)], 1u);
+  EXPECT_EQ(s.in_flight_at_end[static_cast<int>(RequestState::kIssued)], 2u);
+  EXPECT_EQ(s.in_flight_at_end[static_cast<int>(RequestState::kRequeued)], 1u);
+  EXPECT_EQ(matcher_.tracked(), 0u);
+}
+
+TEST(RequestMatcherBoundsTest, ExpiresIdleEntriesByTraceTime) {
+  RecordingSink sink;
+  MatcherOptions o;
+  o.expiry_ns = 1'000'000'000;
+  RequestMatcher m(o, &sink);
+  m.OnEvent(Insert(0, 8));
+  m.OnEvent(Insert(100, 16));
+  m.OnEvent(Issue(200, 16));      // issued, never completed
+  m.OnEvent(Insert(900'000'000, 24));
+  // 1.5 s later the first two have been idle past the expiry; the third has not.
+  m.OnEvent(Insert(1'500'000'000, 32));
+  const MatchStats& s = m.stats();
+  EXPECT_EQ(s.expired[static_cast<int>(RequestState::kInserted)], 1u);
+  EXPECT_EQ(s.expired[static_cast<int>(RequestState::kIssued)], 1u);
+  EXPECT_EQ(m.tracked(), 2u);
+  // An expired request's late completion is not paired with anything.
+  m.OnEvent(Complete(1'600'000'000, 16));
+  EXPECT_EQ(m.stats().completes_without_issue, 1u);
+  m.Finish();
+  EXPECT_EQ(m.stats().in_flight_at_end[static_cast<int>(RequestState::kInserted)], 2u);
+}
+
+TEST(RequestMatcherBoundsTest, EvictsTheOldestWhenTheTableIsFull) {
+  RecordingSink sink;
+  MatcherOptions o;
+  o.max_entries = 16;
+  RequestMatcher m(o, &sink);
+  for (uint64_t i = 0; i < 20; ++i) m.OnEvent(Insert(i, i * 8));
+  EXPECT_EQ(m.tracked(), 16u);
+  EXPECT_EQ(m.stats().evicted[static_cast<int>(RequestState::kInserted)], 4u);
+  // The four oldest (sectors 0..24) are gone, the newest are still paired.
+  m.OnEvent(Issue(100, 0));
+  m.OnEvent(Issue(101, 19 * 8));
+  EXPECT_EQ(sink.Latencies(Phase::kI2D), std::vector<uint64_t>{101 - 19});
+  m.Finish();
+  EXPECT_EQ(m.stats().issues_without_insert[static_cast<int>(NoInsertReason::kInsertMissing)], 1u);
+}
+
+TEST(RequestMatcherBoundsTest, StaleFlushesExpireSoTheFifoDoesNotShift) {
+  RecordingSink sink;
+  MatcherOptions o;
+  o.expiry_ns = 1'000'000'000;
+  RequestMatcher m(o, &sink);
+  m.OnEvent(Issue(0, 0, 0, "FF"));  // its completion is lost
+  m.OnEvent(Issue(5'000'000'000, 0, 0, "FF"));
+  m.OnEvent(Complete(5'000'000'300, kFlushSector, 0, "FF"));
+  EXPECT_EQ(sink.Latencies(Phase::kD2C), std::vector<uint64_t>{300});
+  EXPECT_EQ(m.stats().expired[static_cast<int>(RequestState::kIssued)], 1u);
+}
+
+TEST_F(RequestMatcherTest, BioQueueGivesQ2DAndQ2C) {
+  Feed({Ev(BlockEventKind::kBioQueue, 0, 64, 8, "W"), Insert(3, 64), Issue(10, 64),
+        Complete(30, 64)});
+  matcher_.Finish();
+  EXPECT_EQ(sink_.Latencies(Phase::kQ2D), std::vector<uint64_t>{10});
+  EXPECT_EQ(sink_.Latencies(Phase::kQ2C), std::vector<uint64_t>{30});
+  EXPECT_EQ(sink_.Latencies(Phase::kI2D), std::vector<uint64_t>{7});
+}
+
+TEST_F(RequestMatcherTest, BioQueueWithoutInsertStillGivesQ2D) {
+  Feed({Ev(BlockEventKind::kBioQueue, 0, 64, 8, "R"), Issue(4, 64, 8, "R"),
+        Complete(9, 64, 8, "R")});
+  matcher_.Finish();
+  EXPECT_EQ(sink_.Latencies(Phase::kQ2D), std::vector<uint64_t>{4});
+  EXPECT_EQ(sink_.Latencies(Phase::kQ2C), std::vector<uint64_t>{9});
+  EXPECT_TRUE(sink_.Latencies(Phase::kI2D).empty());
+  EXPECT_EQ(matcher_.stats().issues_without_insert[static_cast<int>(
+                NoInsertReason::kNoInsertOnDevice)],
+            1u);
+}
+
+TEST_F(RequestMatcherTest, BioMergesMoveOrDropQueueEntries) {
+  Feed({
+      Ev(BlockEventKind::kBioQueue, 0, 100, 8, "W"),
+      Insert(1, 100),
+      Ev(BlockEventKind::kBioQueue, 2, 108, 8, "W"),
+      Ev(BlockEventKind::kBioBackMerge, 3, 108, 8, "W"),  // joins the request at 100
+      Ev(BlockEventKind::kBioQueue, 4, 92, 8, "W"),
+      Ev(BlockEventKind::kBioFrontMerge, 5, 92, 8, "W"),  // request now starts at 92
+      Issue(10, 92, 24),
+      Complete(40, 92, 24),
+  });
+  matcher_.Finish();
+  const MatchStats& s = matcher_.stats();
+  EXPECT_EQ(s.bio_back_merges, 1u);
+  EXPECT_EQ(s.bio_front_merges, 1u);
+  EXPECT_EQ(sink_.Latencies(Phase::kI2D), std::vector<uint64_t>{9});
+  EXPECT_EQ(sink_.Latencies(Phase::kQ2C), std::vector<uint64_t>{40});  // the first bio's queue
+  EXPECT_EQ(s.completes_without_issue, 0u);
+  for (uint64_t n : s.in_flight_at_end) EXPECT_EQ(n, 0u);
+}
+
+TEST_F(RequestMatcherTest, EndBeforeStartIsDroppedAndCounted) {
+  Feed({Insert(100, 8), Issue(50, 8), Complete(200, 8)});
+  matcher_.Finish();
+  EXPECT_TRUE(sink_.Latencies(Phase::kI2D).empty());
+  EXPECT_EQ(sink_.Latencies(Phase::kD2C), std::vector<uint64_t>{150});
+  EXPECT_EQ(matcher_.stats().negative_latency, 1u);
+}
+
+TEST_F(RequestMatcherTest, SampleCarriesTheInsertingAndIssuingProcess) {
+  BlockEvent insert = Ev(BlockEventKind::kInsert, 0, 8, 8, "R", kLoop0, 0, 321, "postgres");
+  BlockEvent issue = Ev(BlockEventKind::kIssue, 5, 8, 8, "R", kLoop0, 1, 77, "kworker/1:1H");
+  Feed({insert, issue, Complete(9, 8, 8, "R")});
+  ASSERT_EQ(sink_.samples.size(), 2u);
+  const Recorded& last = sink_.samples.back();
+  EXPECT_EQ(last.sample.insert_pid, 321);
+  EXPECT_EQ(last.insert_comm, "postgres");
+  EXPECT_EQ(last.sample.issue_pid, 77);
+  EXPECT_EQ(last.issue_comm, "kworker/1:1H");
+  EXPECT_EQ(last.sample.op, BlockOp::kRead);
+}
+
+TEST_F(RequestMatcherTest, CompletionErrorsAreCountedAndStillSampled) {
+  BlockEvent c = Complete(9, 8);
+  c.error = -5;
+  Feed({Issue(1, 8), c});
+  EXPECT_EQ(matcher_.stats().completion_errors, 1u);
+  EXPECT_EQ(sink_.Latencies(Phase::kD2C), std::vector<uint64_t>{8});
+}
+
+}  // namespace
+}  // namespace iotrace

@@ -1,0 +1,131 @@
+#include "iotrace/request_table.h"
+
+#include <map>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace iotrace {
+namespace {
+
+TEST(RequestTableTest, AddFindRemove) {
+  RequestTable t(8);
+  EXPECT_EQ(t.Find(1, 100), nullptr);
+  RequestEntry* e = t.Add(1, 100, 5);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->dev, 1u);
+  EXPECT_EQ(e->sector, 100u);
+  EXPECT_EQ(e->last_ts, 5u);
+  EXPECT_EQ(e->has, 0);
+  EXPECT_EQ(t.Find(1, 100), e);
+  EXPECT_EQ(t.Find(2, 100), nullptr);  // same sector, other device
+  EXPECT_EQ(t.size(), 1u);
+  t.Remove(e);
+  EXPECT_EQ(t.Find(1, 100), nullptr);
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(t.Oldest(), nullptr);
+}
+
+TEST(RequestTableTest, RefusesToGrowPastItsCapacity) {
+  RequestTable t(4);
+  for (uint64_t i = 0; i < 4; ++i) ASSERT_NE(t.Add(7, i * 8, i), nullptr);
+  EXPECT_TRUE(t.full());
+  EXPECT_EQ(t.Add(7, 999, 9), nullptr);
+  t.Remove(t.Oldest());
+  EXPECT_NE(t.Add(7, 999, 9), nullptr);
+}
+
+TEST(RequestTableTest, OldestFollowsLastActivity) {
+  RequestTable t(8);
+  RequestEntry* a = t.Add(1, 0, 10);
+  RequestEntry* b = t.Add(1, 8, 20);
+  RequestEntry* c = t.Add(1, 16, 30);
+  EXPECT_EQ(t.Oldest(), a);
+  t.Touch(a, 40);
+  EXPECT_EQ(t.Oldest(), b);
+  t.Remove(b);
+  EXPECT_EQ(t.Oldest(), c);
+  std::vector<uint64_t> order;
+  t.ForEach([&order](const RequestEntry& e) { order.push_back(e.sector); });
+  EXPECT_EQ(order, (std::vector<uint64_t>{16, 0}));
+}
+
+TEST(RequestTableTest, RekeyMovesAnEntryUnlessTheKeyIsTaken) {
+  RequestTable t(8);
+  RequestEntry* a = t.Add(1, 100, 0);
+  RequestEntry* b = t.Add(1, 200, 0);
+  EXPECT_FALSE(t.Rekey(a, 200));
+  EXPECT_EQ(t.Find(1, 100), a);
+  EXPECT_TRUE(t.Rekey(a, 108));
+  EXPECT_EQ(t.Find(1, 100), nullptr);
+  EXPECT_EQ(t.Find(1, 108), a);
+  EXPECT_EQ(t.Find(1, 200), b);
+  EXPECT_EQ(a->sector, 108u);
+}
+
+// Random adds, removes, rekeys and touches against a std::map: checks that backward-shift
+// deletion never loses an entry that sits later in a probe run, including runs that wrap
+// around the end of the index.
+TEST(RequestTableTest, AgreesWithAReferenceMapUnderRandomOperations) {
+  for (uint64_t seed : {1, 2, 3}) {
+    std::mt19937_64 rng(seed);
+    RequestTable t(64);
+    std::map<std::pair<uint32_t, uint64_t>, uint64_t> ref;  // key -> a tag stored in bytes
+    for (int step = 0; step < 200000; ++step) {
+      // Few devices and a small sector space: many collisions of home positions.
+      const uint32_t dev = static_cast<uint32_t>(rng() % 3);
+      const uint64_t sector = (rng() % 256) * 8;
+      const auto key = std::make_pair(dev, sector);
+      RequestEntry* e = t.Find(dev, sector);
+      ASSERT_EQ(e != nullptr, ref.count(key) == 1) << "seed " << seed << " step " << step;
+      if (e != nullptr) ASSERT_EQ(e->bytes, ref[key]);
+      switch (rng() % 4) {
+        case 0:
+        case 1:
+          if (e == nullptr) {
+            if (t.full()) {
+              RequestEntry* old = t.Oldest();
+              ref.erase({old->dev, old->sector});
+              t.Remove(old);
+            }
+            RequestEntry* n = t.Add(dev, sector, step);
+            ASSERT_NE(n, nullptr);
+            n->bytes = static_cast<uint32_t>(step);
+            ref[key] = n->bytes;
+          } else {
+            t.Touch(e, step);
+          }
+          break;
+        case 2:
+          if (e != nullptr) {
+            t.Remove(e);
+            ref.erase(key);
+          }
+          break;
+        case 3:
+          if (e != nullptr) {
+            const uint64_t to = (rng() % 256) * 8;
+            const bool free = ref.count({dev, to}) == 0 || to == sector;
+            ASSERT_EQ(t.Rekey(e, to), free);
+            if (free && to != sector) {
+              ref[{dev, to}] = ref[key];
+              ref.erase(key);
+            }
+          }
+          break;
+      }
+      ASSERT_EQ(t.size(), ref.size());
+    }
+    size_t visited = 0;
+    t.ForEach([&](const RequestEntry& e) {
+      ++visited;
+      EXPECT_EQ(ref.count({e.dev, e.sector}), 1u);
+    });
+    EXPECT_EQ(visited, ref.size());
+  }
+}
+
+}  // namespace
+}  // namespace iotrace
