@@ -288,7 +288,7 @@ done
 
 # ------------------------------------------------------------------- report phase
 # One recording of >= BENCH_REPORT_EVENTS events taken by perf record -B and trace-cmd at the
-# same time (the same I/Os in both files), then every reader on it from page cache.
+# same time (the same I/Os in both files), then every reader on them from page cache.
 log "report phase: recording >= $report_events events with perf record -B and trace-cmd"
 pd=$work/report.perf.data
 td=$work/report.trace.dat
@@ -298,7 +298,9 @@ big_ok=1
 perf record -B "${ev_args[@]}" -a -o "$pd" -- "$work/gate.sh" "$work/ready.p" \
   >"$work/big.perf.err" 2>&1 &
 running=($!)
-trace-cmd record -d --no-filter -B "$tc_instance" "${ev_args[@]}" -o "$td" \
+# --file-version 6: iotrace reads trace.dat v6 and uncompressed v7 (trace-cmd 3.1.6 writes
+# zstd-compressed v7 by default); trace-cmd report reads the same file, uncompressed.
+trace-cmd record -d --no-filter -B "$tc_instance" --file-version 6 "${ev_args[@]}" -o "$td" \
   "$work/gate.sh" "$work/ready.t" >"$work/big.tc.err" 2>&1 &
 running+=($!)
 for _ in $(seq 600); do
