@@ -4,8 +4,9 @@ min-max over the repetitions), the ratios of iotrace against each peer, and the 
 
   e2e_table.py RAW.csv [--header TEXT]
 
-Every ratio is computed inside one repetition (tools measured back to back on the same
-machine state), then summarised as median [min-max] over the repetitions.
+Slowdown and added CPU are taken against the median of the no-tracer runs. Every ratio between
+tools is computed inside one repetition (tools measured back to back on the same machine
+state), then summarised as median [min-max] over the repetitions.
 """
 import argparse
 import csv
@@ -109,8 +110,8 @@ def record_metrics(runs):
     for rep, r in base.items():
         cpu = num(r, "busy_s") - num(r, "foreign_s")
         base_per_io[rep] = cpu / num(r, "ios")
-    fallback_per_io = statistics.median(base_per_io.values()) if base_per_io else None
-    fallback_iops = statistics.median(num(r, "iops") for r in base.values()) if base else None
+    median_per_io = statistics.median(base_per_io.values()) if base_per_io else None
+    median_iops = statistics.median(num(r, "iops") for r in base.values()) if base else None
     out = {}
     for tool, _ in RECORD_TOOLS:
         m = {k: {} for k in ("iops", "slowdown", "cpu_per_io", "added", "own", "bytes",
@@ -122,8 +123,9 @@ def record_metrics(runs):
             m["iops"][rep] = iops
             m["cpu_per_io"][rep] = cpu / ios * 1e9 if ios else None
             m["others"][rep] = num(r, "foreign_s") / num(r, "window_s")
-            b_iops = num(base[rep], "iops") if rep in base else fallback_iops
-            b_per_io = base_per_io.get(rep, fallback_per_io)
+            # The baseline is the median of all no-tracer runs: on a shared machine one
+            # baseline run's noise would otherwise move every tracer of its repetition.
+            b_iops, b_per_io = median_iops, median_per_io
             if tool != "none" and b_iops:
                 m["slowdown"][rep] = 1 - iops / b_iops
             if tool == "none" or not events:
