@@ -72,6 +72,7 @@ stop_tracer() {  # stop_tracer PID: gates first (normal end), then SIGINT, then 
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM HUP
+  if [ -n "${fio_pid:-}" ]; then kill -TERM "$fio_pid" 2>/dev/null || true; wait "$fio_pid" 2>/dev/null || true; fi
   for f in "$work"/ready*; do
     if [ -s "$f" ]; then kill -TERM "$(cat "$f")" 2>/dev/null || true; fi
   done
@@ -120,10 +121,16 @@ tracepoint:block:block_rq_complete {
 END { clear(@start); }
 EOF
 
+fio_pid=""
 fio_job() {  # fio_job OUTPUT.json [extra fio args...]
-  local out=$1; shift
+  local out=$1 rc=0; shift
+  # In the background and waited for, so that a signal to this script is handled at once.
   taskset -c 0 fio --name=bench --filename="$loop" --rw=randread --bs=4k --iodepth=16 \
-    --ioengine=libaio --direct=1 --output-format=json --output="$out" "$@"
+    --ioengine=libaio --direct=1 --output-format=json --output="$out" "$@" &
+  fio_pid=$!
+  wait "$fio_pid" || rc=$?
+  fio_pid=""
+  return "$rc"
 }
 fio_field() {  # fio_field FILE iops|total_ios
   python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['jobs'][0]['read'][sys.argv[2]])" "$1" "$2"
