@@ -65,7 +65,9 @@ class Entry:
         self.ins, self.iss, self.nr, self.op, self.q = ins, iss, nr, op, q
 
 
-def pair(events):
+def pair(events, requests=None):
+    """Returns (samples, counters); appends (dev, sector, op, ins, iss, done) per finished
+    request to `requests` when given."""
     samples = collections.defaultdict(list)
     c = collections.Counter()
     table = {}
@@ -148,8 +150,16 @@ def pair(events):
                 c["preflush_completions"] += 1
                 continue
             e = table.get(key)
-            if e is None or e.iss is None:
+            if e is None:
                 c["complete_without_issue"] += 1
+                continue
+            if e.iss is None:
+                # Inserted, completed, its issue not seen (lost): insert -> complete still holds.
+                c["complete_without_issue"] += 1
+                del table[key]
+                if e.q is not None:
+                    samples[(dev, e.op, "Q2C")].append(ts - e.q)
+                samples[(dev, e.op, "I2C")].append(ts - e.ins)
                 continue
             del table[key]
             if nr < e.nr:
@@ -158,6 +168,8 @@ def pair(events):
                 table[(dev, sector + nr)] = e
                 continue
             samples[(dev, e.op, "D2C")].append(ts - e.iss)
+            if requests is not None:
+                requests.append((dev, sector, e.op, e.ins, e.iss, ts))
             if e.q is not None:
                 samples[(dev, e.op, "Q2C")].append(ts - e.q)
             if e.ins is not None:
@@ -173,6 +185,14 @@ def percentile(sorted_values, p):
 
 def main():
     events = parse(sys.stdin)
+    if "--requests" in sys.argv[1:]:
+        # One line per request that completed: dev,sector,op,insert_ns,issue_ns,complete_ns.
+        requests = []
+        pair(events, requests)
+        for dev, sector, op, ins, iss, done in requests:
+            print("%d:%d,%d,%s,%s,%d,%d" % (dev[0], dev[1], sector, op,
+                                          "" if ins is None else ins, iss, done))
+        return
     samples, counters = pair(events)
     print("dev,device,op,phase,count,min_ns,mean_ns,p50_ns,p90_ns,p99_ns,p999_ns,max_ns")
     order = {p: i for i, p in enumerate(PHASES)}

@@ -41,6 +41,11 @@ absl::StatusOr<uint32_t> ParseDevSpec(std::string_view spec) {
   return KernelDev(major(st.st_rdev), minor(st.st_rdev));
 }
 
+bool HasBlockDevField(const EventFormat& format) {
+  const FieldInfo* f = format.FindField("dev");
+  return f != nullptr && f->type == "dev_t" && f->size == 4;
+}
+
 std::string DevNumbers(uint32_t dev) {
   return absl::StrFormat("%u:%u", KernelDevMajor(dev), KernelDevMinor(dev));
 }

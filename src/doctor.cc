@@ -72,17 +72,15 @@ std::vector<std::string> DescribeBlockLayout(const std::vector<EventFormat>& for
   if (issue != nullptr) {
     out.push_back("block_rq_issue: " + Layout(*issue));
     const FieldInfo* ioprio = issue->FindField("ioprio");
-    out.push_back(ioprio != nullptr
-                      ? "ioprio field: present (kernel 6.11+ layout; later fields shifted by 2)"
-                      : "ioprio field: absent (pre-6.11 layout)");
+    out.push_back(ioprio != nullptr ? "ioprio field: present (6.11+ layout)"
+                                    : "ioprio field: absent (pre-6.11 layout)");
     if (const FieldInfo* rwbs = issue->FindField("rwbs")) {
       out.push_back(absl::StrFormat("rwbs: char[%d] (8 up to 6.15, 9 in 6.16, 10 later)",
                                     rwbs->array_len ? rwbs->array_len : rwbs->size));
     }
     if (const FieldInfo* dev = issue->FindField("dev")) {
-      out.push_back(absl::StrFormat(
-          "dev: %s, %d bytes, kernel encoding MAJOR<<20|MINOR (not glibc makedev)", dev->type,
-          dev->size));
+      out.push_back(absl::StrFormat("dev: %s (%d bytes), kernel encoding MAJOR<<20|MINOR",
+                                    dev->type, dev->size));
     }
     if (issue->fields.size() > 4 && issue->fields[4].offset != 8) {
       out.push_back(absl::StrFormat("first field at offset %d, not 8 (common_padding kernel)",
@@ -98,9 +96,8 @@ std::vector<std::string> DescribeBlockLayout(const std::vector<EventFormat>& for
   }
   const bool io_start = has("block_io_start"), io_done = has("block_io_done");
   out.push_back(io_start && io_done
-                    ? "block_io_start/block_io_done: present (fire only where the queue "
-                      "accounts I/O: iostats on)"
-                    : "block_io_start/block_io_done: absent (kernel before 6.5)");
+                    ? "block_io_start/done: present (only where iostats is on)"
+                    : "block_io_start/done: absent (kernel before 6.5)");
   for (const char* needed : {"block_rq_insert", "block_rq_issue", "block_rq_complete",
                              "block_rq_requeue", "block_rq_merge"}) {
     if (!has(needed)) out.push_back(std::string(needed) + ": MISSING");
@@ -134,19 +131,17 @@ std::vector<BlockDeviceInfo> ListBlockDevices(const std::string& sys_block) {
 }
 
 std::string DescribeBlockDevice(const BlockDeviceInfo& dev) {
-  std::string head = absl::StrFormat("%-8s %-7s %8.1f GiB", dev.name, dev.majmin,
+  std::string head = absl::StrFormat("%-7s %-6s %7.1f GiB", dev.name, dev.majmin,
                                      dev.sectors * 512.0 / (1024.0 * 1024 * 1024));
   std::string meaning;
   if (dev.scheduler.empty()) {
-    meaning = "no I/O scheduler (bio-based driver): no block_rq_* events, not measurable";
+    meaning = "bio-based (no scheduler): no block_rq_* events, not measured";
   } else if (dev.scheduler == "none") {
-    meaning = "scheduler none: most requests are issued directly, without block_rq_insert "
-              "(I2D/I2C cover only the inserted ones; D2C covers all)";
+    meaning = "none: most requests skip block_rq_insert (I2D/I2C see few; D2C all)";
   } else {
-    meaning = "scheduler " + dev.scheduler + ": requests are inserted, then issued "
-              "(I2D, D2C and I2C all measured)";
+    meaning = dev.scheduler + ": requests inserted, then issued (I2D, D2C, I2C)";
   }
-  if (dev.iostats == 0) meaning += "; iostats off: no block_io_start/done";
+  if (dev.iostats == 0) meaning += "; iostats off: no block_io_*";
   return head + "  " + meaning;
 }
 
@@ -191,8 +186,8 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
   std::string paranoid = ReadTrimmed("/proc/sys/kernel/perf_event_paranoid");
   if (!paranoid.empty()) {
     add("perf paranoid", DoctorLevel::kInfo,
-        paranoid + (root ? ": does not limit root" : ": limits users without CAP_PERFMON"),
-        {"system-wide tracepoints need root, CAP_PERFMON, or perf_event_paranoid -1"});
+        paranoid + (root ? ": does not limit root" : ": limits users without CAP_PERFMON") +
+            " (non-root needs CAP_PERFMON or -1)");
   }
 
   // block events and layout
@@ -223,8 +218,7 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
     ProbeSupport ps = DetectProbeSupport(*tracefs);
     add("kprobes", ps.kprobes ? DoctorLevel::kOk : DoctorLevel::kWarn,
         ps.kprobes ? "kprobe_events present: --probe 'p:NAME SYMBOL[+OFFS] ...' works"
-                   : "not in this kernel (CONFIG_KPROBE_EVENTS off): --probe on kernel "
-                     "functions fails; tracepoints and uprobes still work");
+                   : "absent (CONFIG_KPROBE_EVENTS off): --probe on kernel functions fails");
     add("uprobes", ps.uprobes ? DoctorLevel::kOk : DoctorLevel::kWarn,
         ps.uprobes ? "uprobe_events present: --probe 'p:NAME /path/bin:SYMBOL ...' works"
                    : "not in this kernel (CONFIG_UPROBE_EVENTS off)");
@@ -248,8 +242,7 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
     auto per_cpu = [](const CompletenessCheck& c) {
       std::vector<std::string> d;
       for (const CpuCompleteness& cpu : c.cpus) {
-        d.push_back(absl::StrFormat("CPU%d: counted %d, recorded %d, lost %d reported + %d "
-                                    "silently",
+        d.push_back(absl::StrFormat("CPU%d: counted %d, recorded %d, lost %d (+%d silently)",
                                     cpu.cpu, cpu.counted, cpu.recorded, cpu.reported_lost,
                                     cpu.Silent()));
       }
@@ -261,7 +254,7 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
       perf_verdict = perf->verdict;
       perf_summary = perf->summary;
       std::vector<std::string> d = per_cpu(*perf);
-      d.insert(d.begin(), absl::StrFormat("%d ms on %s, interrupts made to arrive in idle",
+      d.insert(d.begin(), absl::StrFormat("%d ms on %s, interrupts arriving in idle",
                                           perf->duration_ms, perf->events));
       add("perf check",
           perf->verdict == CheckVerdict::kLossy ? DoctorLevel::kWarn : DoctorLevel::kOk,

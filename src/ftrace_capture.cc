@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "iotrace/block_dev.h"
 #include "iotrace/ftrace_page.h"
 #include "iotrace/perf_capture.h"
 #include "iotrace/status.h"
@@ -80,7 +81,7 @@ absl::StatusOr<std::unique_ptr<FtraceCapture>> FtraceCapture::Create(FtraceCaptu
   IOTRACE_RETURN_IF_ERROR(c->instance_->SetBufferSizeKb(options.buffer_kb));
   IOTRACE_RETURN_IF_ERROR(c->instance_->SetClock(options.clock));
   for (const TraceEventInfo& e : options.events) {
-    if (!options.dev_filter.empty() && e.format.FindField("dev") != nullptr) {
+    if (!options.dev_filter.empty() && HasBlockDevField(e.format)) {
       IOTRACE_RETURN_IF_ERROR(c->instance_->SetEventFilter(e.system, e.name, options.dev_filter));
     }
     IOTRACE_RETURN_IF_ERROR(c->instance_->EnableEvent(e.system, e.name));

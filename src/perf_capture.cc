@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "iotrace/block_dev.h"
 #include "iotrace/status.h"
 #include "iotrace/text.h"
 
@@ -145,7 +146,7 @@ absl::StatusOr<std::unique_ptr<PerfCapture>> PerfCapture::Open(
       }
       ce.ids.push_back(id);
       ring_ids.push_back(id);
-      if (!options.dev_filter.empty() && options.events[e].format.FindField("dev") != nullptr) {
+      if (!options.dev_filter.empty() && HasBlockDevField(options.events[e].format)) {
         if (ioctl(fd, PERF_EVENT_IOC_SET_FILTER, options.dev_filter.c_str()) != 0) {
           return ErrnoError(errno, "set filter '" + options.dev_filter + "' on", ce.name);
         }

@@ -17,9 +17,12 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "iotrace/backend_check.h"
 #include "iotrace/block_dev.h"
+#include "iotrace/ftrace_capture.h"
 #include "iotrace/perf_capture.h"
 #include "iotrace/perf_data_writer.h"
+#include "iotrace/probe.h"
 #include "iotrace/process.h"
 #include "iotrace/status.h"
 #include "iotrace/tracefs.h"
@@ -116,20 +119,47 @@ absl::Status WriteExistingComms(PerfDataWriter* writer, const CapturedEvent& fir
   return absl::OkStatus();
 }
 
+// What the progress line and the loop need to know about a running capture.
+struct CaptureProgress {
+  uint64_t events = 0;       // events so far (0 when the backend does not know: ftrace)
+  bool events_known = true;
+  uint64_t bytes = 0;        // bytes written to the output
+  uint64_t ring_lost = 0;    // reported lost so far
+  uint64_t silent = 0;       // silently dropped so far (perf)
+};
+
+// The two backends as the run loop sees them.
+class RunningCapture {
+ public:
+  virtual ~RunningCapture() = default;
+  virtual absl::Status WatchFd(int fd) = 0;
+  // Waits for data, a watched fd (true), or the timeout.
+  virtual absl::StatusOr<bool> Wait(int timeout_ms) = 0;
+  // Moves what is there to the output; `check` (about once a second) also refreshes the
+  // loss books (and writes what they found into the output).
+  virtual absl::Status Drain(bool check) = 0;
+  virtual CaptureProgress Progress() const = 0;
+  virtual bool disk_full() const = 0;
+};
+
 class ProgressLine {
  public:
   explicit ProgressLine(bool enabled) : enabled_(enabled) {}
-  void Update(double seconds, uint64_t events, uint64_t bytes, uint64_t lost, uint64_t silent) {
+  void Update(double seconds, const CaptureProgress& p) {
     if (!enabled_) return;
     double dt = seconds - last_s_;
-    if (dt < 1.0 && last_s_ > 0) return;
-    double rate = dt > 0 ? (events - last_events_) / dt : 0;
+    if (dt < 1.0) return;
+    std::string rate = p.events_known
+                           ? absl::StrFormat("%9.0f events/s", (p.events - last_events_) / dt)
+                           : absl::StrFormat("%9s/s", HumanBytes((p.bytes - last_bytes_) / dt));
     last_s_ = seconds;
-    last_events_ = events;
-    std::fprintf(stderr, "\r\033[K[%6.1fs] %9.0f events/s  %8s written  lost %llu (ring %llu, silent %llu)",
-                 seconds, rate, HumanBytes(bytes).c_str(),
-                 static_cast<unsigned long long>(lost + silent),
-                 static_cast<unsigned long long>(lost), static_cast<unsigned long long>(silent));
+    last_events_ = p.events;
+    last_bytes_ = p.bytes;
+    std::fprintf(stderr, "\r\033[K[%6.1fs] %s  %9s written  lost %llu (ring %llu, silent %llu)",
+                 seconds, rate.c_str(), HumanBytes(p.bytes).c_str(),
+                 static_cast<unsigned long long>(p.ring_lost + p.silent),
+                 static_cast<unsigned long long>(p.ring_lost),
+                 static_cast<unsigned long long>(p.silent));
     shown_ = true;
   }
   void Clear() {
@@ -142,43 +172,177 @@ class ProgressLine {
   bool shown_ = false;
   double last_s_ = 0;
   uint64_t last_events_ = 0;
+  uint64_t last_bytes_ = 0;
 };
 
-struct PerfRunState {
-  std::vector<uint64_t> silent_reported;  // [event * ncpu + cpu]: LOST_SAMPLES written so far
-};
-
-// Writes LOST_SAMPLES records for silent drops found since the last call. The estimate taken
-// mid-run (counts read before the drain) never exceeds the truth, so reporting only increases
-// keeps the file's total equal to the exact figure computed after the final drain.
-absl::Status WriteSilentDrops(PerfCapture& cap, PerfDataWriter& writer, PerfRunState& st,
-                              uint64_t now_ns) {
-  const size_t ncpu = cap.cpus().size();
-  for (size_t e = 0; e < cap.events().size(); ++e) {
-    for (size_t c = 0; c < ncpu; ++c) {
-      uint64_t silent = cap.counts(e, c).Silent();
-      uint64_t& reported = st.silent_reported[e * ncpu + c];
-      if (silent > reported) {
-        perf::SampleId id;
-        id.pid = id.tid = static_cast<uint32_t>(-1);
-        id.time = now_ns;
-        id.id = cap.events()[e].ids[c];
-        id.cpu = static_cast<uint32_t>(cap.cpus()[c]);
-        IOTRACE_RETURN_IF_ERROR(writer.AppendLostSamples(e, silent - reported, id));
-        reported = silent;
-      }
+// Runs until the duration passes, the command exits or a signal arrives; the capture is enabled
+// and the command released by the caller. Returns the first failure (disk full included).
+absl::Status RunLoop(const RecordOptions& opt, RunningCapture& cap, SignalGuard& signals,
+                     GatedChild* child, uint64_t start_ns, RecordSummary* summary) {
+  ProgressLine progress(opt.progress < 0 ? isatty(STDERR_FILENO) : opt.progress > 0);
+  uint64_t last_check_ns = start_ns;
+  absl::Status failure;
+  for (;;) {
+    uint64_t now = NowNs(CLOCK_MONOTONIC);
+    double elapsed = (now - start_ns) / 1e9;
+    if (opt.duration_s > 0 && elapsed >= opt.duration_s) {
+      summary->stop_reason = "duration";
+      break;
     }
+    int timeout_ms = 250;
+    if (opt.duration_s > 0) {
+      double left_ms = (opt.duration_s - elapsed) * 1000.0;
+      timeout_ms = static_cast<int>(std::clamp(left_ms, 0.0, 250.0)) + 1;
+    }
+    auto woke = cap.Wait(timeout_ms);
+    if (!woke.ok()) {
+      failure = woke.status();
+      break;
+    }
+    bool child_changed = false;
+    int sig = *woke ? signals.Read(&child_changed) : 0;
+    if (sig != 0) {
+      summary->stop_reason = SignalName(sig);
+      // A terminal's Ctrl-C reached the command already; a SIGTERM sent to us alone is passed on.
+      if (child != nullptr && sig != SIGINT) child->Signal(sig);
+      break;
+    }
+    if (child != nullptr && (child_changed || !*woke) && child->Poll()) {
+      summary->stop_reason = "command exit";
+      break;
+    }
+    now = NowNs(CLOCK_MONOTONIC);
+    bool check = now - last_check_ns >= 1000000000ull;
+    if (check) last_check_ns = now;
+    failure = cap.Drain(check);
+    if (!failure.ok()) break;
+    if (check) progress.Update((now - start_ns) / 1e9, cap.Progress());
   }
-  return absl::OkStatus();
+  progress.Clear();
+  return failure;
 }
 
-}  // namespace
+absl::Status DiskFullError(const RecordSummary& s) {
+  return WithHint(absl::ResourceExhaustedError(absl::StrFormat(
+                      "disk full while writing %s: recording stopped after %.1f s; the file is "
+                      "valid and holds the %s written before",
+                      s.output, s.seconds, HumanBytes(s.output_bytes))),
+                  "free space or record to another filesystem with -o");
+}
 
-namespace {
+// Said once everything is set up, right before the events are enabled.
+void AnnounceBackend(const RecordSummary& s) {
+  std::fprintf(stderr, "iotrace: recording with the %s backend (%s) into %s\n",
+               BackendName(s.backend), s.backend_reason.c_str(), s.output.c_str());
+}
+
+uint64_t FileSize(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
+}
+
+// ---- perf backend ----
+
+class PerfRun : public RunningCapture {
+ public:
+  PerfRun(PerfCapture& cap, PerfDataWriter& writer)
+      : cap_(cap), writer_(writer), silent_reported_(cap.events().size() * cap.cpus().size()) {}
+
+  absl::Status WatchFd(int fd) override { return cap_.WatchFd(fd); }
+  absl::StatusOr<bool> Wait(int timeout_ms) override { return cap_.Wait(timeout_ms); }
+
+  // With `check`: counts first, then the drain (see WriteSilentDrops).
+  absl::Status Drain(bool check) override {
+    if (check) IOTRACE_RETURN_IF_ERROR(cap_.ReadCounts());
+    IOTRACE_RETURN_IF_ERROR(
+        cap_.DrainAll([&](int, ByteView a, ByteView b) { return writer_.AppendData(a, b); }));
+    IOTRACE_RETURN_IF_ERROR(writer_.AppendFinishedRound());
+    if (check) IOTRACE_RETURN_IF_ERROR(WriteSilentDrops(NowNs(CLOCK_MONOTONIC)));
+    return absl::OkStatus();
+  }
+
+  CaptureProgress Progress() const override {
+    CaptureProgress p;
+    for (size_t e = 0; e < cap_.events().size(); ++e) {
+      for (size_t c = 0; c < cap_.cpus().size(); ++c) {
+        p.events += cap_.counts(e, c).samples;
+        p.ring_lost += cap_.counts(e, c).ring_lost;
+        p.silent += cap_.counts(e, c).Silent();
+      }
+    }
+    p.bytes = writer_.data_size();
+    return p;
+  }
+  bool disk_full() const override { return writer_.disk_full(); }
+
+  // Stops the kernel, takes the final counts, empties the rings: the books are exact after it.
+  absl::Status Stop() {
+    absl::Status failure = cap_.Disable();
+    absl::Status s = cap_.ReadCounts();
+    if (failure.ok()) failure = s;
+    if (!writer_.disk_full()) {
+      s = cap_.DrainAll([&](int, ByteView a, ByteView b) { return writer_.AppendData(a, b); });
+      if (failure.ok()) failure = s;
+      if (!writer_.disk_full()) {
+        s = WriteSilentDrops(NowNs(CLOCK_MONOTONIC));
+        if (failure.ok()) failure = s;
+      }
+    }
+    return failure;
+  }
+
+  void Summarize(RecordSummary* summary) const {
+    const size_t ncpu = cap_.cpus().size();
+    for (size_t e = 0; e < cap_.events().size(); ++e) {
+      EventSummary row;
+      row.name = cap_.events()[e].name;
+      for (size_t c = 0; c < ncpu; ++c) {
+        const EventCpuCounts& k = cap_.counts(e, c);
+        row.recorded += k.samples;
+        row.kernel_count += k.kernel_count;
+        row.ring_lost += k.ring_lost;
+        // What the file says was dropped silently; once the disk is full the rest of the
+        // difference was counted by the kernel but never written.
+        uint64_t silent_in_file = silent_reported_[e * ncpu + c];
+        row.silent += silent_in_file;
+        row.unwritten += k.Silent() - std::min(k.Silent(), silent_in_file);
+      }
+      summary->events.push_back(row);
+    }
+  }
+
+ private:
+  // Writes LOST_SAMPLES records for silent drops found since the last call. The estimate taken
+  // mid-run (counts read before the drain) never exceeds the truth, so reporting only increases
+  // keeps the file's total equal to the exact figure computed after the final drain.
+  absl::Status WriteSilentDrops(uint64_t now_ns) {
+    const size_t ncpu = cap_.cpus().size();
+    for (size_t e = 0; e < cap_.events().size(); ++e) {
+      for (size_t c = 0; c < ncpu; ++c) {
+        uint64_t silent = cap_.counts(e, c).Silent();
+        uint64_t& reported = silent_reported_[e * ncpu + c];
+        if (silent > reported) {
+          perf::SampleId id;
+          id.pid = id.tid = static_cast<uint32_t>(-1);
+          id.time = now_ns;
+          id.id = cap_.events()[e].ids[c];
+          id.cpu = static_cast<uint32_t>(cap_.cpus()[c]);
+          IOTRACE_RETURN_IF_ERROR(writer_.AppendLostSamples(e, silent - reported, id));
+          reported = silent;
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  PerfCapture& cap_;
+  PerfDataWriter& writer_;
+  std::vector<uint64_t> silent_reported_;  // [event * ncpu + cpu]: LOST_SAMPLES written so far
+};
 
 absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& tracefs,
-                                   std::vector<TraceEventInfo> events, const std::string& filter,
-                                   RecordSummary* summary) {
+                                   const std::vector<TraceEventInfo>& events,
+                                   const std::string& filter, RecordSummary* summary) {
   PerfCaptureOptions copt;
   copt.events = events;
   copt.mmap_pages = opt.mmap_pages;
@@ -191,7 +355,6 @@ absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& 
     IOTRACE_ASSIGN_OR_RETURN(GatedChild c, GatedChild::Start(opt.command));
     child.emplace(std::move(c));
   }
-
   std::vector<PerfEventSpec> specs;
   for (const CapturedEvent& ce : cap->events()) {
     PerfEventSpec spec;
@@ -206,12 +369,10 @@ absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& 
                            PerfDataWriter::Create(summary->output, specs, meta, host));
   IOTRACE_RETURN_IF_ERROR(WriteExistingComms(writer.get(), cap->events()[0], cap->cpus()[0]));
 
+  PerfRun run(*cap, *writer);
   SignalGuard signals;
-  IOTRACE_RETURN_IF_ERROR(cap->WatchFd(signals.fd()));
-  PerfRunState st;
-  st.silent_reported.assign(cap->events().size() * cap->cpus().size(), 0);
-  ProgressLine progress(opt.progress < 0 ? isatty(STDERR_FILENO) : opt.progress > 0);
-
+  IOTRACE_RETURN_IF_ERROR(run.WatchFd(signals.fd()));
+  AnnounceBackend(*summary);
   IOTRACE_RETURN_IF_ERROR(cap->Enable());
   const uint64_t start_ns = NowNs(CLOCK_MONOTONIC);
   if (child) {
@@ -219,125 +380,148 @@ absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& 
     if (!s.ok()) {
       (void)cap->Disable();
       (void)writer->Finish();
-      return WithHint(s, "check the command after --");
+      return AsUsageError(WithHint(s, "check the command after --"));
     }
   }
-
-  auto drain = [&]() -> absl::Status {
-    IOTRACE_RETURN_IF_ERROR(
-        cap->DrainAll([&](int, ByteView a, ByteView b) { return writer->AppendData(a, b); }));
-    return writer->AppendFinishedRound();
-  };
-
-  absl::Status failure;
-  uint64_t last_check_ns = start_ns;
-  for (;;) {
-    uint64_t now = NowNs(CLOCK_MONOTONIC);
-    double elapsed = (now - start_ns) / 1e9;
-    if (opt.duration_s > 0 && elapsed >= opt.duration_s) {
-      summary->stop_reason = "duration";
-      break;
-    }
-    int timeout_ms = 250;
-    if (opt.duration_s > 0) {
-      double left_ms = (opt.duration_s - elapsed) * 1000.0;
-      timeout_ms = static_cast<int>(std::clamp(left_ms, 0.0, 250.0)) + 1;
-    }
-    auto woke = cap->Wait(timeout_ms);
-    if (!woke.ok()) {
-      failure = woke.status();
-      break;
-    }
-    bool child_changed = false;
-    int sig = *woke ? signals.Read(&child_changed) : 0;
-    if (sig != 0) {
-      summary->stop_reason = SignalName(sig);
-      // A terminal's Ctrl-C reached the command already; a SIGTERM sent to us alone is passed on.
-      if (child && sig != SIGINT) child->Signal(sig);
-      break;
-    }
-    if (child && (child_changed || !*woke) && child->Poll()) {
-      summary->stop_reason = "command exit";
-      break;
-    }
-    // Silent-drop check about once a second: counts first, then the drain (see WriteSilentDrops).
-    now = NowNs(CLOCK_MONOTONIC);
-    bool check = now - last_check_ns >= 1000000000ull;
-    if (check) {
-      failure = cap->ReadCounts();
-      if (!failure.ok()) break;
-    }
-    failure = drain();
-    if (!failure.ok()) break;
-    if (check) {
-      last_check_ns = now;
-      failure = WriteSilentDrops(*cap, *writer, st, NowNs(CLOCK_MONOTONIC));
-      if (!failure.ok()) break;
-      uint64_t events = 0, lost = 0, silent = 0;
-      for (size_t e = 0; e < cap->events().size(); ++e) {
-        for (size_t c = 0; c < cap->cpus().size(); ++c) {
-          events += cap->counts(e, c).samples;
-          lost += cap->counts(e, c).ring_lost;
-          silent += cap->counts(e, c).Silent();
-        }
-      }
-      progress.Update((now - start_ns) / 1e9, events, writer->data_size(), lost, silent);
-    }
-  }
-  progress.Clear();
-
-  // Stop the kernel first, then take the final counts, then empty the rings: after this the
-  // books are exact.
-  absl::Status s = cap->Disable();
+  absl::Status failure = RunLoop(opt, run, signals, child ? &*child : nullptr, start_ns, summary);
+  absl::Status s = run.Stop();
   if (failure.ok()) failure = s;
   const uint64_t end_ns = NowNs(CLOCK_MONOTONIC);
-  s = cap->ReadCounts();
-  if (failure.ok()) failure = s;
-  if (!writer->disk_full()) {
-    s = drain();
-    if (failure.ok()) failure = s;
-    if (!writer->disk_full()) {
-      s = WriteSilentDrops(*cap, *writer, st, end_ns);
-      if (failure.ok()) failure = s;
-    }
-  }
   s = writer->Finish();
   if (failure.ok()) failure = s;
 
   summary->seconds = (end_ns - start_ns) / 1e9;
-  struct stat out_stat;
-  summary->output_bytes =
-      ::stat(summary->output.c_str(), &out_stat) == 0 ? uint64_t(out_stat.st_size) : 0;
+  summary->output_bytes = FileSize(summary->output);
   summary->disk_full = writer->disk_full();
-  for (size_t e = 0; e < cap->events().size(); ++e) {
-    EventSummary row;
-    row.name = cap->events()[e].name;
-    for (size_t c = 0; c < cap->cpus().size(); ++c) {
-      const EventCpuCounts& k = cap->counts(e, c);
-      row.recorded += k.samples;
-      row.kernel_count += k.kernel_count;
-      row.ring_lost += k.ring_lost;
-      // What the file says was dropped silently; once the disk is full the rest of the
-      // difference was counted by the kernel but never written.
-      uint64_t silent_in_file = st.silent_reported[e * cap->cpus().size() + c];
-      row.silent += silent_in_file;
-      row.unwritten += k.Silent() - std::min(k.Silent(), silent_in_file);
-    }
-    summary->events.push_back(row);
-  }
-  if (child) {
-    child->Wait();
-  }
-  if (summary->disk_full) {
-    return WithHint(
-        absl::ResourceExhaustedError(absl::StrFormat(
-            "disk full while writing %s: recording stopped after %.1f s; the file is valid and "
-            "holds the %s written before",
-            summary->output, summary->seconds, HumanBytes(summary->output_bytes))),
-        "free space or record to another filesystem with -o");
-  }
+  run.Summarize(summary);
+  if (child) child->Wait();
+  if (summary->disk_full) return DiskFullError(*summary);
   if (!failure.ok()) return failure;
   return child ? child->exit_code() : 0;
+}
+
+// ---- ftrace backend ----
+
+class FtraceRun : public RunningCapture {
+ public:
+  explicit FtraceRun(FtraceCapture& cap) : cap_(cap) {}
+  absl::Status WatchFd(int fd) override {
+    cap_.WatchFd(fd);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<bool> Wait(int timeout_ms) override { return cap_.Wait(timeout_ms); }
+  absl::Status Drain(bool check) override {
+    IOTRACE_ASSIGN_OR_RETURN(uint64_t moved, cap_.DrainOnce());
+    (void)moved;
+    if (check) {
+      lost_ = 0;
+      for (size_t i = 0; i < cap_.cpus().size(); ++i) {
+        auto st = cap_.ReadCpuStats(i);
+        if (st.ok()) lost_ += st->overrun + st->dropped_events;
+      }
+    }
+    return absl::OkStatus();
+  }
+  CaptureProgress Progress() const override {
+    CaptureProgress p;
+    p.events_known = false;
+    p.bytes = cap_.bytes_moved();
+    p.ring_lost = lost_;
+    return p;
+  }
+  bool disk_full() const override { return cap_.disk_full(); }
+
+ private:
+  FtraceCapture& cap_;
+  uint64_t lost_ = 0;
+};
+
+absl::StatusOr<int> RecordWithFtrace(const RecordOptions& opt, const std::string& tracefs,
+                                     const std::vector<TraceEventInfo>& events,
+                                     const std::string& filter, RecordSummary* summary) {
+  FtraceCaptureOptions fopt;
+  fopt.tracefs = tracefs;
+  fopt.events = events;
+  fopt.output = summary->output;
+  fopt.buffer_kb = opt.buffer_kb;
+  fopt.dev_filter = filter;
+  std::optional<GatedChild> child;
+  if (!opt.command.empty()) {
+    IOTRACE_ASSIGN_OR_RETURN(GatedChild c, GatedChild::Start(opt.command));
+    child.emplace(std::move(c));
+  }
+  IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<FtraceCapture> cap, FtraceCapture::Create(fopt));
+  FtraceRun run(*cap);
+  SignalGuard signals;
+  IOTRACE_RETURN_IF_ERROR(run.WatchFd(signals.fd()));
+  AnnounceBackend(*summary);
+  IOTRACE_RETURN_IF_ERROR(cap->Start());
+  const uint64_t start_ns = NowNs(CLOCK_MONOTONIC);
+  if (child) {
+    absl::Status s = child->Release();
+    if (!s.ok()) {
+      (void)cap->Finish();
+      return AsUsageError(WithHint(s, "check the command after --"));
+    }
+  }
+  absl::Status failure = RunLoop(opt, run, signals, child ? &*child : nullptr, start_ns, summary);
+  absl::Status s = cap->Stop();
+  if (failure.ok()) failure = s;
+  const uint64_t end_ns = NowNs(CLOCK_MONOTONIC);
+  absl::StatusOr<FtraceCaptureResult> result = cap->Finish();
+  if (child) child->Wait();
+  summary->seconds = (end_ns - start_ns) / 1e9;
+  if (!result.ok()) return result.status();
+  summary->output_bytes = result->output_bytes;
+  summary->disk_full = result->disk_full;
+  // ftrace counts losses per CPU, not per event: the table's per-event columns hold what the
+  // ring buffer took for each event, and the CPU-level losses are listed below it.
+  summary->per_event_losses = false;
+  for (const FtraceEventResult& e : result->events) {
+    EventSummary row;
+    row.name = e.name;
+    for (uint64_t n : e.recorded) row.recorded += n;
+    for (uint64_t n : e.unwritten) row.unwritten += n;
+    row.kernel_count = row.recorded + row.unwritten;
+    summary->events.push_back(row);
+  }
+  for (const FtraceCpuResult& c : result->cpus) {
+    summary->unattributed_lost += c.stats.overrun + c.stats.dropped_events;
+  }
+  summary->unattributed_lost += result->unwritten_pages_unknown;
+  if (!result->cleanup_error.ok()) {
+    std::fprintf(stderr, "iotrace: warning: %s\nhint: run 'iotrace reset'\n",
+                 std::string(result->cleanup_error.message()).c_str());
+  }
+  if (summary->disk_full) return DiskFullError(*summary);
+  if (!failure.ok()) return failure;
+  return child ? child->exit_code() : 0;
+}
+
+// ---- backend choice ----
+
+// auto: perf only where a short check shows it loses nothing on this machine.
+Backend ChooseBackend(const std::string& tracefs, std::string* reason) {
+  auto check = CheckPerfCompleteness(200, tracefs);
+  if (!check.ok()) {
+    *reason = absl::StrFormat("auto: the perf completeness check failed (%s); ftrace records "
+                              "every event",
+                              std::string(check.status().message()));
+    return Backend::kFtrace;
+  }
+  if (check->verdict == CheckVerdict::kComplete) {
+    *reason = absl::StrFormat("auto: perf recorded all %u events of a 200 ms check on %s",
+                              check->TotalCounted(), check->events);
+    return Backend::kPerf;
+  }
+  if (check->verdict == CheckVerdict::kLossy) {
+    *reason = absl::StrFormat("auto: %s in a 200 ms check on %s; ftrace records every event",
+                              check->summary, check->events);
+  } else {
+    *reason = absl::StrFormat("auto: perf could not be verified (%s); ftrace records every event",
+                              check->summary);
+  }
+  return Backend::kFtrace;
 }
 
 }  // namespace
@@ -351,29 +535,50 @@ absl::StatusOr<int> RunRecord(const RecordOptions& opt, RecordSummary* summary) 
     if (!exe.ok()) return AsUsageError(WithHint(exe.status(), "check the command after --"));
   }
   IOTRACE_ASSIGN_OR_RETURN(std::string tracefs, FindTracefs(opt.tracefs_dir));
-  auto resolved = ResolveEvents(tracefs, opt.events);
-  if (!resolved.ok()) {
-    // An event that does not exist is a mistake in the command line.
-    return resolved.status().code() == absl::StatusCode::kNotFound
-               ? AsUsageError(resolved.status())
-               : resolved.status();
+  std::vector<TraceEventInfo> events;
+  if (!opt.events.empty()) {
+    auto resolved = ResolveEvents(tracefs, opt.events);
+    if (!resolved.ok()) {
+      // An event that does not exist is a mistake in the command line.
+      return resolved.status().code() == absl::StatusCode::kNotFound
+                 ? AsUsageError(resolved.status())
+                 : resolved.status();
+    }
+    events = std::move(*resolved);
   }
-  std::vector<TraceEventInfo> events = std::move(*resolved);
+  // Probes live longer than the capture that records them (they are removed after it closed).
+  std::unique_ptr<DynamicProbes> probes;
+  if (!opt.probes.empty()) {
+    DynamicProbeOptions popt;
+    popt.tracefs = tracefs;
+    auto created = DynamicProbes::Create(opt.probes, popt);
+    if (!created.ok()) {
+      return created.status().code() == absl::StatusCode::kInvalidArgument
+                 ? AsUsageError(created.status())
+                 : created.status();
+    }
+    probes = std::move(*created);
+    for (const TraceEventInfo& e : probes->events()) events.push_back(e);
+  }
 
   Backend backend = opt.backend;
   summary->backend_reason = "chosen with --backend";
-  if (backend == Backend::kAuto) {
-    backend = Backend::kPerf;
-    summary->backend_reason = "the only backend built so far";
-  }
+  if (backend == Backend::kAuto) backend = ChooseBackend(tracefs, &summary->backend_reason);
   summary->backend = backend;
   summary->output = opt.output.empty()
                         ? (backend == Backend::kFtrace ? "iotrace.dat" : "iotrace.data")
                         : opt.output;
-  if (backend == Backend::kFtrace) {
-    return absl::UnimplementedError("the ftrace backend is not built yet");
+  absl::StatusOr<int> result =
+      backend == Backend::kFtrace ? RecordWithFtrace(opt, tracefs, events, filter, summary)
+                                  : RecordWithPerf(opt, tracefs, events, filter, summary);
+  if (probes) {
+    absl::Status s = probes->Remove();
+    if (!s.ok()) {
+      std::fprintf(stderr, "iotrace: warning: %s\nhint: run 'iotrace reset'\n",
+                   std::string(s.message()).c_str());
+    }
   }
-  return RecordWithPerf(opt, tracefs, std::move(events), filter, summary);
+  return result;
 }
 
 }  // namespace iotrace

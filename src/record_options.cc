@@ -42,28 +42,41 @@ std::string FormatRecordSummary(const RecordSummary& s) {
       s.stop_reason.empty() ? "" : ", stopped by " + s.stop_reason);
   size_t width = 5;
   for (const EventSummary& e : s.events) width = std::max(width, e.name.size());
-  out += absl::StrFormat("  %-*s %12s %14s %12s %16s\n", static_cast<int>(width), "event",
-                         "recorded", "kernel count", "ring lost", "dropped silent");
+  const int w = static_cast<int>(width);
+  out += absl::StrFormat("  %-*s %12s %14s %12s %16s\n", w, "event", "recorded", "kernel count",
+                         "ring lost", "dropped silent");
   EventSummary total;
   total.name = "total";
   for (const EventSummary& e : s.events) {
-    out += absl::StrFormat("  %-*s %12u %14u %12u %16u\n", static_cast<int>(width), e.name,
-                           e.recorded, e.kernel_count, e.ring_lost, e.silent);
+    if (s.per_event_losses) {
+      out += absl::StrFormat("  %-*s %12u %14u %12u %16u\n", w, e.name, e.recorded,
+                             e.kernel_count, e.ring_lost, e.silent);
+    } else {
+      // ftrace counts losses per CPU only: they appear in the total row.
+      out += absl::StrFormat("  %-*s %12u %14s %12s %16s\n", w, e.name, e.recorded, "-", "-",
+                             "-");
+    }
     total.recorded += e.recorded;
     total.kernel_count += e.kernel_count;
     total.ring_lost += e.ring_lost;
     total.silent += e.silent;
     total.unwritten += e.unwritten;
   }
-  out += absl::StrFormat("  %-*s %12u %14u %12u %16u\n", static_cast<int>(width), total.name,
-                         total.recorded, total.kernel_count, total.ring_lost, total.silent);
+  uint64_t unattributed = s.unattributed_lost;
+  if (!s.per_event_losses) {
+    total.ring_lost += unattributed;
+    total.kernel_count += unattributed;
+    unattributed = 0;
+  }
+  out += absl::StrFormat("  %-*s %12u %14u %12u %16u\n", w, total.name, total.recorded,
+                         total.kernel_count, total.ring_lost, total.silent);
   if (total.unwritten > 0) {
     out += absl::StrFormat(
         "  plus %u events the kernel counted after the output stopped (not in the file)\n",
         total.unwritten);
   }
-  if (s.unattributed_lost > 0) {
-    out += absl::StrFormat("  plus %u events lost whose type is unknown\n", s.unattributed_lost);
+  if (unattributed > 0) {
+    out += absl::StrFormat("  plus %u events lost whose type is unknown\n", unattributed);
   }
   if (total.silent > 0) {
     out += absl::StrFormat(
@@ -73,7 +86,7 @@ std::string FormatRecordSummary(const RecordSummary& s) {
         "hint: record with --backend ftrace to capture every event\n",
         total.silent);
   }
-  if (total.ring_lost > 0 || s.unattributed_lost > 0) {
+  if (total.ring_lost > 0 || unattributed > 0) {
     out += "iotrace: warning: events were lost because a buffer was full\n"
            "hint: give a larger buffer (-m/--mmap-pages for perf, --buffer-kb for ftrace)\n";
   }

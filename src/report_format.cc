@@ -155,9 +155,11 @@ void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
                          "the flush machinery)\n",
                          m.completes_without_issue, m.flush_sequence_completions);
   out << absl::StrFormat(
-      "  flushes %u, requeues %u (unmatched %u), merges %u (unmatched %u), bio merges front %u "
-      "back %u, partial completions %u, collisions %u, completion errors %u\n",
-      m.flushes, m.requeues, m.requeues_unmatched, m.merges, m.merges_unmatched,
+      "  flushes %u, requeues %u (unmatched %u), merges %u (+%u merged while being inserted, "
+      "%u of requests not seen), bio merges front %u back %u, partial completions %u, "
+      "collisions %u, completion errors %u\n",
+      m.flushes, m.requeues, m.requeues_unmatched, m.merges, m.merges_before_insert,
+      m.merges_unmatched,
       m.bio_front_merges, m.bio_back_merges, m.partial_completions, m.collisions,
       m.completion_errors);
   out << absl::StrFormat("  expired (idle > %s s):   %s\n", FormatSeconds(r.expiry_s),
@@ -386,7 +388,9 @@ void WriteJsonReport(const LatencyReport& r, std::ostream& out) {
       << ",\n    \"flush_sequence_completions\": " << m.flush_sequence_completions
       << ",\n    \"flushes\": " << m.flushes << ",\n    \"requeues\": " << m.requeues
       << ",\n    \"requeues_unmatched\": " << m.requeues_unmatched
-      << ",\n    \"merges\": " << m.merges << ",\n    \"merges_unmatched\": " << m.merges_unmatched
+      << ",\n    \"merges\": " << m.merges
+      << ",\n    \"merges_before_insert\": " << m.merges_before_insert
+      << ",\n    \"merges_unmatched\": " << m.merges_unmatched
       << ",\n    \"bio_front_merges\": " << m.bio_front_merges
       << ",\n    \"bio_back_merges\": " << m.bio_back_merges
       << ",\n    \"partial_completions\": " << m.partial_completions

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <memory>
 
+#include "iotrace/event_dump.h"
 #include "iotrace/report_format.h"
 #include "iotrace/status.h"
 #include "iotrace/trace_reader.h"
@@ -63,9 +64,86 @@ absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std:
   return absl::OkStatus();
 }
 
+namespace {
+
+// Formats each record into one reused buffer and writes it out in large pieces.
+class DumpSink : public EventSink {
+ public:
+  DumpSink(EventDumper& dumper, TraceReader& reader, const ReportOptions& options,
+           std::ostream& out)
+      : dumper_(dumper), reader_(reader), options_(options), out_(out) {
+    buf_.reserve(kFlushAt + 4096);
+  }
+  void OnEvent(const RawEvent& e) override {
+    if (!have_origin_) {
+      origin_ = e.ts;
+      have_origin_ = true;
+    }
+    const double t = (e.ts - origin_) / 1e9;
+    if ((options_.since_s && t < *options_.since_s) || (options_.until_s && t > *options_.until_s)) {
+      return;
+    }
+    // Comm lookups cost a map access: remember the last pid's.
+    if (e.pid != last_pid_) {
+      last_pid_ = e.pid;
+      last_comm_ = reader_.CommOf(e.pid);
+    }
+    dumper_.Append(e, last_comm_, &buf_);
+    ++events_;
+    if (buf_.size() >= kFlushAt) Flush();
+  }
+  void Flush() {
+    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    buf_.clear();
+  }
+  uint64_t events() const { return events_; }
+
+ private:
+  static constexpr size_t kFlushAt = 1 << 20;
+  EventDumper& dumper_;
+  TraceReader& reader_;
+  const ReportOptions& options_;
+  std::ostream& out_;
+  std::string buf_;
+  bool have_origin_ = false;
+  uint64_t origin_ = 0;
+  int32_t last_pid_ = -2;
+  std::string last_comm_;
+  uint64_t events_ = 0;
+};
+
+DumpFormat DumpFormatOf(OutputFormat f) {
+  switch (f) {
+    case OutputFormat::kCsv: return DumpFormat::kCsv;
+    case OutputFormat::kJson: return DumpFormat::kJson;
+    case OutputFormat::kText: break;
+  }
+  return DumpFormat::kText;
+}
+
+}  // namespace
+
+absl::Status RunEventDump(TraceReader& reader, const ReportOptions& options, std::ostream& out) {
+  EventDumper dumper(reader.formats(), DumpFormatOf(options.format));
+  auto dump = [&](std::ostream& o) -> absl::Status {
+    o << dumper.Header();
+    DumpSink sink(dumper, reader, options, o);
+    absl::Status s = reader.ReadAll(&sink);
+    sink.Flush();
+    o.flush();
+    if (!o) return ErrnoError(errno != 0 ? errno : EIO, "write", "event dump");
+    return s;
+  };
+  if (options.output.empty()) return dump(out);
+  std::ofstream file(options.output, std::ios::out | std::ios::trunc | std::ios::binary);
+  if (!file) return ErrnoError(errno, "open", options.output);
+  return dump(file);
+}
+
 absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err) {
   IOTRACE_RETURN_IF_ERROR(ValidateReportOptions(options));
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(options.input));
+  if (options.events) return RunEventDump(*reader, options, out);
   return RunReportOn(*reader, options, out, err);
 }
 

@@ -47,7 +47,11 @@ uint64_t RequestSample::End(Phase p) const {
 }
 
 RequestMatcher::RequestMatcher(const MatcherOptions& options, RequestSampleSink* sink)
-    : options_(options), sink_(sink), table_(options.max_entries) {
+    : options_(options),
+      sink_(sink),
+      table_(options.max_entries),
+      // Bios wait only while plugged or being turned into requests: a quarter is plenty.
+      queued_(options.max_entries / 4 + 1) {
   if (options_.flush_depth == 0) options_.flush_depth = 1;
   device_index_.reserve(64);
 }
@@ -76,11 +80,21 @@ RequestMatcher::Device& RequestMatcher::DeviceFor(uint32_t dev) {
 }
 
 void RequestMatcher::Expire(uint64_t now) {
-  while (RequestEntry* oldest = table_.Oldest()) {
-    if (now <= oldest->last_ts || now - oldest->last_ts <= options_.expiry_ns) break;
-    ++stats_.expired[StateIndex(oldest->state)];
-    table_.Remove(oldest);
+  for (RequestTable* t : {&table_, &queued_}) {
+    while (RequestEntry* oldest = t->Oldest()) {
+      if (now <= oldest->last_ts || now - oldest->last_ts <= options_.expiry_ns) break;
+      ++stats_.expired[StateIndex(oldest->state)];
+      t->Remove(oldest);
+    }
   }
+}
+
+void RequestMatcher::TakeQueued(RequestEntry* ent) {
+  RequestEntry* q = queued_.Find(ent->dev, ent->sector);
+  if (q == nullptr) return;
+  ent->queue_ts = q->queue_ts;
+  ent->has |= kHasQueue;
+  queued_.Remove(q);
 }
 
 RequestEntry* RequestMatcher::AddEntry(const BlockEvent& e) {
@@ -170,8 +184,7 @@ void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
   RequestEntry* ent = table_.Find(e.dev, e.sector);
   if (ent != nullptr) {
     switch (ent->state) {
-      case RequestState::kQueued:
-        break;  // the request built from this bio: keep queue_ts
+      case RequestState::kQueued:  // not held in table_
       case RequestState::kRequeued:
         // The kernel re-inserts a requeued request (blk_mq_requeue_work): same request.
         table_.Touch(ent, e.ts);
@@ -186,11 +199,8 @@ void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
       }
     }
   }
-  if (ent == nullptr) {
-    ent = AddEntry(e);
-  } else {
-    table_.Touch(ent, e.ts);
-  }
+  ent = AddEntry(e);
+  TakeQueued(ent);
   ent->state = RequestState::kInserted;
   ent->has |= kHasInsert;
   ent->insert_ts = e.ts;
@@ -212,11 +222,13 @@ void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
     ent = nullptr;
   }
   if (ent == nullptr) {
+    // Issued with no insert before it: the request starts here (its bio may have been seen).
     ent = AddEntry(e);
+    TakeQueued(ent);
     ++d.stats.issues_without_insert;
+    emit_queue_phases = true;
   } else {
     table_.Touch(ent, e.ts);
-    if (ent->state == RequestState::kQueued) ++d.stats.issues_without_insert;
     emit_queue_phases = ent->state != RequestState::kRequeued;
   }
   ent->state = RequestState::kIssued;
@@ -241,7 +253,7 @@ void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
 void RequestMatcher::OnComplete(const BlockEvent& e) {
   if (e.error != 0) ++stats_.completion_errors;
   RequestEntry* ent = table_.Find(e.dev, e.sector);
-  if (ent == nullptr || ent->state == RequestState::kQueued) {
+  if (ent == nullptr) {
     // An empty preflush request is never issued itself: the flush machinery issues a flush
     // request for it (paired in OnFlush), then completes it with its preflush flag cleared, as
     // "WS 0 + 0" (blk_flush_complete_seq in block/blk-flush.c).
@@ -294,7 +306,12 @@ void RequestMatcher::OnMerge(const BlockEvent& e) {
   // event: only its bio's queue entry is there, and it goes away with it.
   RequestEntry* ent = table_.Find(e.dev, e.sector);
   if (ent == nullptr) {
-    ++stats_.merges_unmatched;
+    if (RequestEntry* q = queued_.Find(e.dev, e.sector); q != nullptr) {
+      ++stats_.merges_before_insert;
+      queued_.Remove(q);
+    } else {
+      ++stats_.merges_unmatched;
+    }
     return;
   }
   ++stats_.merges;
@@ -303,51 +320,52 @@ void RequestMatcher::OnMerge(const BlockEvent& e) {
 
 void RequestMatcher::OnBioQueue(const BlockEvent& e) {
   if (e.IsFlush()) return;  // empty preflush bios become flush requests: not tracked by sector
-  RequestEntry* ent = table_.Find(e.dev, e.sector);
-  if (ent == nullptr) {
-    ent = AddEntry(e);
-    ent->state = RequestState::kQueued;
-  } else if (ent->state != RequestState::kQueued) {
-    ++stats_.bio_queue_on_live;
-    return;
+  if (table_.Find(e.dev, e.sector) != nullptr) ++stats_.bio_queue_on_live;
+  RequestEntry* q = queued_.Find(e.dev, e.sector);
+  if (q == nullptr) {
+    if (queued_.full()) {
+      ++stats_.evicted[StateIndex(RequestState::kQueued)];
+      queued_.Remove(queued_.Oldest());
+    }
+    q = queued_.Add(e.dev, e.sector, e.ts);
   } else {
-    table_.Touch(ent, e.ts);  // a newer bio at the same sector supersedes the old one
+    queued_.Touch(q, e.ts);  // a newer bio at the same sector supersedes the old one
   }
-  ent->has = kHasQueue;
-  ent->queue_ts = e.ts;
-  ent->op = e.op;
-  ent->flags = e.flags;
+  q->state = RequestState::kQueued;
+  q->has = kHasQueue;
+  q->queue_ts = e.ts;
+  q->op = e.op;
+  q->flags = e.flags;
+  q->nr_sector = q->outstanding = e.nr_sector;
 }
 
 void RequestMatcher::OnBioFrontMerge(const BlockEvent& e) {
   ++stats_.bio_front_merges;
-  // The bio at `sector` joins the front of the request that started right after it: the
-  // request now starts at the bio's sector. The bio's own queue entry goes away.
-  uint64_t queue_ts = 0;
-  bool had_queue = false;
-  if (RequestEntry* q = table_.Find(e.dev, e.sector);
-      q != nullptr && q->state == RequestState::kQueued) {
-    queue_ts = q->queue_ts;
-    had_queue = true;
-    table_.Remove(q);
+  // The bio at `sector` joins the front of the request that started right after it: that
+  // request now starts at the bio's sector and keeps its own (earlier) queue time. The bio's
+  // own queue entry goes away. The request may still sit in a plug (only its bio seen) or be
+  // inserted already.
+  if (RequestEntry* q = queued_.Find(e.dev, e.sector); q != nullptr) queued_.Remove(q);
+  const uint64_t next = e.sector + e.nr_sector;
+  if (RequestEntry* q = queued_.Find(e.dev, next); q != nullptr) {
+    if (queued_.Rekey(q, e.sector)) {
+      q->nr_sector += e.nr_sector;
+      queued_.Touch(q, e.ts);
+    }
+    return;
   }
-  RequestEntry* req = table_.Find(e.dev, e.sector + e.nr_sector);
+  RequestEntry* req = table_.Find(e.dev, next);
   if (req == nullptr || req->state != RequestState::kInserted) return;
   if (!table_.Rekey(req, e.sector)) return;  // a live request holds the key: leave both
   req->nr_sector += e.nr_sector;
   req->outstanding += e.nr_sector;
-  if (had_queue && (!(req->has & kHasQueue) || queue_ts < req->queue_ts)) {
-    req->queue_ts = queue_ts;
-    req->has |= kHasQueue;
-  }
   table_.Touch(req, e.ts);
 }
 
 void RequestMatcher::OnBioBackMerge(const BlockEvent& e) {
   ++stats_.bio_back_merges;
   // The bio joined the back of another request: its own queue entry will never be inserted.
-  RequestEntry* q = table_.Find(e.dev, e.sector);
-  if (q != nullptr && q->state == RequestState::kQueued) table_.Remove(q);
+  if (RequestEntry* q = queued_.Find(e.dev, e.sector); q != nullptr) queued_.Remove(q);
 }
 
 void RequestMatcher::OnFlush(Device& d, const BlockEvent& e) {
@@ -452,9 +470,11 @@ void RequestMatcher::OnFlush(Device& d, const BlockEvent& e) {
 }
 
 void RequestMatcher::Finish() {
-  table_.ForEach([this](const RequestEntry& ent) {
-    ++stats_.in_flight_at_end[StateIndex(ent.state)];
-  });
+  for (RequestTable* t : {&table_, &queued_}) {
+    t->ForEach([this](const RequestEntry& ent) {
+      ++stats_.in_flight_at_end[StateIndex(ent.state)];
+    });
+  }
   for (auto& d : devices_) {
     for (const FlushSlot& f : d->flushes) ++stats_.in_flight_at_end[StateIndex(f.state)];
     d->flushes.clear();
@@ -466,6 +486,7 @@ void RequestMatcher::Finish() {
     stats_.issues_without_insert[static_cast<int>(reason)] += d->stats.issues_without_insert;
   }
   while (RequestEntry* oldest = table_.Oldest()) table_.Remove(oldest);
+  while (RequestEntry* oldest = queued_.Oldest()) queued_.Remove(oldest);
 }
 
 std::vector<DeviceMatchStats> RequestMatcher::devices() const {

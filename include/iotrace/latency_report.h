@@ -51,6 +51,10 @@ struct ReportOptions {
 
   double interval_s = 0;  // > 0: a time series, one block per interval of this length
 
+  // --events: instead of the latency report, one line per record in time order (every event
+  // of the file, tracepoints and probes alike), as text, CSV or JSON lines (`format`).
+  bool events = false;
+
   // Matcher bounds.
   double expiry_s = 30;
   size_t max_inflight = 131072;

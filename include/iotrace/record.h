@@ -51,6 +51,8 @@ struct RecordSummary {
   uint64_t output_bytes = 0;
   std::vector<EventSummary> events;
   uint64_t unattributed_lost = 0;  // losses whose event is unknown (ftrace per-CPU drops)
+  // perf counts per event; ftrace only per CPU (then ring lost / dropped silent show "-").
+  bool per_event_losses = true;
   bool disk_full = false;
   std::string stop_reason;          // "duration", "command exited", "SIGINT", ...
 };

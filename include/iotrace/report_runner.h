@@ -20,6 +20,10 @@ absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ost
 absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std::ostream& out,
                          std::ostream& err);
 
+// --events: every record of the file in time order, one line each, to the main output
+// (--since/--until narrow the time range).
+absl::Status RunEventDump(TraceReader& reader, const ReportOptions& options, std::ostream& out);
+
 // Writes an already built report the way RunReport does (main output + summary CSV).
 absl::Status WriteReportOutputs(const LatencyReport& report, const ReportOptions& options,
                                 std::ostream& out);

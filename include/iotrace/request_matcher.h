@@ -84,9 +84,11 @@ struct MatchStats {
   uint64_t flushes = 0;            // flush requests completed and paired
   uint64_t requeues = 0;           // requeues of an issued request
   uint64_t requeues_unmatched = 0; // requeue of a request not seen issued
-  uint64_t merges = 0;             // block_rq_merge that removed a tracked request (or the
-                                   // queue entry of one merged before its insert)
-  uint64_t merges_unmatched = 0;   // block_rq_merge of a request not tracked
+  uint64_t merges = 0;             // block_rq_merge that removed a tracked request
+  uint64_t merges_before_insert = 0;  // block_rq_merge of a request merged while being inserted
+                                      // (its bio was seen queued, the request never inserted)
+  uint64_t merges_unmatched = 0;   // block_rq_merge of a request not tracked at all (also what
+                                   // merges before insert look like without block_bio_queue)
   uint64_t bio_front_merges = 0;
   uint64_t bio_back_merges = 0;
   uint64_t partial_completions = 0;
@@ -122,7 +124,7 @@ class RequestMatcher {
 
   const MatchStats& stats() const { return stats_; }
   std::vector<DeviceMatchStats> devices() const;
-  size_t tracked() const { return table_.size(); }
+  size_t tracked() const { return table_.size() + queued_.size(); }
 
  private:
   struct FlushSlot {
@@ -142,6 +144,8 @@ class RequestMatcher {
   Device& DeviceFor(uint32_t dev);
   void Expire(uint64_t now);
   RequestEntry* AddEntry(const BlockEvent& e);
+  // Gives a new request the queue time of the bio queued at its sector, if one is waiting.
+  void TakeQueued(RequestEntry* ent);
   void OnInsert(Device& d, const BlockEvent& e);
   void OnIssue(Device& d, const BlockEvent& e);
   void OnComplete(const BlockEvent& e);
@@ -155,7 +159,11 @@ class RequestMatcher {
 
   MatcherOptions options_;
   RequestSampleSink* sink_;
-  RequestTable table_;
+  RequestTable table_;   // requests: inserted, issued, requeued
+  // Bios seen queued (block_bio_queue) whose request has not appeared yet. Apart from the
+  // requests so that a bio queued at the sector of a request still tracked (say, one whose
+  // completion was lost) keeps its own queue time.
+  RequestTable queued_;
   bool insert_recorded_ = true;
   std::vector<std::unique_ptr<Device>> devices_;
   absl::flat_hash_map<uint32_t, uint32_t> device_index_;

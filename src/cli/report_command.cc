@@ -38,6 +38,10 @@ constexpr char kUsage[] =
     "  --unit UNIT             ns, us (default) or ms, for the text output; csv and json are\n"
     "                          always in ns\n"
     "  --interval SECONDS      time series: one block of rows per interval of SECONDS\n"
+    "  --events                instead of the report, every event of the file in time order,\n"
+    "                          one line each (time, cpu, pid, comm, event, decoded fields),\n"
+    "                          like perf script; --format csv or json (JSON lines) too;\n"
+    "                          --since/--until narrow it\n"
     "filters (repeat a flag or give a comma-separated list for several values):\n"
     "  --dev DEV               device as MAJ:MIN (7:0) or name (loop0, /dev/loop0)\n"
     "  --op OP                 read, write, flush, discard, other\n"
@@ -167,9 +171,8 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
         return Usage(absl::StrFormat("--max-inflight '%s': expected a count", v));
       }
       o.max_inflight = static_cast<size_t>(n);
-    // A per-event dump (--events) will be one more flag here that sets a mode in
-    // ReportOptions; the library hands it decoded events through
-    // LatencyReportBuilder::set_block_event_sink.
+    } else if (arg == "--events") {
+      o.events = true;
     } else if (!arg.empty() && arg[0] == '-') {
       return Usage(absl::StrFormat("unknown option '%s'", args[i]));
     } else {

@@ -233,9 +233,49 @@ TEST_F(RequestMatcherTest, RequestMergedAtInsertTakesItsBioQueueEntryWithIt) {
   Feed({Ev(BlockEventKind::kBioQueue, 0, 100, 8, "WSM"),
         Ev(BlockEventKind::kMerge, 6, 100, 8, "WSM")});
   matcher_.Finish();
-  EXPECT_EQ(matcher_.stats().merges, 1u);
+  EXPECT_EQ(matcher_.stats().merges_before_insert, 1u);
+  EXPECT_EQ(matcher_.stats().merges, 0u);
   EXPECT_EQ(matcher_.stats().merges_unmatched, 0u);
   for (uint64_t n : matcher_.stats().in_flight_at_end) EXPECT_EQ(n, 0u);
+}
+
+TEST_F(RequestMatcherTest, FrontMergeIntoAPluggedRequestMovesItsQueueEntry) {
+  // Seen on this kernel: a bio front-merges into a request still in the plug (only its own bio
+  // seen queued); the request is then inserted at the bio's sector, and keeps its own Q.
+  Feed({
+      Ev(BlockEventKind::kBioQueue, 0, 248, 8, "W"),
+      Ev(BlockEventKind::kBioQueue, 6, 240, 8, "W"),
+      Ev(BlockEventKind::kBioFrontMerge, 7, 240, 8, "W"),
+      Insert(10, 240, 16),
+      Issue(12, 240, 16),
+      Complete(50, 240, 16),
+  });
+  matcher_.Finish();
+  EXPECT_EQ(sink_.Latencies(Phase::kQ2D), std::vector<uint64_t>{12});
+  EXPECT_EQ(sink_.Latencies(Phase::kQ2C), std::vector<uint64_t>{50});
+  EXPECT_EQ(sink_.Latencies(Phase::kI2D), std::vector<uint64_t>{2});
+  for (uint64_t n : matcher_.stats().in_flight_at_end) EXPECT_EQ(n, 0u);
+}
+
+TEST_F(RequestMatcherTest, BioQueuedAtTheSectorOfAStaleRequestKeepsItsQueueTime) {
+  // The first request's completion was lost (perf drops samples silently here): its entry is
+  // still live when a new bio is queued at the same sector. The new request's Q2D must still
+  // be measured from its own bio.
+  Feed({
+      Ev(BlockEventKind::kBioQueue, 0, 64, 8, "D"),
+      Insert(1, 64, 8, "D"),
+      Issue(2, 64, 8, "D"),
+      // no completion for the first request
+      Ev(BlockEventKind::kBioQueue, 100, 64, 8, "D"),
+      Insert(103, 64, 8, "D"),
+      Issue(107, 64, 8, "D"),
+      Complete(150, 64, 8, "D"),
+  });
+  matcher_.Finish();
+  EXPECT_EQ(sink_.Latencies(Phase::kQ2D), (std::vector<uint64_t>{2, 7}));
+  EXPECT_EQ(sink_.Latencies(Phase::kQ2C), std::vector<uint64_t>{50});
+  EXPECT_EQ(matcher_.stats().collisions, 1u);
+  EXPECT_EQ(matcher_.stats().bio_queue_on_live, 1u);
 }
 
 TEST_F(RequestMatcherTest, RequeueMeansIssueAgainAndD2CRunsFromTheLastIssue) {

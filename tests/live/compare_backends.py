@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Compares the requests two recordings of the same run captured (the perf and ftrace backends
+recording at the same time): reads two `reference_pairing.py --requests` listings, matches each
+request by (dev, sector, op) and the nearest issue time, and prints for the matched ones the
+nearest-rank percentiles of I2D and D2C from each recording, and the largest relative difference:
+
+  matched N only_a A only_b B
+  I2D p50 <a> <b> ...
+  max_rel_diff <x>
+"""
+import bisect
+import collections
+import math
+import sys
+
+WINDOW_NS = 1_000_000  # the same event's two stamps differ by ~0.5 us, rarely by tens of us
+
+
+def load(path):
+    out = collections.defaultdict(list)
+    for line in open(path):
+        dev, sector, op, ins, iss, done = line.strip().split(",")
+        out[(dev, int(sector), op)].append((int(iss), int(ins) if ins else None, int(done)))
+    for v in out.values():
+        v.sort()
+    return out
+
+
+def pct(values, p):
+    v = sorted(values)
+    return v[max(1, math.ceil(p / 100.0 * len(v))) - 1]
+
+
+def main():
+    a, b = load(sys.argv[1]), load(sys.argv[2])
+    pairs = []
+    only_a = 0
+    used = set()
+    for key, reqs in a.items():
+        cand = b.get(key, [])
+        times = [r[0] for r in cand]
+        for iss, ins, done in reqs:
+            i = bisect.bisect_left(times, iss)
+            best = None
+            for j in (i - 1, i):
+                if 0 <= j < len(cand) and (key, j) not in used and abs(times[j] - iss) < WINDOW_NS:
+                    if best is None or abs(times[j] - iss) < abs(times[best] - iss):
+                        best = j
+            if best is None:
+                only_a += 1
+                continue
+            used.add((key, best))
+            pairs.append(((iss, ins, done), cand[best]))
+    only_b = sum(len(v) for v in b.values()) - len(used)
+    print("matched %d only_a %d only_b %d" % (len(pairs), only_a, only_b))
+    worst = 0.0
+    for phase in ("I2D", "D2C"):
+        def lat(r):
+            iss, ins, done = r
+            return (iss - ins) if phase == "I2D" else (done - iss)
+        la = [lat(x) for x, y in pairs if phase == "D2C" or (x[1] is not None and y[1] is not None)]
+        lb = [lat(y) for x, y in pairs if phase == "D2C" or (x[1] is not None and y[1] is not None)]
+        if not la:
+            continue
+        for p in (50, 90, 99):
+            va, vb = pct(la, p), pct(lb, p)
+            rel = abs(va - vb) / max(va, vb, 1)
+            worst = max(worst, rel)
+            print("%s p%d %d %d" % (phase, p, va, vb))
+    print("max_rel_diff %.5f" % worst)
+
+
+if __name__ == "__main__":
+    main()
