@@ -242,8 +242,10 @@ def main():
         line(f"iotrace record ftrace: added CPU/event / {name}'s",
              ratio(iff["added"], rec[peer]["added"]), fmt_x, tgt, ok)
     for label, m in (("perf", ip), ("ftrace", iff)):
-        line(f"iotrace record {label}: events lost", s(m["lost"]), lambda v: f"{v:.0f}",
-             "0", lambda v: v == 0)
+        lost = s(m["lost"])
+        out.append(f"| iotrace record {label}: events lost (every repetition) "
+                   f"| {cell(lost, lambda v: f'{v:.0f}') if lost else 'n/a'} | 0 "
+                   f"| {'n/a' if not lost else ('met' if lost[2] == 0 else 'NOT met')} |")
         line(f"iotrace record {label}: IOPS slowdown (context)", s(m["slowdown"]), fmt_pct)
     for fmt_name, mine, peer, peer_name, floor in (
             ("perf.data", "iotrace-report-perfdata", "perf-script", "perf script",
