@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""Turns the raw CSV written by scripts/bench-e2e.sh into one markdown table (medians and
+min-max over the repetitions), the ratios of iotrace against each peer, and the issue's targets.
+
+  e2e_table.py RAW.csv [--header TEXT]
+
+Slowdown and added CPU are taken against the median of the no-tracer runs. Every ratio between
+tools is computed inside one repetition (tools measured back to back on the same machine
+state), then summarised as median [min-max] over the repetitions.
+"""
+import argparse
+import csv
+import statistics
+import sys
+
+RECORD_TOOLS = [
+    ("none", "no tracer"),
+    ("perf", "perf record"),
+    ("perf-B", "perf record -B"),
+    ("trace-cmd", "trace-cmd record"),
+    ("bpftrace", "bpftrace (in-kernel D2C histogram)"),
+    ("iotrace-perf", "iotrace record --backend perf"),
+    ("iotrace-ftrace", "iotrace record --backend ftrace"),
+]
+REPORT_TOOLS = [
+    ("cat-perfdata", "cat perf.data >/dev/null (floor)"),
+    ("perf-script", "perf script"),
+    ("iotrace-report-perfdata", "iotrace report (perf.data)"),
+    ("cat-tracedat", "cat trace.dat >/dev/null (floor)"),
+    ("trace-cmd-report", "trace-cmd report"),
+    ("iotrace-report-tracedat", "iotrace report (trace.dat)"),
+    ("btt", "btt (same events, blktrace format)"),
+]
+
+
+def num(row, key):
+    v = row.get(key, "")
+    return float(v) if v not in ("", None) else None
+
+
+class Runs:
+    """Rows of one phase, by tool then repetition."""
+
+    def __init__(self, rows, phase):
+        self.by_tool = {}
+        for r in rows:
+            if r["phase"] != phase:
+                continue
+            self.by_tool.setdefault(r["tool"], {})[int(r["rep"])] = r
+
+    def ok(self, tool):
+        return {rep: r for rep, r in self.by_tool.get(tool, {}).items() if r["status"] == "ok"}
+
+    def reason(self, tool):
+        runs = self.by_tool.get(tool)
+        if not runs:
+            return "not run"
+        bad = [r for r in runs.values() if r["status"] != "ok"]
+        return bad[0]["reason"] if bad else ""
+
+
+def summary(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return statistics.median(values), min(values), max(values)
+
+
+def fmt_si(v):
+    a = abs(v)
+    if a >= 1e9:
+        return f"{v / 1e9:.3g}G"
+    if a >= 1e6:
+        return f"{v / 1e6:.3g}M"
+    if a >= 1e3:
+        return f"{v / 1e3:.3g}k"
+    return f"{v:.3g}"
+
+
+def fmt_ns(v):
+    a = abs(v)
+    if a >= 1e6:
+        return f"{v / 1e6:.3g} ms"
+    if a >= 1e3:
+        return f"{v / 1e3:.3g} us"
+    return f"{v:.3g} ns"
+
+
+def fmt_pct(v):
+    return f"{100 * v:.0f}%"
+
+
+def fmt_x(v):
+    return f"{v:.3g}x"
+
+
+def cell(s, f):
+    if s is None:
+        return "-"
+    med, lo, hi = s
+    if f(lo) == f(hi):
+        return f(med)
+    return f"{f(med)} [{f(lo)}..{f(hi)}]"
+
+
+def record_metrics(runs):
+    """tool -> metric -> per-rep values (rep -> value)."""
+    base = runs.ok("none")
+    base_per_io = {}
+    for rep, r in base.items():
+        cpu = num(r, "busy_s") - num(r, "foreign_s")
+        base_per_io[rep] = cpu / num(r, "ios")
+    median_per_io = statistics.median(base_per_io.values()) if base_per_io else None
+    median_iops = statistics.median(num(r, "iops") for r in base.values()) if base else None
+    out = {}
+    for tool, _ in RECORD_TOOLS:
+        m = {k: {} for k in ("iops", "slowdown", "cpu_per_io", "added", "own", "bytes",
+                             "events", "lost", "others")}
+        for rep, r in runs.ok(tool).items():
+            ios, iops = num(r, "ios"), num(r, "iops")
+            events = num(r, "events") or 0
+            cpu = num(r, "busy_s") - num(r, "foreign_s")
+            m["iops"][rep] = iops
+            m["cpu_per_io"][rep] = cpu / ios * 1e9 if ios else None
+            m["others"][rep] = num(r, "foreign_s") / num(r, "window_s")
+            # The baseline is the median of all no-tracer runs: on a shared machine one
+            # baseline run's noise would otherwise move every tracer of its repetition.
+            b_iops, b_per_io = median_iops, median_per_io
+            if tool != "none" and b_iops:
+                m["slowdown"][rep] = 1 - iops / b_iops
+            if tool == "none" or not events:
+                continue
+            m["events"][rep] = events
+            if b_per_io is not None:
+                m["added"][rep] = (cpu - ios * b_per_io) / events * 1e9
+            m["own"][rep] = num(r, "own_cpu_s") / events * 1e9
+            if num(r, "file_bytes"):
+                m["bytes"][rep] = num(r, "file_bytes") / events
+            if r.get("lost", "") != "":
+                m["lost"][rep] = num(r, "lost")
+        out[tool] = m
+    return out
+
+
+def report_metrics(runs):
+    out = {}
+    for tool, _ in REPORT_TOOLS:
+        m = {k: {} for k in ("events", "wall", "evps", "cpu_evps", "rss")}
+        for rep, r in runs.ok(tool).items():
+            ev, wall = num(r, "events"), num(r, "wall_s")
+            cpu = (num(r, "user_s") or 0) + (num(r, "sys_s") or 0)
+            m["events"][rep] = ev
+            m["wall"][rep] = wall
+            m["evps"][rep] = ev / max(wall, 0.005)  # /usr/bin/time has 10 ms resolution
+            m["cpu_evps"][rep] = ev / max(cpu, 0.005)
+            m["rss"][rep] = num(r, "rss_kb") / 1024
+        out[tool] = m
+    return out
+
+
+def ratio(a, b, invert=False):
+    """Per-rep a/b (or b/a) for the reps both have."""
+    vals = []
+    for rep in a:
+        if rep in b and a[rep] and b[rep]:
+            vals.append(b[rep] / a[rep] if invert else a[rep] / b[rep])
+    return summary(vals)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("csv")
+    ap.add_argument("--header", default="")
+    args = ap.parse_args()
+    with open(args.csv) as f:
+        rows = list(csv.DictReader(f))
+    rec_runs, rep_runs = Runs(rows, "record"), Runs(rows, "report")
+    rec, rpt = record_metrics(rec_runs), report_metrics(rep_runs)
+    s = lambda d: summary(list(d.values()))  # noqa: E731
+
+    out = []
+    if args.header:
+        out.append(args.header)
+        out.append("")
+    out.append("| tool | IOPS | slowdown | machine CPU / I/O | added machine CPU / event | "
+               "tracer's own CPU / event | bytes / event | events | lost | others' CPU "
+               "| report wall | report events/s | report events/CPU-s | peak RSS |")
+    out.append("|" + " --- |" * 14)
+    for tool, label in RECORD_TOOLS:
+        m = rec[tool]
+        if not rec_runs.ok(tool):
+            out.append(f"| {label} | n/a: {rec_runs.reason(tool)} |" + " |" * 13)
+            continue
+        note = rec_runs.reason(tool)
+        if note:
+            label += f" (some runs failed: {note})"
+        lost = cell(s(m["lost"]), lambda v: f"{v:.0f}") if m["lost"] else (
+            "-" if tool == "none" else "n/a (not reported)")
+        out.append(
+            f"| {label} | {cell(s(m['iops']), fmt_si)} | {cell(s(m['slowdown']), fmt_pct)} "
+            f"| {cell(s(m['cpu_per_io']), fmt_ns)} | {cell(s(m['added']), fmt_ns)} "
+            f"| {cell(s(m['own']), fmt_ns)} | {cell(s(m['bytes']), lambda v: f'{v:.3g}')} "
+            f"| {cell(s(m['events']), fmt_si)} | {lost} "
+            f"| {cell(s(m['others']), lambda v: f'{v:.2f}')} | | | | |")
+    for tool, label in REPORT_TOOLS:
+        m = rpt[tool]
+        if not rep_runs.ok(tool):
+            out.append(f"| {label} | n/a: {rep_runs.reason(tool)} |" + " |" * 13)
+            continue
+        out.append(
+            f"| {label} | | | | | | | {cell(s(m['events']), fmt_si)} | | "
+            f"| {cell(s(m['wall']), lambda v: f'{v:.3g} s')} "
+            f"| {cell(s(m['evps']), fmt_si)} | {cell(s(m['cpu_evps']), fmt_si)} "
+            f"| {cell(s(m['rss']), lambda v: f'{v:.3g} MiB')} |")
+
+    # Ratios and targets.
+    out.append("")
+    out.append("| ratio (per repetition, median [min..max]) | measured | target | verdict |")
+    out.append("| --- | --- | --- | --- |")
+
+    def line(what, summ, f, target=None, ok=None):
+        verdict = "-"
+        if summ is not None and ok is not None:
+            verdict = "met" if ok(summ[0]) else "NOT met"
+        elif summ is None and target:
+            verdict = "n/a"
+        out.append(f"| {what} | {cell(summ, f) if summ else 'n/a'} | {target or ''} | {verdict} |")
+
+    ip, iff = rec["iotrace-perf"], rec["iotrace-ftrace"]
+    for name, peer in (("perf record -B", "perf-B"), ("perf record", "perf"),
+                       ("trace-cmd record", "trace-cmd"), ("bpftrace", "bpftrace")):
+        tgt = ok = None
+        if peer == "perf-B":
+            tgt, ok = "<= 1x", (lambda v: v <= 1.0)
+        line(f"iotrace record perf: added CPU/event / {name}'s",
+             ratio(ip["added"], rec[peer]["added"]), fmt_x, tgt, ok)
+    for name, peer in (("trace-cmd record", "trace-cmd"), ("perf record -B", "perf-B"),
+                       ("bpftrace", "bpftrace")):
+        tgt = ok = None
+        if peer == "trace-cmd":
+            tgt, ok = "<= 1x (aim 0.5x)", (lambda v: v <= 1.0)
+        line(f"iotrace record ftrace: added CPU/event / {name}'s",
+             ratio(iff["added"], rec[peer]["added"]), fmt_x, tgt, ok)
+    for label, m in (("perf", ip), ("ftrace", iff)):
+        lost = s(m["lost"])
+        out.append(f"| iotrace record {label}: events lost (every repetition) "
+                   f"| {cell(lost, lambda v: f'{v:.0f}') if lost else 'n/a'} | 0 "
+                   f"| {'n/a' if not lost else ('met' if lost[2] == 0 else 'NOT met')} |")
+        line(f"iotrace record {label}: IOPS slowdown (context)", s(m["slowdown"]), fmt_pct)
+    for fmt_name, mine, peer, peer_name, floor in (
+            ("perf.data", "iotrace-report-perfdata", "perf-script", "perf script",
+             "cat-perfdata"),
+            ("trace.dat", "iotrace-report-tracedat", "trace-cmd-report", "trace-cmd report",
+             "cat-tracedat")):
+        m = rpt[mine]
+        line(f"iotrace report {fmt_name}: events/s", s(m["evps"]), fmt_si, ">= 20M",
+             lambda v: v >= 20e6)
+        line(f"iotrace report {fmt_name}: events/s / {peer_name}'s",
+             ratio(m["evps"], rpt[peer]["evps"]), fmt_x,
+             ">= 40x" if peer == "perf-script" else None,
+             (lambda v: v >= 40) if peer == "perf-script" else None)
+        line(f"iotrace report {fmt_name}: events/s / btt's",
+             ratio(m["evps"], rpt["btt"]["evps"]), fmt_x, ">= 10x", lambda v: v >= 10)
+        line(f"iotrace report {fmt_name}: wall / cat's wall",
+             ratio(m["wall"], rpt[floor]["wall"]), fmt_x, "<= 4x", lambda v: v <= 4)
+        line(f"iotrace report {fmt_name}: peak RSS", s(m["rss"]),
+             lambda v: f"{v:.3g} MiB", "< 64 MiB", lambda v: v < 64)
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
