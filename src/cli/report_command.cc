@@ -1,6 +1,8 @@
 // iotrace report: flags -> ReportOptions -> RunReport. Only flag parsing lives here; everything
 // else is in the library (latency_report, report_format, report_runner) where tests call it.
 #include <cmath>
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -30,7 +32,8 @@ constexpr char kUsage[] =
     "Every event that could not be paired or was lost is counted in the report.\n"
     "\n"
     "input and output:\n"
-    "  -i, --input FILE        file to read (default: ./iotrace.data)\n"
+    "  -i, --input FILE        file to read (default: ./iotrace.data or ./iotrace.dat,\n"
+    "                          whichever iotrace record wrote last)\n"
     "  -o, --output FILE       write the main output to FILE instead of standard output\n"
     "  --format FORMAT         text (default), csv (histogram buckets) or json\n"
     "  --summary-csv FILE      also write one summary row (count, min, mean, percentiles,\n"
@@ -77,8 +80,23 @@ std::vector<std::string> SplitList(const std::string& value) {
 }
 
 // Parses the arguments after "report". *help is set when --help was given.
+// Without -i: what `iotrace record` wrote last here, ./iotrace.data (perf backend) or
+// ./iotrace.dat (ftrace backend; the default backend picks either).
+std::string DefaultInput() {
+  struct stat data, dat;
+  bool has_data = ::stat("iotrace.data", &data) == 0;
+  bool has_dat = ::stat("iotrace.dat", &dat) == 0;
+  if (has_dat && (!has_data || dat.st_mtim.tv_sec > data.st_mtim.tv_sec ||
+                  (dat.st_mtim.tv_sec == data.st_mtim.tv_sec &&
+                   dat.st_mtim.tv_nsec > data.st_mtim.tv_nsec))) {
+    return "iotrace.dat";
+  }
+  return "iotrace.data";
+}
+
 absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bool* help) {
   ReportOptions o;
+  o.input = DefaultInput();
   *help = false;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
