@@ -342,7 +342,8 @@ class PerfRun : public RunningCapture {
 
 absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& tracefs,
                                    const std::vector<TraceEventInfo>& events,
-                                   const std::string& filter, RecordSummary* summary) {
+                                   const std::string& filter, SignalGuard& signals,
+                                   RecordSummary* summary) {
   PerfCaptureOptions copt;
   copt.events = events;
   copt.mmap_pages = opt.mmap_pages;
@@ -370,7 +371,6 @@ absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& 
   IOTRACE_RETURN_IF_ERROR(WriteExistingComms(writer.get(), cap->events()[0], cap->cpus()[0]));
 
   PerfRun run(*cap, *writer);
-  SignalGuard signals;
   IOTRACE_RETURN_IF_ERROR(run.WatchFd(signals.fd()));
   AnnounceBackend(*summary);
   IOTRACE_RETURN_IF_ERROR(cap->Enable());
@@ -438,7 +438,8 @@ class FtraceRun : public RunningCapture {
 
 absl::StatusOr<int> RecordWithFtrace(const RecordOptions& opt, const std::string& tracefs,
                                      const std::vector<TraceEventInfo>& events,
-                                     const std::string& filter, RecordSummary* summary) {
+                                     const std::string& filter, SignalGuard& signals,
+                                     RecordSummary* summary) {
   FtraceCaptureOptions fopt;
   fopt.tracefs = tracefs;
   fopt.events = events;
@@ -452,7 +453,6 @@ absl::StatusOr<int> RecordWithFtrace(const RecordOptions& opt, const std::string
   }
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<FtraceCapture> cap, FtraceCapture::Create(fopt));
   FtraceRun run(*cap);
-  SignalGuard signals;
   IOTRACE_RETURN_IF_ERROR(run.WatchFd(signals.fd()));
   AnnounceBackend(*summary);
   IOTRACE_RETURN_IF_ERROR(cap->Start());
@@ -535,6 +535,10 @@ absl::StatusOr<int> RunRecord(const RecordOptions& opt, RecordSummary* summary) 
     if (!exe.ok()) return AsUsageError(WithHint(exe.status(), "check the command after --"));
   }
   IOTRACE_ASSIGN_OR_RETURN(std::string tracefs, FindTracefs(opt.tracefs_dir));
+  // From here on iotrace changes things (probes, an instance): Ctrl-C and SIGTERM are taken
+  // from a signalfd, so that they end the recording through the cleanup path, even if they
+  // arrive while things are being set up.
+  SignalGuard signals;
   std::vector<TraceEventInfo> events;
   if (!opt.events.empty()) {
     auto resolved = ResolveEvents(tracefs, opt.events);
@@ -569,8 +573,9 @@ absl::StatusOr<int> RunRecord(const RecordOptions& opt, RecordSummary* summary) 
                         ? (backend == Backend::kFtrace ? "iotrace.dat" : "iotrace.data")
                         : opt.output;
   absl::StatusOr<int> result =
-      backend == Backend::kFtrace ? RecordWithFtrace(opt, tracefs, events, filter, summary)
-                                  : RecordWithPerf(opt, tracefs, events, filter, summary);
+      backend == Backend::kFtrace
+          ? RecordWithFtrace(opt, tracefs, events, filter, signals, summary)
+          : RecordWithPerf(opt, tracefs, events, filter, signals, summary);
   if (probes) {
     absl::Status s = probes->Remove();
     if (!s.ok()) {
