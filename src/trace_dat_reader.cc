@@ -487,7 +487,7 @@ absl::Status TraceDatReader::FinishMetadata(ByteView file) {
       streams_.end());
 
   for (const FormatText& f : meta_.event_formats) {
-    auto fmt = ParseEventFormat(f.system, f.text);
+    auto fmt = ParseUntrustedEventFormat(f.system, f.text);
     if (!fmt.ok()) {
       ++unparsed_formats_;
       continue;
