@@ -56,8 +56,8 @@ class TraceDatCorruptTest : public ::testing::Test {
     for (int cpu = 0; cpu < cpus; ++cpu) {
       testing::FtracePageBuilder page(1000);
       for (int i = 0; i < events; ++i) {
-        EXPECT_TRUE(page.AddEvent(
-            1000 + 10 * i, testing::BlockPayload(complete_, {1, 7u << 20, 8u * i, 8, "W"})));
+        EXPECT_TRUE(page.AddEvent(1000 + 10 * i,
+                                  testing::BlockPayload(complete_, {1, 7u << 20, 8u * i, 8, "W"})));
       }
       const std::string bytes = page.Build();
       EXPECT_TRUE((*w)->AppendPages(cpu, ByteView(bytes.data(), bytes.size())).ok());
@@ -196,8 +196,7 @@ TEST_F(TraceDatCorruptTest, V7OptionsChainLoopIsRejectedAtTheFirstRevisit) {
   test::ScopedAllocationCount count;
   auto reader = OpenTraceDat(path_);
   ASSERT_FALSE(reader.ok());
-  EXPECT_NE(reader.status().message().find("options chain"), std::string::npos)
-      << reader.status();
+  EXPECT_NE(reader.status().message().find("options chain"), std::string::npos) << reader.status();
   EXPECT_LE(count.count(), good_allocations);
 }
 
