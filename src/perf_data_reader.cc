@@ -85,9 +85,15 @@ class PerfDataReader final : public TraceReader {
         ++bad_size_;
         return ScanKind::kStop;
       }
+      if (h.size > end - pos) {
+        ++truncated_;
+        return ScanKind::kStop;
+      }
       uint64_t n = pos + h.size;
       if (h.type == perf::kRecordAuxtrace) {
-        // The AUX payload follows the record without being counted in its size.
+        // The AUX payload follows the record without being counted in its size. (Its size word
+        // is read only once the record is known to fit: past the data end may be past the
+        // mapping's last page.)
         uint64_t extra = 0;
         if (h.size >= 16) std::memcpy(&extra, r_->base_ + pos + 8, 8);
         n = extra > end ? end + 1 : n + extra;
