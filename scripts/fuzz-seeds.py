@@ -2,9 +2,12 @@
 """Cuts the recorded fixtures (tests/fixtures/golden, tests/fixtures/tracedat) down to small,
 still valid seed files for tests/fuzz/corpus/trace_file_fuzzer/: a few records or ring-buffer
 pages each, tracing data without the bulk (printk formats, saved cmdlines and ftrace formats
-trimmed to a few entries), every offset rewritten. Run by hand after a fixture changes:
+trimmed to a few entries), every offset rewritten. For tests/fuzz/corpus/trace_records_fuzzer/
+it turns the same recordings into that target's chunk lists (real tracepoint payloads and real
+ring-buffer pages; see tests/fuzz/trace_records_fuzzer.cc for the encoding). Run by hand after a
+fixture changes:
 
-    python3 scripts/fuzz-seeds.py            # rewrites tests/fuzz/corpus/trace_file_fuzzer/
+    python3 scripts/fuzz-seeds.py            # rewrites both corpus directories
 """
 import os
 import struct
@@ -13,6 +16,7 @@ import sys
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 OUT = os.path.join(ROOT, "tests", "fuzz", "corpus", "trace_file_fuzzer")
+OUT_RECORDS = os.path.join(ROOT, "tests", "fuzz", "corpus", "trace_records_fuzzer")
 
 TRACING_MAGIC = b"\x17\x08\x44tracing"
 
@@ -331,6 +335,82 @@ def cut_v7(src, pages_per_cpu):
     return bytes(out)
 
 
+# --- trace_records_fuzzer chunk lists -------------------------------------------------------
+
+# The attrs of trace_records_fuzzer, in order (their format ids are the fixture formats').
+RECORDS_FORMATS = [2105, 2104, 2107, 2108, 2103]  # insert, issue, complete, requeue, merge
+
+
+def perf_chunks(src, samples):
+    """Samples of a perf.data file as chunks: op 8 (sample, common_type kept), arg = attr | cpu<<4,
+    dt = time delta (op | 16 when time goes back), the RAW payload."""
+    b = open(src, "rb").read()
+    (_, attr_size, attrs_off, attrs_size, data_off, data_size) = struct.unpack_from("<6Q", b, 8)
+    # iotrace's sample layout: IDENTIFIER, TID, TIME, CPU, RAW.
+    p, out, last, n = data_off, b"", None, 0
+    while p < data_off + data_size and n < samples:
+        (rtype, _, size) = struct.unpack_from("<IHH", b, p)
+        if rtype == 9:
+            (_, _, _, t, cpu, _, raw_size) = struct.unpack_from("<QIIQIII", b, p + 8)
+            raw = b[p + 44:p + 44 + raw_size]
+            (common_type,) = struct.unpack_from("<H", raw)
+            if common_type in RECORDS_FORMATS and len(raw) < 256:
+                attr = RECORDS_FORMATS.index(common_type)
+                last = t if last is None else last
+                dt, op = t - last, 8
+                if dt < 0:
+                    dt, op = -dt, 8 | 16
+                out += struct.pack("<BBHB", op, attr | (cpu & 1) << 4, min(dt, 0xffff), len(raw))
+                out += raw
+                last = t
+                n += 1
+        p += size
+    return out
+
+
+def page_chunks(src, pages_per_cpu):
+    """Ring-buffer pages of a v6 trace.dat as chunks: cpu, flags 0, len = commit, the data."""
+    b = open(src, "rb").read()
+    d = decode_tracing_data(b)
+    p = d["end"]
+    (cpus,) = struct.unpack_from("<I", b, p)
+    opts, p = v6_options(b, p + 14)
+    flys = [p] + [struct.unpack_from("<Q", o)[0] for i, o in opts if i == 3]
+    out = b""
+    for at in flys:
+        for c in range(cpus):
+            (off, size) = struct.unpack_from("<QQ", b, at + 10 + 16 * c)
+            for k in range(min(pages_per_cpu, size // 4096)):
+                page = b[off + 4096 * k:off + 4096 * (k + 1)]
+                (commit,) = struct.unpack_from("<Q", page, 8)
+                n = commit & ((1 << 27) - 1)
+                out += struct.pack("<BBH", c, 0, n) + page[16:16 + n]
+    return out
+
+
+def records_seeds():
+    golden = os.path.join(FIXTURES, "golden")
+    tracedat = os.path.join(FIXTURES, "tracedat")
+    mq = perf_chunks(os.path.join(golden, "iotrace_mq.data"), 60)
+    none = perf_chunks(os.path.join(golden, "iotrace_none.data"), 40)
+    seeds = {}
+    for variant in range(6):  # every sample layout of the target
+        seeds[f"perf_mq_v{variant}"] = bytes([variant << 1]) + mq
+    seeds["perf_none_v0"] = bytes([0]) + none
+    # Losses, a round mark and a COMM record (type 3: pid, tid, "dd\0" padded) among samples.
+    extra = (struct.pack("<BBHB", 4, 0x11, 5, 0) + struct.pack("<BBHB", 5, 0x02, 5, 0) +
+             struct.pack("<BBHB", 6, 0, 0, 0) +
+             struct.pack("<BBHB", 7, 3, 0, 16) + struct.pack("<II", 7, 7) + b"dd\0\0\0\0\0\0")
+    seeds["perf_losses_v0"] = bytes([0]) + extra + mq[:2000]
+    v6 = page_chunks(os.path.join(tracedat, "dd_v6.dat"), 1)
+    buffered = page_chunks(os.path.join(tracedat, "dd_buffered_v6.dat"), 2)
+    seeds["tracedat_dd_2cpu"] = bytes([3]) + v6
+    seeds["tracedat_buffered_2cpu"] = bytes([3]) + buffered
+    seeds["tracedat_dd_1cpu"] = bytes([1]) + v6
+    stats = b"CPU: 1\nentries: 0\noverrun: 7\ncommit overrun: 0\nbytes: 0\ndropped events: 2\n"
+    seeds["tracedat_stats_2cpu"] = bytes([3]) + struct.pack("<BBH", 1, 8, len(stats)) + stats + v6
+    return seeds
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     golden = os.path.join(FIXTURES, "golden")
@@ -349,6 +429,11 @@ def main():
         with open(os.path.join(OUT, name), "wb") as f:
             f.write(data)
         print(f"{name}: {len(data)} bytes", file=sys.stderr)
+    os.makedirs(OUT_RECORDS, exist_ok=True)
+    for name, data in records_seeds().items():
+        with open(os.path.join(OUT_RECORDS, name), "wb") as f:
+            f.write(data)
+        print(f"records/{name}: {len(data)} bytes", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -15,14 +15,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
-#include <sstream>
 #include <string>
 
-#include "iotrace/event_dump.h"
-#include "iotrace/latency_report.h"
-#include "iotrace/report_format.h"
-#include "iotrace/trace_reader.h"
+#include "fuzz_pipeline.h"
 
 namespace {
 
@@ -53,66 +48,12 @@ class InputFile {
   std::string path_;
 };
 
-// Feeds every record to an EventDumper; one line per record, as event_dump.h promises.
-class DumpSink : public iotrace::EventSink {
- public:
-  DumpSink(iotrace::TraceReader* reader, iotrace::DumpFormat format)
-      : reader_(reader), dumper_(reader->formats(), format) {}
-  void OnEvent(const iotrace::RawEvent& event) override {
-    ++events_;
-    line_.clear();
-    const std::string comm = reader_->CommOf(event.pid);
-    dumper_.Append(event, comm, &line_);
-    if (line_.empty() || line_.back() != '\n') __builtin_trap();
-  }
-  void OnLoss(const iotrace::LossRecord& loss) override { ++losses_; }
-  uint64_t events() const { return events_; }
-
- private:
-  iotrace::TraceReader* reader_;
-  iotrace::EventDumper dumper_;
-  std::string line_;
-  uint64_t events_ = 0;
-  uint64_t losses_ = 0;
-};
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static InputFile* file = new InputFile();
   const std::string& path = file->Write(data, size);
 
-  auto opened = iotrace::TraceReader::Open(path);
-  if (!opened.ok()) {
-    if (opened.status().message().empty()) __builtin_trap();  // errors must say what is wrong
-    return 0;
-  }
-  iotrace::TraceReader& reader = **opened;
-  for (const auto& [key, value] : reader.Info()) (void)key.size(), (void)value.size();
-  (void)reader.CommOf(0);
-  (void)reader.CommOf(1);
-
-  // The report, as `iotrace report` builds it (a time series for half of the inputs).
-  iotrace::ReportOptions options;
-  options.input = path;
-  options.sysfs_root = options.procfs_root = "/nonexistent";
-  if (size % 2) options.interval_s = 0.001;
-  auto report = iotrace::BuildLatencyReport(reader, options);
-  if (report.ok()) {
-    const iotrace::ReadStats& st = reader.stats();
-    if (st.events > st.records) __builtin_trap();
-    std::ostringstream sink;
-    iotrace::WriteTextReport(*report, iotrace::TimeUnit::kUs, sink);
-    iotrace::WriteBucketCsv(*report, sink);
-    iotrace::WriteSummaryCsv(*report, sink);
-    iotrace::WriteJsonReport(*report, sink);
-  }
-
-  // `iotrace report --events`: a second pass over the same reader.
-  static constexpr iotrace::DumpFormat kFormats[] = {
-      iotrace::DumpFormat::kText, iotrace::DumpFormat::kCsv, iotrace::DumpFormat::kJson};
-  DumpSink dump(&reader, kFormats[size % 3]);
-  if (!reader.ReadAll(&dump).ok()) return 0;
-  if (dump.events() != reader.stats().events) __builtin_trap();
+  iotrace::fuzz::RunReportPipeline(path, size);
   return 0;
 }
