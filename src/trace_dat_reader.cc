@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <iterator>
 #include <map>
@@ -453,7 +454,11 @@ absl::Status TraceDatReader::HandleOption(uint16_t id, ByteView data, bool v7) {
     case kOptionOffset: {
       int64_t off = 0;
       std::string_view text = CString(data);
-      if (absl::SimpleAtoi(absl::string_view(text.data(), text.size()), &off)) ts_offset_ += off;
+      // Summed as trace-cmd does; a crafted sum saturates instead of overflowing (UB).
+      if (absl::SimpleAtoi(absl::string_view(text.data(), text.size()), &off) &&
+          __builtin_add_overflow(ts_offset_, off, &ts_offset_)) {
+        ts_offset_ = off > 0 ? INT64_MAX : INT64_MIN;
+      }
       return absl::OkStatus();
     }
     case kOptionCpuCount: {

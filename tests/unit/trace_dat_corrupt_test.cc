@@ -23,10 +23,14 @@ using testing::ReadFixtureFile;
 
 class CountingSink : public EventSink {
  public:
-  void OnEvent(const RawEvent& ev) override { ++events; }
+  void OnEvent(const RawEvent& ev) override {
+    ++events;
+    times.push_back(ev.ts);
+  }
   void OnLoss(const LossRecord& loss) override { ++losses; }
   uint64_t events = 0;
   uint64_t losses = 0;
+  std::vector<uint64_t> times;
 };
 
 class TraceDatCorruptTest : public ::testing::Test {
@@ -51,6 +55,8 @@ class TraceDatCorruptTest : public ::testing::Test {
     TraceDatWriterOptions o;
     o.meta = meta_;
     o.nr_cpus = cpus;
+    o.uname = uname_;
+    o.recorder = recorder_;
     auto w = TraceDatWriter::Create(path_, o);
     EXPECT_TRUE(w.ok()) << w.status();
     for (int cpu = 0; cpu < cpus; ++cpu) {
@@ -85,6 +91,8 @@ class TraceDatCorruptTest : public ::testing::Test {
 
   std::string dir_;
   std::string path_;
+  std::string uname_ = "Linux test 6.18.0 x86_64";
+  std::string recorder_ = "iotrace test";
   TracingMetadata meta_;
   std::string complete_text_;
   EventFormat complete_;
@@ -198,6 +206,29 @@ TEST_F(TraceDatCorruptTest, V7OptionsChainLoopIsRejectedAtTheFirstRevisit) {
   ASSERT_FALSE(reader.ok());
   EXPECT_NE(reader.status().message().find("options chain"), std::string::npos) << reader.status();
   EXPECT_LE(count.count(), good_allocations);
+}
+
+TEST_F(TraceDatCorruptTest, TimestampOffsetsThatOverflowSaturate) {
+  // Found by review while fuzzing: OFFSET options were summed into an int64 (signed overflow,
+  // undefined behaviour; UBSan reports it). The writer's UNAME and VERSION options become two
+  // OFFSET options (id 7) of INT64_MAX each: the sum saturates.
+  uname_ = recorder_ = "9223372036854775807";
+  meta_.event_formats = {{"block", complete_text_}};
+  std::string bytes = WriteFile(1);
+  size_t at = 0;
+  for (int i = 0; i < 2; ++i) {
+    at = bytes.find(uname_ + '\0', at + 1);
+    ASSERT_NE(at, std::string::npos);
+    ASSERT_TRUE(bytes[at - 6] == 5 || bytes[at - 6] == 9);  // UNAME or VERSION
+    bytes[at - 6] = 7;
+  }
+  Spit(bytes);
+  auto reader = OpenTraceDat(path_);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  CountingSink sink;
+  ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+  ASSERT_EQ(sink.times.size(), 1u);
+  EXPECT_EQ(sink.times[0], 1000u + uint64_t{INT64_MAX});
 }
 
 }  // namespace
