@@ -7,6 +7,7 @@
 #   scripts/fuzz.sh trace_file_fuzzer 900
 #   JOBS=2 scripts/fuzz.sh report_pipeline_fuzzer 300
 #   scripts/fuzz.sh trace_file_fuzzer 0 build-fuzz/artifacts/trace_file_fuzzer/crash-...  # replay
+#   scripts/fuzz.sh trace_file_fuzzer cov   # line coverage of the readers by seeds + corpus
 #
 # Seeds come from tests/fuzz/corpus/TARGET/ (read only); what the run finds goes to
 # build-fuzz/corpus/TARGET/, crashes, leaks, timeouts and OOMs to build-fuzz/artifacts/TARGET/.
@@ -33,6 +34,29 @@ if ! command -v clang++ >/dev/null ||
    ! echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, unsigned long) { return 0; }' |
      clang++ -x c++ -fsanitize=fuzzer - -o /dev/null 2>/dev/null; then
   bash scripts/install-deps.sh clang libclang-rt-14-dev
+fi
+
+if [ "$seconds" = cov ]; then
+  # Source-based coverage (no sanitizers) of everything the corpus reaches, in build-fuzz-cov/.
+  if [ ! -f build-fuzz-cov/CMakeCache.txt ]; then
+    CC=clang CXX=clang++ cmake -S . -B build-fuzz-cov -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DIOTRACE_FUZZ=ON -DIOTRACE_BUILD_TESTS=OFF -DIOTRACE_BUILD_BENCH=OFF \
+      -DCMAKE_C_FLAGS="-fprofile-instr-generate -fcoverage-mapping" \
+      -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link -fprofile-instr-generate -fcoverage-mapping" \
+      -DCMAKE_EXE_LINKER_FLAGS="-fprofile-instr-generate" >/dev/null
+  fi
+  cmake --build build-fuzz-cov -j"$jobs" --target "$target"
+  mkdir -p build-fuzz/corpus/$target
+  LLVM_PROFILE_FILE=build-fuzz-cov/$target.profraw \
+    LSAN_OPTIONS=detect_leaks=0 "build-fuzz-cov/$target" -runs=0 -rss_limit_mb=512 -timeout=10 \
+    build-fuzz/corpus/$target tests/fuzz/corpus/$target 2>&1 | tail -2
+  llvm-profdata merge -sparse build-fuzz-cov/$target.profraw -o build-fuzz-cov/$target.profdata
+  llvm-cov report "build-fuzz-cov/$target" -instr-profile=build-fuzz-cov/$target.profdata \
+    src/perf_data_reader.cc src/perf_record_parser.cc include/iotrace/perf_record_parser.h \
+    include/iotrace/sorted_run_merger.h src/tracing_data.cc src/event_format.cc \
+    src/trace_dat_reader.cc src/ftrace_page.cc include/iotrace/ftrace_page.h \
+    src/trace_reader_open.cc src/event_dump.cc src/block_event.cc src/latency_report.cc
+  exit 0
 fi
 
 if [ ! -f build-fuzz/CMakeCache.txt ]; then

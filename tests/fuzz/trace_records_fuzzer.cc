@@ -222,7 +222,9 @@ bool WritePerf(const std::string& path, uint8_t mode, Input* in) {
   iotrace::HostInfo host;
   host.hostname = "fuzz";
   host.nr_cpus_online = host.nr_cpus_available = 2;
-  auto w = iotrace::PerfDataWriter::Create(path, specs, setup.meta, host);
+  iotrace::PerfWriterOptions wo;
+  wo.reserve_step = 64 << 10;  // the default reserves 8 MiB (in /dev/shm: memory) per input
+  auto w = iotrace::PerfDataWriter::Create(path, specs, setup.meta, host, wo);
   if (!w.ok()) std::abort();
 
   std::string data;
