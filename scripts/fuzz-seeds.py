@@ -8,6 +8,9 @@ ring-buffer pages; see tests/fuzz/trace_records_fuzzer.cc for the encoding). Run
 fixture changes:
 
     python3 scripts/fuzz-seeds.py            # rewrites both corpus directories
+
+Files named regress-* in the corpus are inputs that once crashed a target (kept by hand, not
+written here).
 """
 import os
 import struct
