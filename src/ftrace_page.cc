@@ -71,7 +71,8 @@ absl::StatusOr<FtracePageLayout> ParseHeaderPage(std::string_view text,
                         timestamp.size, commit.size));
   }
   uint64_t page_size = data.size != 0 ? uint64_t{data.offset} + data.size : fallback_page_size;
-  if (timestamp.offset + 8 > data.offset || commit.offset + commit.size > data.offset ||
+  if (uint64_t{timestamp.offset} + 8 > data.offset ||
+      uint64_t{commit.offset} + commit.size > data.offset ||
       page_size <= data.offset || page_size > (uint64_t{1} << 27)) {
     return absl::InvalidArgumentError(
         absl::StrFormat("parse header_page: inconsistent layout (data at %u, page of %u bytes)",

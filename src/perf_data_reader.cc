@@ -48,30 +48,6 @@ bool ReadPerfString(ByteReader* r, std::string* out) {
   return true;
 }
 
-// A file's format texts are untrusted, and libtraceevent 1.7.1 crashes on some malformed ones:
-// a print fmt with __print_symbolic over a REC->field the format does not have, or a non-ASCII
-// byte in a field declaration (both found by PerfDataCorruptTest). The kernel prints format
-// files in plain ASCII, and iotrace decodes by field offsets only: so anything else is refused,
-// and libtraceevent sees the fields with an empty print fmt; the original text is kept.
-absl::StatusOr<EventFormat> ParseUntrustedFormat(std::string_view system, std::string_view text) {
-  for (char c : text) {
-    if ((c < 0x20 || c > 0x7e) && c != '\t' && c != '\n') {
-      return absl::InvalidArgumentError("event format text is not plain ASCII");
-    }
-  }
-  constexpr std::string_view kPrintFmt = "\nprint fmt: ";
-  const size_t at = text.find(kPrintFmt);
-  if (at == std::string_view::npos) return ParseEventFormat(system, text);
-  std::string safe(text.substr(0, at));
-  safe += "\nprint fmt: \"\"\n";
-  auto format = ParseEventFormat(system, safe);
-  if (!format.ok()) return format;
-  std::string_view print_fmt = text.substr(at + kPrintFmt.size());
-  format->print_fmt = std::string(print_fmt.substr(0, print_fmt.find('\n')));
-  format->text = std::string(text);
-  return format;
-}
-
 class PerfDataReader final : public TraceReader {
  public:
   static absl::StatusOr<std::unique_ptr<TraceReader>> Open(const std::string& path,
@@ -109,9 +85,15 @@ class PerfDataReader final : public TraceReader {
         ++bad_size_;
         return ScanKind::kStop;
       }
+      if (h.size > end - pos) {
+        ++truncated_;
+        return ScanKind::kStop;
+      }
       uint64_t n = pos + h.size;
       if (h.type == perf::kRecordAuxtrace) {
-        // The AUX payload follows the record without being counted in its size.
+        // The AUX payload follows the record without being counted in its size. (Its size word
+        // is read only once the record is known to fit: past the data end may be past the
+        // mapping's last page.)
         uint64_t extra = 0;
         if (h.size >= 16) std::memcpy(&extra, r_->base_ + pos + 8, 8);
         n = extra > end ? end + 1 : n + extra;
@@ -392,7 +374,7 @@ absl::Status PerfDataReader::ParseFeatures(const perf::FileHeader& h) {
       metadata_ = std::move(decoded->meta);
       has_tracing_data_ = true;
       for (const FormatText& f : metadata_.event_formats) {
-        auto format = ParseUntrustedFormat(f.system, f.text);
+        auto format = ParseUntrustedEventFormat(f.system, f.text);
         if (format.ok()) {
           formats_.push_back(std::move(format).value());
         } else {

@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -141,6 +144,7 @@ class TraceDatReader final : public TraceReader {
   absl::Status ReadV6Flyrecord(ByteView file, size_t pos, const std::string& buffer, size_t* end);
   absl::Status FinishMetadata(ByteView file);
   void AddStream(Stream s);
+  bool ClaimRange(uint64_t begin, uint64_t end);
   bool Advance(Cursor* c, std::array<uint64_t, kHotCount>* problems);
   void ReleaseBehind(Cursor* c, bool all);
 
@@ -162,7 +166,10 @@ class TraceDatReader final : public TraceReader {
   std::vector<StatsRef> cpu_stats_;
   std::string stats_buffer_;  // the buffer that CPUSTAT options currently describe
   std::vector<Stream> streams_;
+  // File ranges of metadata already parsed (begin -> end): see ClaimRange.
+  std::map<uint64_t, uint64_t> claimed_;
   uint64_t truncated_streams_ = 0;
+  uint64_t overlapping_streams_ = 0;
   uint64_t unparsed_formats_ = 0;
   absl::flat_hash_map<int32_t, std::string> comms_;
   std::vector<std::pair<std::string, std::string>> info_;
@@ -253,6 +260,10 @@ absl::Status TraceDatReader::ReadV6Flyrecord(ByteView file, size_t pos, const st
       label.AsString() != std::string_view(kTraceDatFlyrecordLabel, kTraceDatLabelSize)) {
     return Corrupt(path_, absl::StrCat("flyrecord of buffer \"", buffer, "\""));
   }
+  if (!ClaimRange(pos, pos + kTraceDatLabelSize + 16 * uint64_t(nr_cpus_))) {
+    return Corrupt(path_, absl::StrCat("flyrecord of buffer \"", buffer,
+                                       "\" (its CPU table overlaps one already read)"));
+  }
   for (int cpu = 0; cpu < nr_cpus_; ++cpu) {
     Stream s;
     s.buffer = buffer;
@@ -332,6 +343,9 @@ absl::Status TraceDatReader::ParseV7(ByteView file, size_t pos) {
         continue;
       }
       IOTRACE_RETURN_IF_ERROR(HandleOption(id, data, true));
+    }
+    if (!ClaimRange(options_offset, o.pos())) {
+      return Corrupt(path_, "options chain (a section overlaps one already read)");
     }
     options_offset = next;
   }
@@ -440,7 +454,11 @@ absl::Status TraceDatReader::HandleOption(uint16_t id, ByteView data, bool v7) {
     case kOptionOffset: {
       int64_t off = 0;
       std::string_view text = CString(data);
-      if (absl::SimpleAtoi(absl::string_view(text.data(), text.size()), &off)) ts_offset_ += off;
+      // Summed as trace-cmd does; a crafted sum saturates instead of overflowing (UB).
+      if (absl::SimpleAtoi(absl::string_view(text.data(), text.size()), &off) &&
+          __builtin_add_overflow(ts_offset_, off, &ts_offset_)) {
+        ts_offset_ = off > 0 ? INT64_MAX : INT64_MIN;
+      }
       return absl::OkStatus();
     }
     case kOptionCpuCount: {
@@ -455,6 +473,17 @@ absl::Status TraceDatReader::HandleOption(uint16_t id, ByteView data, bool v7) {
   }
 }
 
+// A crafted file can point at the same metadata many times (an options chain that loops back,
+// BUFFER options that share one CPU table), multiplying the work and memory it costs; a real file
+// never does. Each range is parsed once: false when [begin, end) overlaps a claimed range.
+bool TraceDatReader::ClaimRange(uint64_t begin, uint64_t end) {
+  auto next = claimed_.lower_bound(begin);
+  if (next != claimed_.end() && next->first < end) return false;
+  if (next != claimed_.begin() && std::prev(next)->second > begin) return false;
+  claimed_.emplace(begin, end);
+  return true;
+}
+
 void TraceDatReader::AddStream(Stream s) {
   s.layout = layout_;  // completed in FinishMetadata once header_page is known
   streams_.push_back(std::move(s));
@@ -466,13 +495,17 @@ absl::Status TraceDatReader::FinishMetadata(ByteView file) {
   IOTRACE_RETURN_IF_ERROR(
       Annotate(CheckHeaderEvent(meta_.header_event), absl::StrCat("read trace.dat ", path_)));
   layout_ = *layout;
+  // v7 states each buffer's sub-buffer size; trust it when it is sane (the last one named wins).
+  absl::flat_hash_map<std::string, uint32_t> page_sizes;
+  for (const BufferRef& b : buffers_) {
+    if (b.page_size > layout_.data_offset && b.page_size <= (1u << 27)) {
+      page_sizes[b.name] = b.page_size;
+    }
+  }
   for (Stream& s : streams_) {
     s.layout = layout_;
-    for (const BufferRef& b : buffers_) {
-      // v7 states each buffer's sub-buffer size; trust it when it is sane.
-      if (b.name == s.buffer && b.page_size > layout_.data_offset && b.page_size <= (1u << 27)) {
-        s.layout.page_size = b.page_size;
-      }
+    if (auto it = page_sizes.find(s.buffer); it != page_sizes.end()) {
+      s.layout.page_size = it->second;
     }
     if (s.offset > file.size) {
       s.size = 0;
@@ -482,12 +515,29 @@ absl::Status TraceDatReader::FinishMetadata(ByteView file) {
       ++truncated_streams_;
     }
   }
+  // Per-CPU data never overlaps in a real file; a crafted one could make every stream cover the
+  // whole file (its pages read and delivered once per stream). The later-starting one is dropped.
+  std::vector<Stream*> by_offset;
+  for (Stream& s : streams_) {
+    if (s.size != 0) by_offset.push_back(&s);
+  }
+  std::stable_sort(by_offset.begin(), by_offset.end(),
+                   [](const Stream* a, const Stream* b) { return a->offset < b->offset; });
+  uint64_t covered = 0;
+  for (Stream* s : by_offset) {
+    if (s->offset < covered) {
+      s->size = 0;
+      ++overlapping_streams_;
+    } else {
+      covered = s->offset + s->size;
+    }
+  }
   streams_.erase(
       std::remove_if(streams_.begin(), streams_.end(), [](const Stream& s) { return s.size == 0; }),
       streams_.end());
 
   for (const FormatText& f : meta_.event_formats) {
-    auto fmt = ParseEventFormat(f.system, f.text);
+    auto fmt = ParseUntrustedEventFormat(f.system, f.text);
     if (!fmt.ok()) {
       ++unparsed_formats_;
       continue;
@@ -670,11 +720,15 @@ absl::Status TraceDatReader::ReadAll(EventSink* sink) {
     ReleaseBehind(&c, true);
   }
   // The kernel's totals, minus what the pages already placed in time.
-  for (const StatsRef& s : cpu_stats_) {
-    uint64_t located = 0;
-    for (const Cursor& c : cursors) {
-      if (c.stream->buffer == s.buffer && c.stream->cpu == s.stats.cpu) located += c.located_missed;
+  absl::flat_hash_map<std::pair<std::string, int>, uint64_t> located_by_stream;
+  for (const Cursor& c : cursors) {
+    if (c.located_missed != 0) {
+      located_by_stream[{c.stream->buffer, c.stream->cpu}] += c.located_missed;
     }
+  }
+  for (const StatsRef& s : cpu_stats_) {
+    auto it = located_by_stream.find(std::make_pair(s.buffer, s.stats.cpu));
+    const uint64_t located = it == located_by_stream.end() ? 0 : it->second;
     uint64_t overrun = s.stats.overrun + s.stats.commit_overrun;
     if (overrun > located) {
       LossRecord loss;
@@ -697,6 +751,7 @@ absl::Status TraceDatReader::ReadAll(EventSink* sink) {
   stats_.events = events;
   for (int i = 1; i < kHotCount; ++i) stats_.AddProblem(HotProblemName(i), problems[i]);
   stats_.AddProblem("trace_dat_cpu_data_truncated", truncated_streams_);
+  stats_.AddProblem("trace_dat_cpu_data_overlap", overlapping_streams_);
   stats_.AddProblem("event_format_unparsed", unparsed_formats_);
   return absl::OkStatus();
 }

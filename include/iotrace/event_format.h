@@ -44,6 +44,13 @@ struct EventFormat {
 // `system` is needed because the text names only the event.
 absl::StatusOr<EventFormat> ParseEventFormat(std::string_view system, std::string_view text);
 
+// The same for a format text read from a file (perf.data tracing data, trace.dat), which may be
+// anything: libtraceevent 1.7.1 crashes on some malformed texts, so only plain ASCII is accepted
+// and libtraceevent parses the fields with an empty print fmt. print_fmt and text keep the
+// file's originals.
+absl::StatusOr<EventFormat> ParseUntrustedEventFormat(std::string_view system,
+                                                      std::string_view text);
+
 // The format text of one event as stored in a file, before parsing.
 struct FormatText {
   std::string system;

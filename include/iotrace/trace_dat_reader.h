@@ -19,8 +19,11 @@
 // ftrace_time_backwards (a page that starts before the previous one ended, or an absolute time
 // stamp going back), ftrace_short_record, ftrace_partial_page (CPU data not a page multiple),
 // trace_dat_cpu_data_truncated (offset + size past the end of the file),
+// trace_dat_cpu_data_overlap (CPU data overlapping another CPU's: that stream is not read),
 // trace_dat_pages_not_written (pages iotrace's writer states it could not store),
 // event_format_unparsed.
+// Metadata is read once: an options chain or a flyrecord CPU table overlapping one already read
+// (a loop, shared tables) is an error, so that no file costs more than its size to open.
 #ifndef IOTRACE_TRACE_DAT_READER_H_
 #define IOTRACE_TRACE_DAT_READER_H_
 

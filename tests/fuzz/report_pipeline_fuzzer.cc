@@ -4,7 +4,8 @@
 // Run by hand (not in CI):
 //   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DIOTRACE_FUZZ=ON -DIOTRACE_SANITIZE=ON \
 //     -DIOTRACE_BUILD_TESTS=OFF -DIOTRACE_BUILD_BENCH=OFF \
-//     -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link   # coverage inside iotrace_core too && cmake --build build-fuzz --target report_pipeline_fuzzer
+//     -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link   # coverage inside iotrace_core too && cmake
+//     --build build-fuzz --target report_pipeline_fuzzer
 //   ./build-fuzz/report_pipeline_fuzzer -max_total_time=300
 #include <cstddef>
 #include <cstdint>

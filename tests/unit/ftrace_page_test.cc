@@ -51,6 +51,23 @@ TEST(FtracePageTest, RejectsHeaderPageWithoutCommit) {
   EXPECT_FALSE(ParseHeaderPage("", 4096).ok());
 }
 
+TEST(FtracePageTest, RejectsHeaderPageWhoseOffsetsWrapAround) {
+  // Found by review while fuzzing: offset + size was summed in 32 bits, so a field at
+  // 4294967288 (timestamp) or 4294967292 (commit) passed the "before the data" check.
+  const std::string commit = "\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n";
+  const std::string data = "\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+  EXPECT_FALSE(
+      ParseHeaderPage(
+          "\tfield: u64 timestamp;\toffset:4294967288;\tsize:8;\tsigned:0;\n" + commit + data, 4096)
+          .ok());
+  EXPECT_FALSE(
+      ParseHeaderPage("\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
+                      "\tfield: local_t commit;\toffset:4294967292;\tsize:4;\tsigned:1;\n" +
+                          data,
+                      4096)
+          .ok());
+}
+
 TEST(FtracePageTest, AcceptsHeaderEventOfThisKernelAndRejectsOthers) {
   EXPECT_TRUE(CheckHeaderEvent(ReadFixtureFile("formats/header_event")).ok());
   std::string other = ReadFixtureFile("formats/header_event");

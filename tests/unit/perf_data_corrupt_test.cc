@@ -1,7 +1,9 @@
 // Truncated and corrupted perf.data files: each is an error naming the file and what is wrong,
 // or a counted skip inside the data; never a crash, a hang or a file-driven allocation.
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -316,6 +318,69 @@ TEST_F(PerfDataCorruptTest, BadFeatureContentsAreCountedAndIgnored) {
   ReadStats stats;
   EXPECT_EQ(OpenAndRead(bytes, nullptr, &stats), "");
   EXPECT_EQ(stats.Problem("bad_feature_cmdline"), 1u);
+}
+
+// [start, end) of the mapping of `path` in this process, or {0, 0}.
+std::pair<uintptr_t, uintptr_t> MappingOf(const std::string& path) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.size() < path.size() || line.compare(line.size() - path.size(), path.size(), path)) {
+      continue;
+    }
+    uintptr_t start = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &start, &end) == 2) return {start, end};
+  }
+  return {0, 0};
+}
+
+TEST_F(PerfDataCorruptTest, AnAuxtraceHeaderCutByTheEndOfTheFileIsCountedNotReadPast) {
+  // Found by review while fuzzing: an AUXTRACE record's payload size (at +8) was read before the
+  // record was known to fit. With the data ending exactly at a page-aligned end of the file, the
+  // read fell off the end of the mapping.
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  perf::FileHeader h;  // no features: a software attr needs no tracing data
+  perf::FileAttr a{};
+  a.attr.type = PERF_TYPE_SOFTWARE;
+  a.attr.size = sizeof(a.attr);
+  a.attr.sample_type = PERF_SAMPLE_TIME;
+  h.attr_size = sizeof(a);
+  h.attrs = {sizeof(h), sizeof(a)};
+  h.data.offset = sizeof(h) + sizeof(a);
+  h.data.size = page - h.data.offset;
+  std::string bytes(page, '\0');
+  std::memcpy(bytes.data(), &h, sizeof(h));
+  std::memcpy(bytes.data() + sizeof(h), &a, sizeof(a));
+  // A record of an unknown type fills the data but its last 8 bytes: an AUXTRACE header there.
+  perf::EventHeader filler{1000, 0, static_cast<uint16_t>(h.data.size - 8)};
+  perf::EventHeader aux{perf::kRecordAuxtrace, 0, 16};
+  std::memcpy(bytes.data() + h.data.offset, &filler, 8);
+  std::memcpy(bytes.data() + page - 8, &aux, 8);
+  Spit(bad_path_, bytes);
+
+  // The page after the reader's mapping is usually another mapping, which would hide the bad
+  // read: map the file twice (the second mapping goes below the first), drop the first and put
+  // an inaccessible page right after the second one.
+  auto first = OpenPerfData(bad_path_);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const auto [first_start, first_end] = MappingOf(bad_path_);
+  auto reader = OpenPerfData(bad_path_);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  first->reset();
+  const auto [start, end] = MappingOf(bad_path_);
+  ASSERT_NE(end, 0u);
+  void* guard = ::mmap(reinterpret_cast<void*>(end), page, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  if (guard != reinterpret_cast<void*>(end)) {
+    if (guard != MAP_FAILED) ::munmap(guard, page);
+    GTEST_SKIP() << "cannot place a guard page after the file's mapping (" << first_start << "-"
+                 << first_end << ", " << start << "-" << end << ")";
+  }
+  CollectingSink sink;
+  EXPECT_TRUE((*reader)->ReadAll(&sink).ok());
+  ::munmap(guard, page);
+  EXPECT_EQ((*reader)->stats().records, 1u);
+  EXPECT_EQ((*reader)->stats().Problem("truncated_record"), 1u);
 }
 
 }  // namespace
