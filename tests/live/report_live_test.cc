@@ -303,6 +303,72 @@ TEST(ReportTraceCmdLiveTest, TraceCmdsTraceDatGivesTheSameNumbersAsOurs) {
   }
 }
 
+// A disk whose completions arrive by interrupt (the root disk here: virtio-blk, interrupts on
+// CPU1) while the issuing CPU sleeps between writes: on this kernel perf loses the completion
+// samples taken in the idle task. Whatever it loses, the books must balance, the file must say
+// so, and the report must show it and mark D2C incomplete.
+TEST(ReportBackendsLiveTest, PerfSilentDropsOnAnInterruptDrivenDiskAreCountedAndShown) {
+  IOTRACE_REQUIRE_LIVE();
+  TempDir dir;
+  CommandResult df = Sh("df --output=source " + dir.path() + " | tail -1");
+  std::string source = df.out.substr(0, df.out.find('\n'));
+  if (source.rfind("/dev/", 0) != 0) GTEST_SKIP() << dir.path() << " is not on a block device";
+  // The whole disk of that filesystem (vda for vda1): --dev takes the device node.
+  std::string data = dir.File("perf.data");
+  std::string work = dir.File("writes.bin");
+  CommandResult rec = RunCmd(
+      {Binary(), "record", "-b", "perf", "--dev", source, "-o", data, "--", "taskset", "-c", "0",
+       "sh", "-c",
+       "for i in $(seq 300); do dd if=/dev/zero of=" + work +
+           " bs=4k count=1 seek=$i oflag=direct conv=notrunc status=none; sleep 0.002; done"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  std::smatch m;
+  std::regex row("block:block_rq_complete\\s+(\\d+)\\s+(\\d+)\\s+(\\d+)\\s+(\\d+)");
+  ASSERT_TRUE(std::regex_search(rec.err, m, row)) << rec.err;
+  const uint64_t recorded = std::stoull(m[1]), kernel = std::stoull(m[2]);
+  const uint64_t ring_lost = std::stoull(m[3]), silent = std::stoull(m[4]);
+  EXPECT_GE(kernel, 300u);
+  EXPECT_EQ(recorded + ring_lost + silent, kernel) << rec.err;
+  CommandResult rep = RunCmd({Binary(), "report", "-i", data});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_GE(ReportLosses(data), ring_lost + silent);
+  if (silent > 0) {
+    EXPECT_NE(rec.err.find("dropped " + std::to_string(silent) + " samples silently"),
+              std::string::npos)
+        << rec.err;
+    EXPECT_NE(rep.out.find("silent_drop"), std::string::npos) << rep.out;
+    EXPECT_NE(rep.out.find("incomplete"), std::string::npos) << rep.out;
+  }
+  std::printf("perf lost %llu of %llu completions silently here\n",
+              static_cast<unsigned long long>(silent), static_cast<unsigned long long>(kernel));
+}
+
+// --backend auto says which backend it chose and why, and the choice follows its check.
+TEST(ReportBackendsLiveTest, AutoBackendSaysWhichAndWhy) {
+  IOTRACE_REQUIRE_LIVE();
+  TempDir dir;
+  std::string out = dir.File("auto.out");
+  CommandResult rec = RunCmd({Binary(), "record", "-d", "0.3", "-o", out});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  std::smatch m;
+  std::regex line("recording with the (perf|ftrace) backend \\(auto: ([^)]*)");
+  ASSERT_TRUE(std::regex_search(rec.err, m, line)) << rec.err;
+  std::string backend = m[1], reason = m[2];
+  if (backend == "perf") {
+    EXPECT_NE(reason.find("recorded all"), std::string::npos) << reason;
+  } else {
+    EXPECT_TRUE(reason.find("lost") != std::string::npos ||
+                reason.find("could not") != std::string::npos ||
+                reason.find("failed") != std::string::npos)
+        << reason;
+  }
+  // The file is what the backend writes.
+  std::string magic = Sh("head -c 10 " + out + " | od -An -c | tr -d ' '").out;
+  EXPECT_NE(magic.find(backend == "perf" ? "PERFILE2" : "tracing"), std::string::npos)
+      << backend << ": " << magic;
+  std::printf("auto chose %s: %s\n", backend.c_str(), reason.c_str());
+}
+
 // trace-cmd rewrites iotrace's trace.dat (trace-cmd convert, to v6 and to uncompressed v7): the
 // same events in a file trace-cmd wrote give exactly the same numbers.
 TEST(ReportTraceCmdLiveTest, TraceCmdRewritingOurFileChangesNothing) {
