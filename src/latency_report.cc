@@ -219,21 +219,31 @@ void LatencyReportBuilder::OnEvent(const RawEvent& event) {
 }
 
 void LatencyReportBuilder::OnLoss(const LossRecord& loss) {
-  for (LossSummary& l : losses_) {
-    if (l.kind == loss.kind && l.cpu == loss.cpu && l.event_id == loss.event_id) {
-      l.count += loss.count;
-      return;
-    }
+  int32_t cpu = loss.cpu;
+  int32_t event_id = loss.event_id;
+  std::string_view event = "unknown";
+  for (const auto& [id, name] : format_names_) {
+    if (event_id >= 0 && id == static_cast<uint32_t>(event_id)) event = name;
+  }
+  // A damaged or crafted file can hold loss records for any number of (cpu, event) pairs: past
+  // kMaxLossRows distinct ones, losses are still counted, per kind and known event, on a row
+  // whose cpu is -1 (and whose event is "unknown" when the file has no format for its id).
+  if (losses_.size() >= kMaxLossRows && !loss_index_.contains({loss.kind, cpu, event_id})) {
+    cpu = -1;
+    if (event == "unknown") event_id = -1;
+  }
+  auto [it, inserted] =
+      loss_index_.try_emplace({loss.kind, cpu, event_id}, static_cast<uint32_t>(losses_.size()));
+  if (!inserted) {
+    losses_[it->second].count += loss.count;
+    return;
   }
   LossSummary l;
   l.kind = loss.kind;
-  l.cpu = loss.cpu;
-  l.event_id = loss.event_id;
+  l.cpu = cpu;
+  l.event_id = event_id;
   l.count = loss.count;
-  l.event = "unknown";
-  for (const auto& [id, name] : format_names_) {
-    if (loss.event_id >= 0 && id == static_cast<uint32_t>(loss.event_id)) l.event = name;
-  }
+  l.event = std::string(event);
   losses_.push_back(std::move(l));
 }
 
@@ -436,7 +446,11 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
   const int issued = static_cast<int>(RequestState::kIssued);
   const int inserted = static_cast<int>(RequestState::kInserted);
   for (int p = 0; p < kPhaseCount; ++p) {
-    if (!present[p]) continue;
+    // A phase with no histogram at all is still reported when both of its events were recorded:
+    // losing every completion must not read as "no D2C to show".
+    const bool recorded = c.recorded[static_cast<int>(kPhaseInputs[p][0])] &&
+                          c.recorded[static_cast<int>(kPhaseInputs[p][1])];
+    if (!present[p] && !recorded) continue;
     std::vector<std::string> why;
     for (BlockEventKind kind : kPhaseInputs[p]) {
       const int k = static_cast<int>(kind);
@@ -464,8 +478,10 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
     }
     if (why.empty()) continue;
     r.warnings.push_back(
-        {phase, absl::StrFormat("%s is incomplete: %s; its histograms miss those requests",
-                                PhaseName(phase), absl::StrJoin(why, "; "))});
+        {phase, absl::StrFormat("%s is incomplete: %s; %s", PhaseName(phase),
+                                absl::StrJoin(why, "; "),
+                                present[p] ? "its histograms miss those requests"
+                                           : "no request of it could be measured")});
     for (LatencyGroup& g : r.groups) {
       if (g.phase == phase) g.incomplete = true;
     }

@@ -137,7 +137,12 @@ absl::StatusOr<PerfRecordParser> PerfRecordParser::Create(std::vector<PerfAttrIn
       ++count;
     }
   }
-  const bool dense = count > 0 && hi - lo < std::max<uint64_t>(4096, 8 * count);
+  // Dense only while the table stays small whatever the file says: a crafted file with millions
+  // of ids spread out would otherwise cost 8 entries (32 bytes) per id.
+  constexpr uint64_t kMaxDenseEntries = uint64_t{1} << 18;  // 1 MiB of int32_t
+  const uint64_t span = hi - lo;
+  const bool dense =
+      count > 0 && span < kMaxDenseEntries && span < std::max<uint64_t>(4096, 8 * count);
   if (dense) {
     p.dense_base_ = lo;
     p.dense_.assign(hi - lo + 1, -1);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -233,7 +234,9 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   std::array<DeviceSlot*, kFastDevices> fast_slot_{};
   size_t fast_count_ = 0;
 
+  static constexpr size_t kMaxLossRows = 4096;
   std::vector<LossSummary> losses_;
+  absl::flat_hash_map<std::tuple<LossRecord::Kind, int32_t, int32_t>, uint32_t> loss_index_;
   Completeness counters_;  // filter and interval counters, filled during the run
 };
 

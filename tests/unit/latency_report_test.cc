@@ -236,6 +236,28 @@ TEST(LatencyReportTest, SilentDropsOfCompletionsMakeD2CAndI2CIncompleteButNotI2D
   EXPECT_EQ(c.match.in_flight_at_end[static_cast<int>(RequestState::kIssued)], 1u);
 }
 
+// Every completion lost: D2C and I2C have no histogram at all, and the report must still say
+// they are incomplete rather than show I2D alone as if nothing were missing.
+TEST(LatencyReportTest, PhasesWithEveryEndLostAreReportedIncompleteWithoutHistograms) {
+  SyntheticTrace t;
+  t.Insert(0, 8).Issue(10, 8).Insert(1000, 16).Issue(1010, 16);
+  const int complete_id = t.Format("block_rq_complete")->id;
+  t.Loss(LossRecord::Kind::kSilentDrop, 1, complete_id, 2);
+  LatencyReport r = Build(t);
+  ASSERT_EQ(r.groups.size(), 1u);
+  EXPECT_EQ(r.groups[0].phase, Phase::kI2D);
+  EXPECT_FALSE(r.groups[0].incomplete);
+  ASSERT_EQ(r.warnings.size(), 2u);
+  EXPECT_EQ(r.warnings[0].phase, Phase::kD2C);
+  EXPECT_EQ(r.warnings[1].phase, Phase::kI2C);
+  for (const PhaseWarning& w : r.warnings) {
+    EXPECT_NE(w.message.find("2 block_rq_complete events lost (silent_drop 2)"), std::string::npos)
+        << w.message;
+    EXPECT_NE(w.message.find("no request of it could be measured"), std::string::npos)
+        << w.message;
+  }
+}
+
 TEST(LatencyReportTest, RingLossesOfUnknownEventsMakeEveryPhaseIncomplete) {
   SyntheticTrace t;
   Request(t, 0, 10, 100, 8);
@@ -248,6 +270,30 @@ TEST(LatencyReportTest, RingLossesOfUnknownEventsMakeEveryPhaseIncomplete) {
   EXPECT_EQ(r.completeness.losses[0].count, 15u);
   EXPECT_EQ(r.completeness.losses[0].event, "unknown");
   EXPECT_EQ(r.completeness.lost_unknown, 15u);
+}
+
+// A crafted file with loss records for a million CPUs: the rows stay bounded and no loss goes
+// uncounted.
+TEST(LatencyReportTest, LossRowsAreBoundedAndEveryLossStillCounted) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8);
+  const int complete_id = t.Format("block_rq_complete")->id;
+  constexpr int kCpus = 100000;
+  for (int cpu = 0; cpu < kCpus; ++cpu) {
+    t.Loss(LossRecord::Kind::kRingLost, cpu, complete_id, 2);
+    t.Loss(LossRecord::Kind::kRingLost, cpu, 70000 + cpu, 1);  // ids the file has no format for
+  }
+  LatencyReport r = Build(t);
+  const Completeness& c = r.completeness;
+  EXPECT_LE(c.losses.size(), 4096u + 2);
+  uint64_t total = 0, complete = 0;
+  for (const LossSummary& l : c.losses) {
+    total += l.count;
+    if (l.event == "block:block_rq_complete") complete += l.count;
+  }
+  EXPECT_EQ(total, 3u * kCpus);
+  EXPECT_EQ(complete, 2u * kCpus);
+  EXPECT_EQ(c.lost[static_cast<int>(BlockEventKind::kComplete)], 2u * kCpus);
 }
 
 TEST(LatencyReportTest, DeviceWithoutInsertsHasD2COnlyAndSaysWhy) {

@@ -11,6 +11,7 @@
 
 #include "allocation_counter.h"
 #include "ftrace_page_builder.h"
+#include "fixtures.h"
 #include "gtest/gtest.h"
 #include "iotrace/trace_dat_reader.h"
 #include "iotrace/trace_dat_writer.h"
@@ -78,12 +79,6 @@ class TraceDatCorruptTest : public ::testing::Test {
     ss << in.rdbuf();
     return ss.str();
   }
-  static std::string SlurpFixture(const std::string& name) {
-    std::ifstream in(std::string(IOTRACE_FIXTURES) + "/tracedat/" + name, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
   void Spit(const std::string& bytes) const {
     std::ofstream out(path_, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -145,7 +140,7 @@ TEST_F(TraceDatCorruptTest, CpuDataOverlappingAnotherCpusIsSkippedAndCounted) {
 TEST_F(TraceDatCorruptTest, TwoBuffersSharingOneCpuTableAreAnError) {
   // dd_v6.dat has one BUFFER option (an instance); its UNAME option (id 5, 33 bytes) becomes a
   // second BUFFER option naming the same flyrecord, which would be read once per option.
-  std::string bytes = SlurpFixture("dd_v6.dat");
+  std::string bytes = test::ReadFixture("tracedat/dd_v6.dat");
   const size_t uname = bytes.find("Linux vm ");
   ASSERT_NE(uname, std::string::npos);
   const size_t buffer = bytes.find(std::string("iotrace_tracedat_fx\0", 20), uname) - 8;
@@ -164,7 +159,7 @@ TEST_F(TraceDatCorruptTest, TwoBuffersSharingOneCpuTableAreAnError) {
 TEST_F(TraceDatCorruptTest, V7OptionsChainLoopIsRejectedAtTheFirstRevisit) {
   // dd_v7_none.dat chains three options sections; the last one's "next" is pointed back at the
   // second. Rejecting it must cost less than opening the good file, not a thousand laps.
-  const std::string good = SlurpFixture("dd_v7_none.dat");
+  const std::string good = test::ReadFixture("tracedat/dd_v7_none.dat");
   uint64_t first = 0;
   std::memcpy(&first, good.data() + 24, 8);  // magic(10) "7\0" endian long page "none\0" "\0"
   ASSERT_LT(first + 16, good.size());
