@@ -126,9 +126,17 @@ TEST_P(ReportLiveTest, SchedulerNoneGivesD2COnlyAndSaysWhy) {
   EXPECT_NE(rep.out.find("no I2D/I2C: the device showed no block_rq_insert at all"),
             std::string::npos)
       << rep.out;
-  EXPECT_NE(rep.out.find("no_insert_on_device " + std::to_string(counts["read D2C"])),
-            std::string::npos)
+  // Every issue is one without an insert, for that reason; each is a D2C unless its completion
+  // was lost (perf drops a sample now and then even here).
+  std::smatch issues_m, no_insert_m;
+  ASSERT_TRUE(std::regex_search(rep.out, issues_m, std::regex("block_rq_issue (\\d+)")))
       << rep.out;
+  ASSERT_TRUE(std::regex_search(rep.out, no_insert_m, std::regex("no_insert_on_device (\\d+)")))
+      << rep.out;
+  const uint64_t issues = std::stoull(issues_m[1]);
+  EXPECT_EQ(std::stoull(no_insert_m[1]), issues) << rep.out;
+  EXPECT_GE(issues, counts["read D2C"]) << rep.out;
+  EXPECT_LE(issues, counts["read D2C"] + losses) << rep.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ReportLiveTest, ::testing::Values("perf", "ftrace"),
