@@ -305,8 +305,8 @@ big_ok=1
 perf record -B "${ev_args[@]}" -a -o "$pd" -- "$work/gate.sh" "$work/ready.p" \
   >"$work/big.perf.err" 2>&1 &
 running=($!)
-# --file-version 6: iotrace reads trace.dat v6 and uncompressed v7 (trace-cmd 3.1.6 writes
-# zstd-compressed v7 by default); trace-cmd report reads the same file, uncompressed.
+# --file-version 6: every reader walks the same uncompressed bytes (trace-cmd 3.1.6 writes
+# zstd-compressed v7 by default, which iotrace first inflates into a temporary file).
 trace-cmd record -d --no-filter -B "$tc_instance" --file-version 6 "${ev_args[@]}" -o "$td" \
   "$work/gate.sh" "$work/ready.t" >"$work/big.tc.err" 2>&1 &
 running+=($!)

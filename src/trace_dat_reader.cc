@@ -12,6 +12,7 @@
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "iotrace/ftrace_page.h"
 #include "iotrace/status.h"
 #include "iotrace/trace_dat.h"
+#include "iotrace/trace_dat_inflate.h"
 #include "iotrace/tracing_data.h"
 
 namespace iotrace {
@@ -143,6 +145,12 @@ class TraceDatReader final : public TraceReader {
   absl::Status HandleOption(uint16_t id, ByteView data, bool v7);
   absl::Status ReadV6Flyrecord(ByteView file, size_t pos, const std::string& buffer, size_t* end);
   absl::Status FinishMetadata(ByteView file);
+  // v7: one metadata or options section's body, inflated into `owned` when it is compressed.
+  absl::Status SectionBody(ByteView file, size_t pos, uint64_t size, uint16_t flags,
+                           std::string_view what, std::string* owned, ByteView* body);
+  // v7: moves the per-CPU data into an inflated temporary file when some of it is compressed,
+  // and maps that file in place of the original.
+  absl::Status InflateStreams(const std::vector<bool>& compressed);
   void AddStream(Stream s);
   bool ClaimRange(uint64_t begin, uint64_t end);
   bool Advance(Cursor* c, std::array<uint64_t, kHotCount>* problems);
@@ -158,6 +166,9 @@ class TraceDatReader final : public TraceReader {
   std::string uname_;
   std::string recorder_;
   std::string compression_;
+  std::optional<TraceDatInflater> inflater_;  // a compressed v7 file
+  uint64_t inflated_bytes_ = 0;
+  std::string inflated_where_;
   int64_t ts_offset_ = 0;
   FtracePageLayout layout_;
   TracingMetadata meta_;
@@ -300,10 +311,14 @@ absl::Status TraceDatReader::ParseV7(ByteView file, size_t pos) {
   }
   compression_ = std::string(comp_name);
   if (!comp_name.empty() && comp_name != "none") {
+    auto inflater = TraceDatInflater::For(comp_name);
+    if (inflater.ok()) inflater_ = *inflater;
+  }
+  if (!comp_name.empty() && comp_name != "none" && !inflater_.has_value()) {
     return WithHint(
         absl::UnimplementedError(absl::StrFormat(
             "read trace.dat %s: file version 7 with %s-compressed sections is not supported "
-            "(iotrace reads version 6 and uncompressed version 7 in place)",
+            "(iotrace reads version 6, and version 7 uncompressed, zstd or zlib)",
             path_, std::string(comp_name))),
         absl::StrCat("convert it: trace-cmd convert -i ", path_,
                      " --file-version 6 --compression none -o converted.dat; or record with "
@@ -323,13 +338,22 @@ absl::Status TraceDatReader::ParseV7(ByteView file, size_t pos) {
         !o.Read(&sec_string) || !o.Read(&sec_size) || sec_id != kOptionDone) {
       return Corrupt(path_, "options section header");
     }
-    if (sec_flags & kTraceDatSectionCompressed) return Corrupt(path_, "compressed options section");
+    std::string inflated;
+    ByteView body = file;
+    const bool compressed = sec_flags & kTraceDatSectionCompressed;
+    if (compressed) {
+      IOTRACE_RETURN_IF_ERROR(
+          SectionBody(file, o.pos(), sec_size, sec_flags, "options section", &inflated, &body));
+    }
+    const size_t section_end = o.pos() + (compressed ? sec_size : 0);
+    ByteReader opts(body);
+    if (!compressed) opts.Seek(o.pos());
     uint64_t next = 0;
     for (;;) {
       uint16_t id = 0;
       uint32_t size = 0;
       ByteView data;
-      if (!o.Read(&id) || !o.Read(&size) || !o.ReadBytes(size, &data)) {
+      if (!opts.Read(&id) || !opts.Read(&size) || !opts.ReadBytes(size, &data)) {
         return Corrupt(path_, "option");
       }
       if (id == kOptionDone) {
@@ -344,7 +368,7 @@ absl::Status TraceDatReader::ParseV7(ByteView file, size_t pos) {
       }
       IOTRACE_RETURN_IF_ERROR(HandleOption(id, data, true));
     }
-    if (!ClaimRange(options_offset, o.pos())) {
+    if (!ClaimRange(options_offset, compressed ? section_end : opts.pos())) {
       return Corrupt(path_, "options chain (a section overlaps one already read)");
     }
     options_offset = next;
@@ -373,23 +397,138 @@ absl::Status TraceDatReader::ParseV7(ByteView file, size_t pos) {
     uint64_t size = 0;
     ByteView body;
     if (!s.Seek(it->second) || !s.Read(&id) || !s.Read(&flags) || !s.Read(&str) || !s.Read(&size) ||
-        id != order[i] || !s.ReadBytes(size, &body)) {
+        id != order[i] || size > s.remaining()) {
       return Corrupt(path_, absl::StrCat("metadata section ", order[i]));
     }
-    if (flags & kTraceDatSectionCompressed) return Corrupt(path_, "compressed metadata section");
+    std::string inflated;
+    IOTRACE_RETURN_IF_ERROR(SectionBody(file, s.pos(), size, flags,
+                                        absl::StrCat("metadata section ", order[i]), &inflated,
+                                        &body));
     block.append(reinterpret_cast<const char*>(body.data), body.size);
   }
   auto decoded = DecodeTracingData(ByteView(block.data(), block.size()));
   if (!decoded.ok()) return Annotate(decoded.status(), absl::StrCat("read trace.dat ", path_));
   meta_ = std::move(decoded->meta);
+  // A buffer's flyrecord section header says whether its CPU data is compressed (in chunks).
+  std::vector<bool> compressed;
   for (BufferRef& b : buffers_) {
-    for (Stream& s : b.v7_streams) AddStream(std::move(s));
+    ByteReader h(file);
+    uint16_t id = 0, flags = 0;
+    const bool chunked =
+        h.Seek(b.offset) && h.Read(&id) && h.Read(&flags) && (flags & kTraceDatSectionCompressed);
+    if (chunked && !inflater_.has_value()) {
+      return Corrupt(path_, "compressed trace data in a file that names no compression");
+    }
+    for (Stream& s : b.v7_streams) {
+      AddStream(std::move(s));
+      compressed.push_back(chunked);
+    }
     if (b.name.empty() && !b.clock.empty() && trace_clock_.empty()) trace_clock_ = b.clock;
   }
   if (nr_cpus_ == 0) {
     for (const Stream& s : streams_) nr_cpus_ = std::max(nr_cpus_, s.cpu + 1);
   }
-  return FinishMetadata(file);
+  if (std::find(compressed.begin(), compressed.end(), true) != compressed.end()) {
+    IOTRACE_RETURN_IF_ERROR(InflateStreams(compressed));
+  }
+  return FinishMetadata(file_);
+}
+
+absl::Status TraceDatReader::SectionBody(ByteView file, size_t pos, uint64_t size, uint16_t flags,
+                                         std::string_view what, std::string* owned,
+                                         ByteView* body) {
+  if (!file.Contains(pos, size)) return Corrupt(path_, what);
+  ByteView raw = file.Sub(pos, size);
+  if (!(flags & kTraceDatSectionCompressed)) {
+    *body = raw;
+    return absl::OkStatus();
+  }
+  if (!inflater_.has_value()) {
+    return Corrupt(path_, absl::StrFormat("%s (compressed in a file that names no compression)", what));
+  }
+  size_t consumed = 0;
+  absl::Status st = inflater_->Block(raw, &consumed, owned);
+  if (!st.ok()) return Corrupt(path_, absl::StrFormat("%s: %s", what, st.message()));
+  *body = ByteView(owned->data(), owned->size());
+  return absl::OkStatus();
+}
+
+absl::Status TraceDatReader::InflateStreams(const std::vector<bool>& compressed) {
+  IOTRACE_ASSIGN_OR_RETURN(UniqueFd tmp, OpenInflateTempFile(&inflated_where_));
+  // Real data inflates ~10x (a nearly empty page more); a crafted chunk stream could claim
+  // terabytes from a few bytes each.
+  const uint64_t budget = (uint64_t{64} << 20) + 1024 * uint64_t{file_.size};
+  // Streams that share compressed bytes would be inflated again and again: the later-starting
+  // one is dropped, as FinishMetadata does for uncompressed data.
+  std::vector<size_t> order(streams_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return streams_[a].offset < streams_[b].offset; });
+  uint64_t covered = 0;
+  std::string scratch;
+  uint64_t written = 0;
+  for (size_t i : order) {
+    Stream& s = streams_[i];
+    uint64_t begin = s.offset, size = s.size;
+    s.offset = written;
+    s.size = 0;
+    if (size == 0) continue;
+    if (begin < covered) {
+      ++overlapping_streams_;
+      continue;
+    }
+    if (begin > file_.size) {
+      ++truncated_streams_;
+      continue;
+    }
+    const uint64_t before = written;
+    if (compressed[i]) {
+      // Delimited by its chunk count, not by its stated size (see TraceDatInflater::Chunks).
+      size_t consumed = 0;
+      absl::Status st = inflater_->Chunks(file_.Sub(begin, file_.size - begin), tmp.get(), budget,
+                                          &written, &consumed, &scratch);
+      covered = begin + consumed;
+      if (!st.ok()) {
+        if (absl::IsInvalidArgument(st)) {
+          ++truncated_streams_;  // the chunks before the damage are kept
+        } else {
+          return Annotate(st, absl::StrCat("read trace.dat ", path_, ": inflate into ",
+                                           inflated_where_));
+        }
+      }
+    } else {
+      if (size > file_.size - begin) {
+        ++truncated_streams_;
+        size = file_.size - begin;
+      }
+      covered = begin + size;
+      ByteView in = file_.Sub(begin, size);
+      for (size_t done = 0; done < in.size;) {
+        ssize_t n = ::write(tmp.get(), in.data + done, in.size - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          return WithHint(ErrnoError(n < 0 ? errno : ENOSPC, "write trace data into a file in",
+                                     inflated_where_),
+                          "set TMPDIR to a directory with room for the uncompressed trace");
+        }
+        done += static_cast<size_t>(n);
+      }
+      written += in.size;
+    }
+    s.size = written - before;
+  }
+  inflated_bytes_ = written;
+  UniqueMapping map;
+  ByteView view;
+  if (written > 0) {
+    void* addr = mmap(nullptr, written, PROT_READ, MAP_PRIVATE, tmp.get(), 0);
+    if (addr == MAP_FAILED) return ErrnoError(errno, "mmap the inflated trace data in", inflated_where_);
+    map = UniqueMapping(addr, written);
+    view = ByteView(addr, written);
+  }
+  map_ = std::move(map);  // the original's metadata is parsed into owned strings by now
+  file_ = view;
+  return absl::OkStatus();
 }
 
 absl::Status TraceDatReader::HandleOption(uint16_t id, ByteView data, bool v7) {
@@ -574,6 +713,10 @@ absl::Status TraceDatReader::FinishMetadata(ByteView file) {
   if (!buffers.empty()) info_.emplace_back("buffer instances", buffers);
   if (version_ == 7)
     info_.emplace_back("compression", compression_.empty() ? "none" : compression_);
+  if (inflater_.has_value() && inflated_bytes_ > 0) {
+    info_.emplace_back("inflated", absl::StrFormat("%u bytes of trace data, into an unlinked file in %s",
+                                                   inflated_bytes_, inflated_where_));
+  }
 
   // The metadata is parsed into owned strings: let the kernel drop its pages.
   size_t first_data = file.size;

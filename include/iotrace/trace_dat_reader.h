@@ -2,8 +2,10 @@
 // streams merged in timestamp order.
 //
 // Versions: 6 (what `iotrace record --backend ftrace` and `trace-cmd record --file-version 6`
-// write) and 7 with uncompressed sections (`--compression none`); a compressed v7 file (trace-cmd
-// 3.x's default) is refused with the command that converts it. Every buffer instance in the file
+// write) and 7, uncompressed (`--compression none`) or zstd/zlib-compressed (trace-cmd 3.x's
+// default): compressed sections are inflated in memory, compressed per-CPU data into an unlinked
+// temporary file that is then mapped and walked like an uncompressed one (trace_dat_inflate.h);
+// another algorithm is refused with the command that converts the file. Every buffer instance in the file
 // (top and `-B NAME` ones) is read; RawEvent.cpu is the CPU, pid = tid = common_pid.
 //
 // Losses, all delivered through EventSink::OnLoss and never overlapping (their counts can be
