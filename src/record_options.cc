@@ -1,6 +1,7 @@
 #include "iotrace/record.h"
 
 #include <linux/capability.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -116,6 +117,24 @@ absl::Status CheckRecordPrivileges() {
     caps = uint64_t(data[0].effective) | (uint64_t(data[1].effective) << 32);
   }
   return CheckRecordPrivileges(geteuid(), caps);
+}
+
+std::vector<std::string> RecordOptionWarnings(const RecordOptions& opt,
+                                              const std::string& sysfs_root) {
+  std::vector<std::string> warnings;
+  for (const std::string& d : opt.devs) {
+    auto dev = ParseDevSpec(d);
+    if (!dev.ok()) continue;  // ValidateRecordOptions refuses it
+    const std::string numbers = DevNumbers(*dev);
+    struct stat st;
+    if (::stat((sysfs_root + "/dev/block/" + numbers).c_str(), &st) != 0) {
+      warnings.push_back(absl::StrFormat(
+          "--dev %s: no block device has the number %s now (lsblk lists them); its events are "
+          "recorded if it appears",
+          d, numbers));
+    }
+  }
+  return warnings;
 }
 
 absl::Status ValidateRecordOptions(const RecordOptions& opt) {

@@ -62,6 +62,11 @@ std::string FormatRecordSummary(const RecordSummary& summary);
 
 // Usage checks on the options alone (bad --dev, ring size, ...), before anything is touched.
 absl::Status ValidateRecordOptions(const RecordOptions& options);
+// Things that are allowed but probably not meant, one line each: a --dev MAJ:MIN that no block
+// device has right now (under `sysfs_root`/dev/block; it may still appear, e.g. a loop device
+// the traced command sets up).
+std::vector<std::string> RecordOptionWarnings(const RecordOptions& options,
+                                              const std::string& sysfs_root = "/sys");
 
 // "12.3 MiB"
 std::string HumanBytes(uint64_t bytes);

@@ -105,6 +105,9 @@ int RecordCommand(const std::vector<std::string>& args) {
   opt.events.insert(opt.events.end(), extra_events.begin(), extra_events.end());
   absl::Status valid = ValidateRecordOptions(opt);
   if (!valid.ok()) return ReportError(valid, /*usage=*/true);
+  for (const std::string& w : RecordOptionWarnings(opt)) {
+    std::fprintf(stderr, "iotrace: warning: %s\n", w.c_str());
+  }
   opt.argv = {"iotrace", "record"};
   opt.argv.insert(opt.argv.end(), args.begin(), args.end());
 

@@ -42,6 +42,19 @@ TEST(RecordOptionsTest, BadDevIsAUsageErrorWithAHint) {
   EXPECT_TRUE(ValidateRecordOptions(opt).ok());
 }
 
+TEST(RecordOptionsTest, ADevNumberNoDeviceHasIsWarnedAbout) {
+  RecordOptions opt;
+  const std::string sys = std::string(IOTRACE_FIXTURES) + "/report/sys";
+  opt.devs = {"7:0", "254:0"};
+  EXPECT_TRUE(RecordOptionWarnings(opt, sys).empty());
+  opt.devs = {"7:0", "999:999"};
+  std::vector<std::string> w = RecordOptionWarnings(opt, sys);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("--dev 999:999: no block device has the number 999:999"), std::string::npos)
+      << w[0];
+  EXPECT_NE(w[0].find("lsblk"), std::string::npos) << w[0];
+}
+
 TEST(RecordOptionsTest, NoEventsAtAllIsAUsageError) {
   RecordOptions opt;
   opt.events.clear();
