@@ -21,21 +21,6 @@ absl::Status Bad(std::string_view what) {
   return absl::InvalidArgumentError(absl::StrFormat("corrupt compressed %s", what));
 }
 
-// Writes all of `data` to `fd`; the error names the temporary file's directory.
-absl::Status WriteAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      return ErrnoError(n < 0 ? errno : ENOSPC, "write the inflated trace data to",
-                        "a temporary file");
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<TraceDatInflater> TraceDatInflater::For(std::string_view algorithm) {
@@ -86,10 +71,27 @@ absl::Status TraceDatInflater::Chunks(ByteView in, int fd, uint64_t budget, uint
     }
     size_t block = 0;
     IOTRACE_RETURN_IF_ERROR(Block(in.Sub(pos, in.size - pos), &block, scratch));
-    IOTRACE_RETURN_IF_ERROR(WriteAll(fd, scratch->data(), scratch->size()));
+    IOTRACE_RETURN_IF_ERROR(WriteToInflateFile(fd, ByteView(scratch->data(), scratch->size())));
     *written += scratch->size();
     pos += block;
     *consumed = pos;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteToInflateFile(int fd, ByteView bytes) {
+  const uint8_t* data = bytes.data;
+  size_t size = bytes.size;
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return WithHint(ErrnoError(n < 0 ? errno : ENOSPC, "write the inflated trace data to",
+                                 "a temporary file"),
+                      "set TMPDIR to a directory with room for the uncompressed trace");
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
   }
   return absl::OkStatus();
 }

@@ -314,7 +314,7 @@ absl::Status TraceDatReader::ParseV7(ByteView file, size_t pos) {
     auto inflater = TraceDatInflater::For(comp_name);
     if (inflater.ok()) inflater_ = *inflater;
   }
-  if (!comp_name.empty() && comp_name != "none" && !inflater_.has_value()) {
+  if (compression_ != "" && compression_ != "none" && !inflater_.has_value()) {
     return WithHint(
         absl::UnimplementedError(absl::StrFormat(
             "read trace.dat %s: file version 7 with %s-compressed sections is not supported "
@@ -502,18 +502,9 @@ absl::Status TraceDatReader::InflateStreams(const std::vector<bool>& compressed)
         size = file_.size - begin;
       }
       covered = begin + size;
-      ByteView in = file_.Sub(begin, size);
-      for (size_t done = 0; done < in.size;) {
-        ssize_t n = ::write(tmp.get(), in.data + done, in.size - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-          return WithHint(ErrnoError(n < 0 ? errno : ENOSPC, "write trace data into a file in",
-                                     inflated_where_),
-                          "set TMPDIR to a directory with room for the uncompressed trace");
-        }
-        done += static_cast<size_t>(n);
-      }
-      written += in.size;
+      IOTRACE_RETURN_IF_ERROR(Annotate(WriteToInflateFile(tmp.get(), file_.Sub(begin, size)),
+                                       absl::StrCat("read trace.dat ", path_)));
+      written += size;
     }
     s.size = written - before;
   }

@@ -413,6 +413,18 @@ TEST(ReportTraceCmdLiveTest, TraceCmdRewritingOurFileChangesNothing) {
     ASSERT_EQ(conv.exit_code, 0) << conv.err;
     EXPECT_EQ(report(theirs), expected) << "trace-cmd's v" << v << " file";
   }
+  // No room to inflate the compressed one: a one-line error that says where, and a hint.
+  std::string tiny = dir.File("tiny");
+  ASSERT_EQ(Sh("mkdir -p " + tiny + " && mount -t tmpfs -o size=4k iotrace_live_tiny " + tiny)
+                .exit_code,
+            0);
+  CommandResult full = Sh("TMPDIR=" + tiny + " " + Binary() + " report -i " +
+                          dir.File("theirs_v7.dat"));
+  Sh("umount " + tiny);
+  EXPECT_EQ(full.exit_code, 1) << full.out;
+  EXPECT_NE(full.err.find("iotrace: error: read trace.dat"), std::string::npos) << full.err;
+  EXPECT_NE(full.err.find("No space left on device"), std::string::npos) << full.err;
+  EXPECT_NE(full.err.find("hint: set TMPDIR"), std::string::npos) << full.err;
 }
 
 }  // namespace
