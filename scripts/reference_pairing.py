@@ -145,8 +145,8 @@ def pair(events, requests=None):
                     c["flush_complete_without_issue"] += 1
                 continue
             if nr == 0:
-                # The empty preflush request of an fsync: completed by the flush machinery,
-                # never inserted or issued itself.
+                # Zero-length completion: the flush machinery ending an empty preflush request
+                # (never inserted or issued itself) or a request after its post-flush.
                 c["preflush_completions"] += 1
                 continue
             e = table.get(key)

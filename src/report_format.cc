@@ -151,7 +151,7 @@ void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
                          m.issues_without_insert[i]);
   }
   out << "  issues without insert:   " << Counts(reasons) << "\n";
-  out << absl::StrFormat("  completes without issue: %u (and %u empty preflush requests ended by "
+  out << absl::StrFormat("  completes without issue: %u (and %u zero-length completions by "
                          "the flush machinery)\n",
                          m.completes_without_issue, m.flush_sequence_completions);
   out << absl::StrFormat(

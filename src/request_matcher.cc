@@ -254,11 +254,11 @@ void RequestMatcher::OnComplete(const BlockEvent& e) {
   if (e.error != 0) ++stats_.completion_errors;
   RequestEntry* ent = table_.Find(e.dev, e.sector);
   if (ent == nullptr) {
-    // An empty preflush request is never issued itself: the flush machinery issues a flush
-    // request for it (paired in OnFlush), then completes it with its preflush flag cleared, as
-    // "WS 0 + 0" (blk_flush_complete_seq in block/blk-flush.c).
-    if (e.nr_sector == 0 && e.sector == 0 &&
-        (e.op == BlockOp::kWrite || e.op == BlockOp::kFlush)) {
+    // A zero-length completion on no live request is the flush machinery ending a request
+    // (blk_flush_complete_seq in block/blk-flush.c): an empty preflush request, never issued
+    // itself, after the flush issued for it ("WS 0 + 0"); or a write with FUA on a device
+    // without FUA, after its post-flush, once its data had completed ("WSM 524360 + 0").
+    if (e.nr_sector == 0) {
       ++stats_.flush_sequence_completions;
     } else {
       ++stats_.completes_without_issue;

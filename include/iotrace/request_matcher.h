@@ -80,7 +80,9 @@ struct MatchStats {
   std::array<uint64_t, kPhaseCount> paired{};
   std::array<uint64_t, kNoInsertReasonCount> issues_without_insert{};  // final after Finish()
   uint64_t completes_without_issue = 0;
-  uint64_t flush_sequence_completions = 0;  // empty preflush requests ended after their flush
+  // Zero-length completions by the flush machinery: empty preflush requests ended after their
+  // flush, requests ended after their post-flush (their data completed before).
+  uint64_t flush_sequence_completions = 0;
   uint64_t flushes = 0;            // flush requests completed and paired
   uint64_t requeues = 0;           // requeues of an issued request
   uint64_t requeues_unmatched = 0; // requeue of a request not seen issued

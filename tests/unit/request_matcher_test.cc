@@ -227,6 +227,22 @@ TEST_F(RequestMatcherTest, EmptyPreflushRequestEndedByTheFlushMachineryIsNotUnma
   for (uint64_t n : s.in_flight_at_end) EXPECT_EQ(n, 0u);  // the flush bio left no entry
 }
 
+TEST_F(RequestMatcherTest, RequestEndedAfterItsPostFlushIsNotUnmatched) {
+  // As seen on this kernel (ext4 journal commit on a loop device, mq-deadline, no FUA): the
+  // write's data completes ("WSM 524360 + 8"), the post-flush is issued and completes, then the
+  // flush machinery ends the original request with nothing left ("WSM 524360 + 0").
+  Feed({Insert(0, 524360, 8, "WSM"), Issue(2, 524360, 8, "WSM"),
+        Complete(32, 524360, 8, "WSM"), Issue(36, 0, 0, "FF"), Complete(707, kFlushSector, 0, "FF"),
+        Complete(709, 524360, 0, "WSM")});
+  matcher_.Finish();
+  const MatchStats& s = matcher_.stats();
+  EXPECT_EQ(s.completes_without_issue, 0u);
+  EXPECT_EQ(s.flush_sequence_completions, 1u);
+  EXPECT_EQ(s.flushes, 1u);
+  EXPECT_EQ(sink_.Latencies(Phase::kD2C), (std::vector<uint64_t>{30, 671}));
+  for (uint64_t n : s.in_flight_at_end) EXPECT_EQ(n, 0u);
+}
+
 TEST_F(RequestMatcherTest, RequestMergedAtInsertTakesItsBioQueueEntryWithIt) {
   // mq-deadline merges a new request into a queued one before tracing its insert
   // (dd_insert_request): block_rq_merge names a request that was never inserted.
