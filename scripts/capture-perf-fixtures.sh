@@ -4,6 +4,8 @@
 #                             device (mq-deadline): direct writes, direct reads, buffered+fsync
 #   block-callchain-mixed.data  the same with -g, plus sched:sched_process_exec and a cpu-clock
 #                             software event (non-tracepoint samples the reader must skip)
+#   block-pipe.data           the first one in pipe mode (perf record -o - > FILE)
+# ONLY_PIPE=1 records block-pipe.data alone.
 # Next to each: FILE.script.txt, `perf script` text the unit tests compare the reader with.
 # Needs root (perf record -a, losetup). Cleans up its loop device and image in every path.
 # Usage: scripts/capture-perf-fixtures.sh [output-dir]
@@ -56,5 +58,23 @@ record() {
   fi
 }
 
+# record_pipe NAME ARGS...: like record, with perf writing its pipe-mode stream to stdout.
+record_pipe() {
+  local name=$1; shift
+  perf record "$@" -a --synth=task -o - -- sh -c "$workload" >"$work/$name.data" 2>"$work/$name.log"
+  mkdir -p "$out_dir"
+  cp "$work/$name.data" "$out_dir/$name.data"
+  chmod 0644 "$out_dir/$name.data"
+  perf script -i "$out_dir/$name.data" -F comm,pid,tid,cpu,time,event,trace --ns \
+    >"$out_dir/$name.script.txt" 2>/dev/null
+  echo "capture-perf-fixtures: $out_dir/$name.data: $(stat -c %s "$out_dir/$name.data") bytes," \
+       "$(wc -l <"$out_dir/$name.script.txt") samples" >&2
+}
+
+if [ "${ONLY_PIPE:-0}" = 1 ]; then
+  record_pipe block-pipe -e "$block_events"
+  exit 0
+fi
 record block-mq-deadline -e "$block_events"
 record block-callchain-mixed -g -e "$block_events,sched:sched_process_exec,cpu-clock/period=10000000/"
+record_pipe block-pipe -e "$block_events"

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 
 #include <cerrno>
+#include <cstdlib>
 
 #include "iotrace/status.h"
 
@@ -35,6 +36,59 @@ absl::Status WriteStringToFile(const std::string& path, std::string_view content
   if (n < 0) return ErrnoError(errno, "write", path);
   if (static_cast<size_t>(n) != contents.size()) {
     return absl::InternalError("short write to " + path);
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+std::string ScratchDir() {
+  const char* env = std::getenv("TMPDIR");
+  return env != nullptr && *env != '\0' ? env : "/tmp";
+}
+
+absl::Status ScratchError(int err, std::string_view action, const std::string& where) {
+  return WithHint(ErrnoError(err, action, where),
+                  "set TMPDIR to a writable directory with room for a copy of the trace");
+}
+
+}  // namespace
+
+absl::StatusOr<UniqueFd> OpenScratchFile(std::string* where) {
+  *where = ScratchDir();
+  UniqueFd fd(::open(where->c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  if (fd.valid()) return fd;
+  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+    return ScratchError(errno, "create a temporary file in", *where);
+  }
+  // A filesystem without O_TMPFILE: a named file, unlinked at once.
+  IOTRACE_ASSIGN_OR_RETURN(std::string path, CreateScratchPath("iotrace-scratch"));
+  UniqueFd named(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  int err = errno;
+  ::unlink(path.c_str());
+  if (!named.valid()) return ScratchError(err, "open", path);
+  return named;
+}
+
+absl::StatusOr<std::string> CreateScratchPath(std::string_view stem) {
+  std::string path = ScratchDir() + "/" + std::string(stem) + ".XXXXXX";
+  int fd = ::mkstemp(path.data());
+  if (fd < 0) return ScratchError(errno, "create a temporary file in", ScratchDir());
+  ::close(fd);
+  return path;
+}
+
+absl::Status WriteToScratchFile(int fd, ByteView bytes) {
+  const uint8_t* data = bytes.data;
+  size_t size = bytes.size;
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return ScratchError(n < 0 ? errno : ENOSPC, "write the data to", "a temporary file");
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
   }
   return absl::OkStatus();
 }

@@ -71,49 +71,12 @@ absl::Status TraceDatInflater::Chunks(ByteView in, int fd, uint64_t budget, uint
     }
     size_t block = 0;
     IOTRACE_RETURN_IF_ERROR(Block(in.Sub(pos, in.size - pos), &block, scratch));
-    IOTRACE_RETURN_IF_ERROR(WriteToInflateFile(fd, ByteView(scratch->data(), scratch->size())));
+    IOTRACE_RETURN_IF_ERROR(WriteToScratchFile(fd, ByteView(scratch->data(), scratch->size())));
     *written += scratch->size();
     pos += block;
     *consumed = pos;
   }
   return absl::OkStatus();
-}
-
-absl::Status WriteToInflateFile(int fd, ByteView bytes) {
-  const uint8_t* data = bytes.data;
-  size_t size = bytes.size;
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      return WithHint(ErrnoError(n < 0 ? errno : ENOSPC, "write the inflated trace data to",
-                                 "a temporary file"),
-                      "set TMPDIR to a directory with room for the uncompressed trace");
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<UniqueFd> OpenInflateTempFile(std::string* where) {
-  const char* env = std::getenv("TMPDIR");
-  *where = env != nullptr && *env != '\0' ? env : "/tmp";
-  UniqueFd fd(::open(where->c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
-  if (fd.valid()) return fd;
-  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
-    return WithHint(ErrnoError(errno, "create a temporary file in", *where),
-                    "set TMPDIR to a writable directory with room for the uncompressed trace");
-  }
-  // A filesystem without O_TMPFILE: a named file, unlinked at once.
-  std::string path = *where + "/iotrace-inflate.XXXXXX";
-  int raw = ::mkstemp(path.data());
-  if (raw < 0) {
-    return WithHint(ErrnoError(errno, "create a temporary file in", *where),
-                    "set TMPDIR to a writable directory with room for the uncompressed trace");
-  }
-  ::unlink(path.c_str());
-  return UniqueFd(raw);
 }
 
 }  // namespace iotrace

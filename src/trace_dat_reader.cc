@@ -454,7 +454,7 @@ absl::Status TraceDatReader::SectionBody(ByteView file, size_t pos, uint64_t siz
 }
 
 absl::Status TraceDatReader::InflateStreams(const std::vector<bool>& compressed) {
-  IOTRACE_ASSIGN_OR_RETURN(UniqueFd tmp, OpenInflateTempFile(&inflated_where_));
+  IOTRACE_ASSIGN_OR_RETURN(UniqueFd tmp, OpenScratchFile(&inflated_where_));
   // Real data inflates ~10x (a nearly empty page more); a crafted chunk stream could claim
   // terabytes from a few bytes each.
   const uint64_t budget = (uint64_t{64} << 20) + 1024 * uint64_t{file_.size};
@@ -502,7 +502,7 @@ absl::Status TraceDatReader::InflateStreams(const std::vector<bool>& compressed)
         size = file_.size - begin;
       }
       covered = begin + size;
-      IOTRACE_RETURN_IF_ERROR(Annotate(WriteToInflateFile(tmp.get(), file_.Sub(begin, size)),
+      IOTRACE_RETURN_IF_ERROR(Annotate(WriteToScratchFile(tmp.get(), file_.Sub(begin, size)),
                                        absl::StrCat("read trace.dat ", path_)));
       written += size;
     }

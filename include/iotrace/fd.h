@@ -7,9 +7,11 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "iotrace/bytes.h"
 
 namespace iotrace {
 
@@ -74,6 +76,16 @@ class UniqueMapping {
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 // Writes `contents` to an existing file (tracefs control files), one write() call.
 absl::Status WriteStringToFile(const std::string& path, std::string_view contents);
+
+// Scratch space for data the readers cannot map where it is (an inflated trace.dat, standard
+// input): an unlinked read-write file in $TMPDIR, else /tmp. `*where` names the directory for
+// messages.
+absl::StatusOr<UniqueFd> OpenScratchFile(std::string* where);
+// A named scratch file (for writers that take a path), created empty with mode 0600 in $TMPDIR,
+// else /tmp, named after `stem`; the caller unlinks it.
+absl::StatusOr<std::string> CreateScratchPath(std::string_view stem);
+// Appends `bytes` to a scratch file; a full disk says where to go.
+absl::Status WriteToScratchFile(int fd, ByteView bytes);
 
 }  // namespace iotrace
 

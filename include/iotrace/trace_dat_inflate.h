@@ -52,12 +52,6 @@ class TraceDatInflater {
   std::string_view algorithm_;
 };
 
-// Appends `bytes` to `fd` (the file OpenInflateTempFile made); a full disk says where to go.
-absl::Status WriteToInflateFile(int fd, ByteView bytes);
-
-// An unlinked read-write file for inflated data: in $TMPDIR, else /tmp. `*where` names the
-// directory for messages.
-absl::StatusOr<UniqueFd> OpenInflateTempFile(std::string* where);
 
 }  // namespace iotrace
 

@@ -379,6 +379,33 @@ TEST(ReportBackendsLiveTest, AutoBackendSaysWhichAndWhy) {
 
 // trace-cmd rewrites iotrace's trace.dat (trace-cmd convert, to v6 and to uncompressed v7): the
 // same events in a file trace-cmd wrote give exactly the same numbers.
+// perf record -o - | iotrace report -i -: the pipe-mode stream read from standard input gives
+// the report of the same stream saved to a file, and the reads dd made.
+TEST(ReportPerfPipeLiveTest, PerfsPipeModeStreamOnStandardInput) {
+  IOTRACE_REQUIRE_LIVE();
+  IOTRACE_REQUIRE_TOOL("perf");
+  TempDir dir;
+  ScratchLoop loop("mq-deadline");
+  ASSERT_TRUE(loop.ok()) << loop.error();
+  const std::string saved = dir.File("saved.data"), a = dir.File("a.csv"), b = dir.File("b.csv");
+  CommandResult piped = Sh(
+      "perf record -e block:block_rq_insert -e block:block_rq_issue -e block:block_rq_complete "
+      "-a -o - -- dd if=" + loop.device() + " of=/dev/null bs=4k count=500 iflag=direct "
+      "status=none 2>/dev/null | tee " + saved + " | " + Binary() +
+      " report -i - --dev " + loop.majmin() + " --summary-csv " + a);
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_NE(piped.out.find("iotrace report: -"), std::string::npos) << piped.out;
+  CommandResult file = RunCmd({Binary(), "report", "-i", saved, "--dev", loop.majmin(),
+                               "--summary-csv", b});
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  const std::string from_stdin = Sh("cat " + a).out;
+  EXPECT_EQ(from_stdin, Sh("cat " + b).out);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(from_stdin, m, std::regex(",read,D2C,(\\d+),"))) << from_stdin;
+  EXPECT_LE(std::stoull(m[1]), 500u);
+  EXPECT_GE(std::stoull(m[1]) + ReportLosses(saved), 500u);
+}
+
 TEST(ReportTraceCmdLiveTest, TraceCmdRewritingOurFileChangesNothing) {
   IOTRACE_REQUIRE_LIVE();
   IOTRACE_REQUIRE_TOOL("trace-cmd");

@@ -15,6 +15,7 @@
 
 #include "gtest/gtest.h"
 #include "iotrace/perf_data_reader.h"
+#include "iotrace/trace_reader.h"
 #include "perf_data_test_builder.h"
 
 namespace iotrace {
@@ -113,10 +114,13 @@ class PerfDataFixtureTest : public ::testing::TestWithParam<const char*> {
   }
 };
 
-TEST_P(PerfDataFixtureTest, DeliversWhatPerfScriptShows) {
-  std::vector<ScriptLine> script = ParseScript(ScriptText());
+// Every sample `perf script` printed for fixture `name`, delivered by the reader that
+// TraceReader::Open picks for it, with the same fields.
+void ExpectWhatPerfScriptShows(const std::string& name) {
+  std::vector<ScriptLine> script =
+      ParseScript(test::ReadFixtureFile("perf/" + name + ".script.txt"));
   ASSERT_GT(script.size(), 100u) << "fixture script text missing or empty";
-  auto reader = OpenPerfData(DataPath());
+  auto reader = TraceReader::Open(std::string(IOTRACE_FIXTURES) + "/perf/" + name + ".data");
   ASSERT_TRUE(reader.ok()) << reader.status();
   CollectingSink sink;
   ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
@@ -195,6 +199,13 @@ TEST_P(PerfDataFixtureTest, DeliversWhatPerfScriptShows) {
   for (const ScriptLine& s : script) {
     if (s.comm == "dd") EXPECT_EQ((*reader)->CommOf(s.tid), "dd") << s.tid;
   }
+}
+
+TEST_P(PerfDataFixtureTest, DeliversWhatPerfScriptShows) { ExpectWhatPerfScriptShows(GetParam()); }
+
+// perf record -o - > FILE: the pipe-mode stream is converted, then read like any perf.data.
+TEST(PerfPipeFixtureTest, PipeModeDeliversWhatPerfScriptShows) {
+  ExpectWhatPerfScriptShows("block-pipe");
 }
 
 TEST_P(PerfDataFixtureTest, ExposesThePerfHeader) {
