@@ -98,6 +98,7 @@ absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string
     IOTRACE_ASSIGN_OR_RETURN(stdin_copy, CopyStandardInput());
     path = absl::StrFormat("/proc/self/fd/%d", stdin_copy.get());
   }
+  const std::string shown = input == "-" ? "standard input" : path;  // in messages
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) {
     absl::Status s = ErrnoError(errno, "open", path);
@@ -114,12 +115,11 @@ absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string
   uint64_t pipe_header[2] = {};
   if (::pread(fd.get(), pipe_header, sizeof(pipe_header), 0) == sizeof(pipe_header) &&
       IsPipePerfData(ByteView(pipe_header, sizeof(pipe_header)))) {
-    return OpenPipePerfData(fd.get(), input == "-" ? "standard input" : path,
-                            static_cast<uint64_t>(st.st_size));
+    return OpenPipePerfData(fd.get(), shown, static_cast<uint64_t>(st.st_size));
   }
   char magic[kTracingMagicSize] = {};
   ssize_t n = ::pread(fd.get(), magic, sizeof(magic), 0);
-  if (n < 0) return ErrnoError(errno, "read", path);
+  if (n < 0) return ErrnoError(errno, "read", shown);
   if (n >= 8 && std::memcmp(magic, "PERFILE2", 8) == 0) return OpenPerfData(path);
   if (n == static_cast<ssize_t>(kTracingMagicSize) &&
       std::memcmp(magic, kTracingMagic, kTracingMagicSize) == 0) {
@@ -127,12 +127,12 @@ absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string
   }
   if (n >= 8 && std::memcmp(magic, "PERFFILE", 8) == 0) {
     return WithHint(absl::InvalidArgumentError(absl::StrFormat(
-                        "read %s: perf.data version 1 (PERFFILE) is not supported", path)),
+                        "read %s: perf.data version 1 (PERFFILE) is not supported", shown)),
                     "re-record with a perf from the last ten years");
   }
   return WithHint(
       absl::InvalidArgumentError(absl::StrFormat(
-          "read %s: not a perf.data or trace.dat file (%s)", path,
+          "read %s: not a perf.data or trace.dat file (%s)", shown,
           n == 0 ? "the file is empty" : "unknown magic bytes")),
       "iotrace report reads files written by iotrace record, perf record or trace-cmd record");
 }
