@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <thread>
 
@@ -59,6 +60,7 @@ TEST(GatedChildTest, ExecFailureIsReportedByRelease) {
   auto child = GatedChild::Start({bad});
   ASSERT_TRUE(child.ok()) << child.status();
   absl::Status s = child->Release();
+  std::remove(bad.c_str());
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("run traced command"), std::string::npos) << s;
 }

@@ -96,6 +96,7 @@ Output RunReport(const std::string& fixture, const std::string& extra = "") {
   int status = pclose(p);
   out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   out.text += "\n---summary---\n" + ReadFile(csv);
+  std::remove(csv.c_str());
   return out;
 }
 
