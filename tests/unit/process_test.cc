@@ -41,6 +41,7 @@ TEST(GatedChildTest, DoesNotRunBeforeReleaseAndReportsItsExitStatus) {
   EXPECT_TRUE(child->exited());
   EXPECT_EQ(child->exit_code(), 3);
   EXPECT_EQ(stat(marker.c_str(), &st), 0);
+  unlink(marker.c_str());
 }
 
 TEST(GatedChildTest, SignalledChildGivesOneHundredTwentyEightPlusSignal) {
