@@ -21,6 +21,7 @@ RECORD_TOOLS = [
     ("bpftrace", "bpftrace (in-kernel D2C histogram)"),
     ("iotrace-perf", "iotrace record --backend perf"),
     ("iotrace-ftrace", "iotrace record --backend ftrace"),
+    ("iotrace", "iotrace record (default settings: --backend auto)"),
 ]
 REPORT_TOOLS = [
     ("cat-perfdata", "cat perf.data >/dev/null (floor)"),
@@ -241,7 +242,7 @@ def main():
             tgt, ok = "<= 1x (aim 0.5x)", (lambda v: v <= 1.0)
         line(f"iotrace record ftrace: added CPU/event / {name}'s",
              ratio(iff["added"], rec[peer]["added"]), fmt_x, tgt, ok)
-    for label, m in (("perf", ip), ("ftrace", iff)):
+    for label, m in (("perf", ip), ("ftrace", iff), ("default (auto)", rec["iotrace"])):
         lost = s(m["lost"])
         out.append(f"| iotrace record {label}: events lost (every repetition) "
                    f"| {cell(lost, lambda v: f'{v:.0f}') if lost else 'n/a'} | 0 "

@@ -25,7 +25,7 @@ reps=${BENCH_REPS:-3}
 report_events=${BENCH_REPORT_EVENTS:-3000000}
 report_reps=${BENCH_REPORT_REPS:-3}
 out_dir=${BENCH_OUT:-$repo/build/bench-e2e}
-all_tools="none perf perf-B trace-cmd bpftrace iotrace-perf iotrace-ftrace"
+all_tools="none perf perf-B trace-cmd bpftrace iotrace-perf iotrace-ftrace iotrace"
 tools=${BENCH_TOOLS:-$all_tools}
 events=(block:block_rq_insert block:block_rq_issue block:block_rq_complete
         block:block_rq_requeue block:block_rq_merge)
@@ -189,6 +189,8 @@ tool_cmd() {
     bpftrace) cmd=(bpftrace -c "/bin/sh $work/gate.sh $ready" "$work/d2c.bt") ;;
     iotrace-perf) cmd=("$iotrace" record -b perf --no-progress -o "$out" -- "$work/gate.sh" "$ready") ;;
     iotrace-ftrace) cmd=("$iotrace" record -b ftrace --no-progress -o "$out" -- "$work/gate.sh" "$ready") ;;
+    # Default settings: --backend auto picks the backend after its own check.
+    iotrace) cmd=("$iotrace" record --no-progress -o "$out" -- "$work/gate.sh" "$ready") ;;
     *) die "unknown tool $tool" ;;
   esac
 }
@@ -219,7 +221,7 @@ tool_counts() {
       ;;
     bpftrace)
       ev=$(sed -n 's/^@n: \([0-9]*\)$/\1/p' "$err" | tail -1) ;;
-    iotrace-perf|iotrace-ftrace)
+    iotrace-perf|iotrace-ftrace|iotrace)
       # summary table: "  total  recorded  kernel-count  ring-lost  dropped-silent"
       read -r ev lost < <(awk '$1 == "total" {print $2, $4 + $5}' "$err" | tail -1) || true ;;
   esac
@@ -278,6 +280,7 @@ record_run() {  # record_run REP TOOL
     file_bytes="$size" window_s="$window" busy_s="$busy" foreign_s="$foreign" \
     own_cpu_s="$own" rss_kb="$m"
   log "  $tool: $(printf '%.0f' "$iops") IOPS, $ev events, lost ${lost:-n/a}, ${window}s, machine busy ${busy}s (others ${foreign}s), own CPU ${own}s"
+  if [ "$tool" = iotrace ]; then log "    $(grep -o 'recording with the [a-z]* backend ([^)]*)' "$err" | head -1)"; fi
   rm -f "$out"
 }
 
