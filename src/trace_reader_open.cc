@@ -42,6 +42,7 @@ class PipePerfReader final : public TraceReader {
     absl::Status st = inner_->ReadAll(sink);
     stats_ = inner_->stats();
     stats_.AddProblem("perf_pipe_stream_truncated", conv_.truncated);
+    stats_.AddProblem("perf_pipe_late_attrs", conv_.late_attrs);
     return st;
   }
   const ReadStats& stats() const override { return stats_; }
@@ -61,7 +62,15 @@ absl::StatusOr<std::unique_ptr<TraceReader>> OpenPipePerfData(int fd, const std:
   UniqueMapping map(addr, size);
   IOTRACE_ASSIGN_OR_RETURN(std::string converted, CreateScratchPath("iotrace-pipe-perf"));
   PipeConversion conv;
-  absl::Status st = ConvertPipePerfData(ByteView(addr, size), converted, &conv);
+  uint64_t released = 0;
+  auto release = [&](uint64_t upto) {
+    // Whole pages behind the conversion, in steps of 8 MiB: RSS stays bounded.
+    const uint64_t end = upto / 4096 * 4096;
+    if (end - released < (uint64_t{8} << 20)) return;
+    madvise(static_cast<uint8_t*>(addr) + released, end - released, MADV_DONTNEED);
+    released = end;
+  };
+  absl::Status st = ConvertPipePerfData(ByteView(addr, size), converted, &conv, release);
   map.Reset();
   absl::StatusOr<std::unique_ptr<TraceReader>> reader =
       st.ok() ? OpenPerfData(converted) : absl::StatusOr<std::unique_ptr<TraceReader>>(st);

@@ -10,6 +10,7 @@
 #define IOTRACE_PERF_PIPE_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -23,13 +24,17 @@ bool IsPipePerfData(ByteView file);
 struct PipeConversion {
   uint64_t records = 0;     // kernel records copied
   uint64_t truncated = 0;   // 1 when the stream ended inside a record (the rest is dropped)
+  uint64_t late_attrs = 0;  // attrs sent after the samples began (their samples: unknown ids)
 };
 
 // Writes the regular perf.data equivalent of the pipe-mode stream `stream` to `out_path`.
 // Fails (InvalidArgument) when the stream has no attrs or no tracing data: the tracepoints
-// could not be decoded. A stream cut short keeps every whole record before the cut.
+// could not be decoded. A stream cut short keeps every whole record before the cut. One pass;
+// `release(offset)`, when given, is called once the bytes before `offset` are no longer
+// needed (the caller's mapping can drop them, which keeps memory bounded).
 absl::Status ConvertPipePerfData(ByteView stream, const std::string& out_path,
-                                 PipeConversion* result);
+                                 PipeConversion* result,
+                                 const std::function<void(uint64_t)>& release = {});
 
 }  // namespace iotrace
 
