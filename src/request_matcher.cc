@@ -1,5 +1,6 @@
 #include "iotrace/request_matcher.h"
 
+#include <bit>
 #include <cstring>
 
 namespace iotrace {
@@ -31,21 +32,6 @@ std::string_view NoInsertReasonName(NoInsertReason reason) {
   return kReasonNames[static_cast<int>(reason)];
 }
 
-uint64_t RequestSample::Start(Phase p) const {
-  switch (p) {
-    case Phase::kI2D:
-    case Phase::kI2C: return insert_ts;
-    case Phase::kD2C: return issue_ts;
-    case Phase::kQ2D:
-    case Phase::kQ2C: return queue_ts;
-  }
-  return 0;
-}
-
-uint64_t RequestSample::End(Phase p) const {
-  return (p == Phase::kI2D || p == Phase::kQ2D) ? issue_ts : complete_ts;
-}
-
 RequestMatcher::RequestMatcher(const MatcherOptions& options, RequestSampleSink* sink)
     : options_(options),
       sink_(sink),
@@ -58,7 +44,7 @@ RequestMatcher::RequestMatcher(const MatcherOptions& options, RequestSampleSink*
 
 RequestMatcher::~RequestMatcher() = default;
 
-RequestMatcher::Device& RequestMatcher::DeviceFor(uint32_t dev) {
+RequestMatcher::Device& RequestMatcher::DeviceForSlow(uint32_t dev) {
   for (size_t i = 0; i < fast_count_; ++i) {
     if (fast_dev_[i] == dev) return *fast_device_[i];
   }
@@ -112,9 +98,9 @@ RequestEntry* RequestMatcher::AddEntry(const BlockEvent& e) {
 }
 
 void RequestMatcher::Emit(RequestSample* s) {
-  for (int p = 0; p < kPhaseCount; ++p) {
+  for (unsigned bits = s->phases; bits != 0; bits &= bits - 1) {
+    const int p = std::countr_zero(bits);
     const Phase phase = static_cast<Phase>(p);
-    if (!s->Has(phase)) continue;
     if (s->End(phase) < s->Start(phase)) {
       s->phases &= static_cast<uint8_t>(~PhaseBit(phase));
       ++stats_.negative_latency;

@@ -59,8 +59,19 @@ struct RequestSample {
   const char* issue_comm = "";
 
   bool Has(Phase p) const { return (phases & PhaseBit(p)) != 0; }
-  uint64_t Start(Phase p) const;
-  uint64_t End(Phase p) const;
+  uint64_t Start(Phase p) const {
+    switch (p) {
+      case Phase::kI2D:
+      case Phase::kI2C: return insert_ts;
+      case Phase::kD2C: return issue_ts;
+      case Phase::kQ2D:
+      case Phase::kQ2C: return queue_ts;
+    }
+    return 0;
+  }
+  uint64_t End(Phase p) const {
+    return (p == Phase::kI2D || p == Phase::kQ2D) ? issue_ts : complete_ts;
+  }
   uint64_t Latency(Phase p) const { return End(p) - Start(p); }
 };
 
@@ -141,7 +152,13 @@ class RequestMatcher {
     std::vector<FlushSlot> flushes;  // FIFO, capacity reserved once, oldest first
   };
 
-  Device& DeviceFor(uint32_t dev);
+  Device& DeviceFor(uint32_t dev) {
+    // Events of one device come in long stretches: remember the last one.
+    if (last_device_ != nullptr && last_device_->stats.dev == dev) return *last_device_;
+    last_device_ = &DeviceForSlow(dev);
+    return *last_device_;
+  }
+  Device& DeviceForSlow(uint32_t dev);
   void Expire(uint64_t now);
   RequestEntry* AddEntry(const BlockEvent& e);
   // Gives a new request the queue time of the bio queued at its sector, if one is waiting.
@@ -173,6 +190,7 @@ class RequestMatcher {
   std::array<uint32_t, kFastDevices> fast_dev_{};
   std::array<Device*, kFastDevices> fast_device_{};
   size_t fast_count_ = 0;
+  Device* last_device_ = nullptr;
   MatchStats stats_;
 };
 
