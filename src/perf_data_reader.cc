@@ -104,7 +104,13 @@ class PerfDataReader final : public TraceReader {
       }
       *next = n;
       ++records_;
-      // A local record: only its time leaves this function, so the compiler can drop the rest.
+      if (h.type == perf::kRecordSample) {
+        // Nearly every record: checked, timed, and decoded only when its cursor reaches it.
+        PerfProblem p = r_->parser_.SampleTime(ByteView(r_->base_ + pos, h.size), time);
+        if (p == PerfProblem::kNone) return ScanKind::kTimed;
+        ++problems_[static_cast<size_t>(p)];
+        return ScanKind::kUntimed;
+      }
       PerfRecord rec;
       PerfRecord* item = &rec;
       PerfProblem p = r_->parser_.Parse(ByteView(r_->base_ + pos, h.size), item);
