@@ -160,6 +160,7 @@ class RequestMatcher {
   }
   Device& DeviceForSlow(uint32_t dev);
   void Expire(uint64_t now);
+  void ExpireIn(RequestTable& table, uint64_t now);
   RequestEntry* AddEntry(const BlockEvent& e);
   // Gives a new request the queue time of the bio queued at its sector, if one is waiting.
   void TakeQueued(RequestEntry* ent);
