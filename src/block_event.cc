@@ -188,7 +188,6 @@ const BlockDecoder::RwbsCacheEntry& BlockDecoder::RwbsMiss(RwbsCacheEntry* entry
   char text[sizeof(key)];
   std::memcpy(text, &key, sizeof(key));
   entry->key = key;
-  entry->valid = true;
   entry->found = ParseRwbs(std::string_view(text, sizeof(text)), &entry->op, &entry->flags);
   return *entry;
 }

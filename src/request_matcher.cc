@@ -172,7 +172,7 @@ void RequestMatcher::OnEvent(const BlockEvent& e) {
   }
 }
 
-void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
+inline void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
   RequestEntry* ent = table_.Find(e.dev, e.sector);
   if (ent != nullptr) {
     switch (ent->state) {
@@ -204,7 +204,7 @@ void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
   ent->bytes = e.bytes;
 }
 
-void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
+inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
   RequestEntry* ent = table_.Find(e.dev, e.sector);
   bool emit_queue_phases = false;
   if (ent != nullptr && ent->state == RequestState::kIssued) {
@@ -242,7 +242,7 @@ void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
   ent->issued_before = true;
 }
 
-void RequestMatcher::OnComplete(const BlockEvent& e) {
+inline void RequestMatcher::OnComplete(const BlockEvent& e) {
   if (e.error != 0) ++stats_.completion_errors;
   RequestEntry* ent = table_.Find(e.dev, e.sector);
   if (ent == nullptr) {

@@ -74,21 +74,6 @@ void RequestTable::GrowIndex() {
   }
 }
 
-void RequestTable::Unlink(uint32_t slot) {
-  RequestEntry& e = slots_[slot];
-  if (e.prev != kNil) slots_[e.prev].next = e.next; else head_ = e.next;
-  if (e.next != kNil) slots_[e.next].prev = e.prev; else tail_ = e.prev;
-  e.prev = e.next = kNil;
-}
-
-void RequestTable::LinkLast(uint32_t slot) {
-  RequestEntry& e = slots_[slot];
-  e.prev = tail_;
-  e.next = kNil;
-  if (tail_ != kNil) slots_[tail_].next = slot; else head_ = slot;
-  tail_ = slot;
-}
-
 RequestEntry* RequestTable::Add(uint32_t dev, uint64_t sector, uint64_t ts) {
   if (size_ == capacity_) return nullptr;
   uint32_t slot;
@@ -129,14 +114,6 @@ bool RequestTable::Rekey(RequestEntry* entry, uint64_t new_sector) {
   entry->sector = new_sector;
   IndexInsert(slot, hash);
   return true;
-}
-
-void RequestTable::Touch(RequestEntry* entry, uint64_t ts) {
-  entry->last_ts = ts;
-  uint32_t slot = static_cast<uint32_t>(entry - slots_.get());
-  if (slot == tail_) return;
-  Unlink(slot);
-  LinkLast(slot);
 }
 
 }  // namespace iotrace

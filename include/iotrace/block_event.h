@@ -154,8 +154,9 @@ class BlockDecoder {
   // rwbs strings seen so far, keyed by their bytes up to the NUL (a recording has a handful:
   // "R", "WS", "FF", ...), so that ParseRwbs runs once per distinct string.
   struct RwbsCacheEntry {
-    uint64_t key = 0;
-    bool valid = false;
+    // No key has a zero byte before a non-zero one (they stop at the NUL): this one marks an
+    // empty entry.
+    uint64_t key = 0xff00;
     bool found = false;
     BlockOp op = BlockOp::kOther;
     uint8_t flags = 0;
@@ -224,7 +225,7 @@ inline bool BlockDecoder::Decode(const RawEvent& raw, BlockEvent* out) {
     }
   }
   RwbsCacheEntry* e = &rwbs_cache_[(key * 0x9e3779b97f4a7c15ULL) >> (64 - kRwbsCacheBits)];
-  const RwbsCacheEntry& r = (e->valid && e->key == key) ? *e : RwbsMiss(e, key);
+  const RwbsCacheEntry& r = (e->key == key) ? *e : RwbsMiss(e, key);
   out->op = r.op;
   out->flags = r.flags;
   if (!r.found) ++stats_.problems[static_cast<int>(DecodeProblem::kUnknownOp)];

@@ -164,9 +164,11 @@ class RequestMatcher {
   RequestEntry* AddEntry(const BlockEvent& e);
   // Gives a new request the queue time of the bio queued at its sector, if one is waiting.
   void TakeQueued(RequestEntry* ent);
-  void OnInsert(Device& d, const BlockEvent& e);
-  void OnIssue(Device& d, const BlockEvent& e);
-  void OnComplete(const BlockEvent& e);
+  // The three events of nearly every request: inlined into OnEvent, their only caller, so that
+  // an event costs one call instead of two.
+  [[gnu::always_inline]] void OnInsert(Device& d, const BlockEvent& e);
+  [[gnu::always_inline]] void OnIssue(Device& d, const BlockEvent& e);
+  [[gnu::always_inline]] void OnComplete(const BlockEvent& e);
   void OnRequeue(const BlockEvent& e);
   void OnMerge(const BlockEvent& e);
   void OnBioQueue(const BlockEvent& e);

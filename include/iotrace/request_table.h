@@ -147,6 +147,29 @@ inline size_t RequestTable::Probe(uint32_t dev, uint64_t sector, uint32_t hash) 
   }
 }
 
+inline void RequestTable::Unlink(uint32_t slot) {
+  RequestEntry& e = slots_[slot];
+  if (e.prev != kNil) slots_[e.prev].next = e.next; else head_ = e.next;
+  if (e.next != kNil) slots_[e.next].prev = e.prev; else tail_ = e.prev;
+  e.prev = e.next = kNil;
+}
+
+inline void RequestTable::LinkLast(uint32_t slot) {
+  RequestEntry& e = slots_[slot];
+  e.prev = tail_;
+  e.next = kNil;
+  if (tail_ != kNil) slots_[tail_].next = slot; else head_ = slot;
+  tail_ = slot;
+}
+
+inline void RequestTable::Touch(RequestEntry* entry, uint64_t ts) {
+  entry->last_ts = ts;
+  uint32_t slot = static_cast<uint32_t>(entry - slots_.get());
+  if (slot == tail_) return;
+  Unlink(slot);
+  LinkLast(slot);
+}
+
 inline RequestEntry* RequestTable::Find(uint32_t dev, uint64_t sector) {
   const size_t pos = Probe(dev, sector, HashOf(dev, sector));
   return index_[pos].slot1 == 0 ? nullptr : &slots_[index_[pos].slot1 - 1];

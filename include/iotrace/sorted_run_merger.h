@@ -257,7 +257,8 @@ class SortedRunMerger {
         PopExhaustedFront();
         return;
       }
-      MaybeRelease();
+      // The low position is the oldest run's cursor: only its moves can release anything.
+      if (slot == head_) MaybeRelease();
       // Still before both children: SiftDown would leave the heap as it is.
       const size_t n = heap_.size();
       if ((n > 1 && !Before(slot, heap_[1])) || (n > 2 && !Before(slot, heap_[2]))) {
