@@ -171,6 +171,10 @@ LatencyReportBuilder::LatencyReportBuilder(const std::vector<EventFormat>& forma
   MatcherOptions mo;
   mo.expiry_ns = SecondsToNs(options.expiry_s);
   mo.max_entries = options.max_inflight;
+  // Without a time series and without filters, the report neither depends on the order of
+  // samples nor counts them: one sample per request instead of two.
+  mo.combine_samples = SecondsToNs(options.interval_s) == 0 && options.devices.empty() &&
+                       options.ops.empty() && options.comms.empty() && options.pids.empty();
   matcher_ = std::make_unique<RequestMatcher>(mo, static_cast<RequestSampleSink*>(this));
   matcher_->set_insert_recorded(decoder_.Has(BlockEventKind::kInsert));
   for (const EventFormat& f : formats) format_names_.emplace_back(f.id, f.FullName());

@@ -65,18 +65,11 @@ RequestMatcher::Device& RequestMatcher::DeviceForSlow(uint32_t dev) {
   return *d;
 }
 
-// Runs for every event: two plain calls rather than a loop over an initializer list (which the
-// compiler materializes each time).
-void RequestMatcher::Expire(uint64_t now) {
-  ExpireIn(table_, now);
-  ExpireIn(queued_, now);
-}
-
 void RequestMatcher::ExpireIn(RequestTable& t, uint64_t now) {
   while (RequestEntry* oldest = t.Oldest()) {
-    if (now <= oldest->last_ts || now - oldest->last_ts <= options_.expiry_ns) break;
+    if (!Expires(oldest, now)) break;
     ++stats_.expired[StateIndex(oldest->state)];
-    t.Remove(oldest);
+    RemoveRequest(t, oldest);
   }
 }
 
@@ -93,7 +86,7 @@ RequestEntry* RequestMatcher::AddEntry(const BlockEvent& e) {
   if (table_.full()) {
     RequestEntry* oldest = table_.Oldest();
     ++stats_.evicted[StateIndex(oldest->state)];
-    table_.Remove(oldest);
+    RemoveRequest(table_, oldest);
   }
   RequestEntry* ent = table_.Add(e.dev, e.sector, e.ts);
   ent->op = e.op;
@@ -138,6 +131,13 @@ RequestSample SampleOf(const RequestEntry& ent) {
 }
 
 }  // namespace
+
+void RequestMatcher::FlushPending(RequestEntry* ent) {
+  RequestSample s = SampleOf(*ent);
+  s.phases = ent->pending_phases;
+  ent->pending_phases = 0;
+  Emit(&s);
+}
 
 void RequestMatcher::OnEvent(const BlockEvent& e) {
   Device& d = DeviceFor(e.dev);
@@ -185,7 +185,7 @@ inline void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
       case RequestState::kIssued: {
         // A second live request on the key: the older one is given up.
         ++stats_.collisions;
-        table_.Remove(ent);
+        RemoveRequest(table_, ent);
         ent = nullptr;
         break;
       }
@@ -210,7 +210,7 @@ inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
   if (ent != nullptr && ent->state == RequestState::kIssued) {
     // Issued twice without a completion between: the first one's completion was not seen.
     ++stats_.collisions;
-    table_.Remove(ent);
+    RemoveRequest(table_, ent);
     ent = nullptr;
   }
   if (ent == nullptr) {
@@ -234,10 +234,16 @@ inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
   ent->nr_sector = ent->outstanding = e.nr_sector;
   ent->bytes = e.bytes;
   if (emit_queue_phases && !ent->issued_before) {
-    RequestSample s = SampleOf(*ent);
-    if (ent->has & kHasInsert) s.phases |= PhaseBit(Phase::kI2D);
-    if (ent->has & kHasQueue) s.phases |= PhaseBit(Phase::kQ2D);
-    if (s.phases != 0) Emit(&s);
+    uint8_t phases = 0;
+    if (ent->has & kHasInsert) phases |= PhaseBit(Phase::kI2D);
+    if (ent->has & kHasQueue) phases |= PhaseBit(Phase::kQ2D);
+    if (options_.combine_samples) {
+      ent->pending_phases = phases;  // sent with the completion, or when the request leaves
+    } else if (phases != 0) {
+      RequestSample s = SampleOf(*ent);
+      s.phases = phases;
+      Emit(&s);
+    }
   }
   ent->issued_before = true;
 }
@@ -265,7 +271,7 @@ inline void RequestMatcher::OnComplete(const BlockEvent& e) {
     const uint64_t next = e.sector + e.nr_sector;
     if (RequestEntry* other = table_.Find(e.dev, next); other != nullptr) {
       ++stats_.collisions;
-      table_.Remove(other);
+      RemoveRequest(table_, other);
     }
     table_.Rekey(ent, next);
     ent->outstanding -= e.nr_sector;
@@ -274,6 +280,8 @@ inline void RequestMatcher::OnComplete(const BlockEvent& e) {
   }
   RequestSample s = SampleOf(*ent);
   s.complete_ts = e.ts;
+  // Nothing the sample holds has changed since the issue (a requeue sends the pending phases).
+  s.phases = ent->pending_phases;
   if (issued) s.phases |= PhaseBit(Phase::kD2C);
   if (ent->has & kHasInsert) s.phases |= PhaseBit(Phase::kI2C);
   if (ent->has & kHasQueue) s.phases |= PhaseBit(Phase::kQ2C);
@@ -288,6 +296,8 @@ void RequestMatcher::OnRequeue(const BlockEvent& e) {
     return;
   }
   ++stats_.requeues;
+  // The next issue rewrites the issue time, op and size: send what the first issue ended now.
+  if (ent->pending_phases != 0) FlushPending(ent);
   ent->state = RequestState::kRequeued;
   table_.Touch(ent, e.ts);
 }
@@ -307,7 +317,7 @@ void RequestMatcher::OnMerge(const BlockEvent& e) {
     return;
   }
   ++stats_.merges;
-  table_.Remove(ent);
+  RemoveRequest(table_, ent);
 }
 
 void RequestMatcher::OnBioQueue(const BlockEvent& e) {
@@ -477,7 +487,7 @@ void RequestMatcher::Finish() {
     d->stats.no_insert_reason = reason;
     stats_.issues_without_insert[static_cast<int>(reason)] += d->stats.issues_without_insert;
   }
-  while (RequestEntry* oldest = table_.Oldest()) table_.Remove(oldest);
+  while (RequestEntry* oldest = table_.Oldest()) RemoveRequest(table_, oldest);
   while (RequestEntry* oldest = queued_.Oldest()) queued_.Remove(oldest);
 }
 

@@ -85,6 +85,13 @@ struct MatcherOptions {
   uint64_t expiry_ns = 30'000'000'000;  // an entry idle this long (trace time) is dropped
   size_t max_entries = 131072;          // requests tracked at once; the oldest is evicted
   size_t flush_depth = 32;              // flushes tracked per device
+  // Hand the phases a request ends at its issue (I2D, Q2D) over together with those it ends at
+  // its completion, in one sample, instead of one sample at each: half the samples. The phases,
+  // their values and the counters are the same; only the order and the grouping of samples
+  // change, so a sink may ask for it when it neither counts samples nor cares about order. A
+  // request that never completes gets its issue phases when it leaves the table (requeue,
+  // collision, merge, expiry, eviction, Finish).
+  bool combine_samples = false;
 };
 
 struct MatchStats {
@@ -159,7 +166,14 @@ class RequestMatcher {
     return *last_device_;
   }
   Device& DeviceForSlow(uint32_t dev);
-  void Expire(uint64_t now);
+  // Runs for every event: an inline look at each table's oldest entry, the loop out of line.
+  void Expire(uint64_t now) {
+    if (Expires(table_.Oldest(), now)) ExpireIn(table_, now);
+    if (Expires(queued_.Oldest(), now)) ExpireIn(queued_, now);
+  }
+  bool Expires(const RequestEntry* oldest, uint64_t now) const {
+    return oldest != nullptr && now > oldest->last_ts && now - oldest->last_ts > options_.expiry_ns;
+  }
   void ExpireIn(RequestTable& table, uint64_t now);
   RequestEntry* AddEntry(const BlockEvent& e);
   // Gives a new request the queue time of the bio queued at its sector, if one is waiting.
@@ -176,6 +190,12 @@ class RequestMatcher {
   void OnBioBackMerge(const BlockEvent& e);
   void OnFlush(Device& d, const BlockEvent& e);
   void Emit(RequestSample* s);
+  // Sends the issue phases still held by `ent` (combine_samples), then removes it from table.
+  void FlushPending(RequestEntry* ent);
+  void RemoveRequest(RequestTable& table, RequestEntry* ent) {
+    if (ent->pending_phases != 0) FlushPending(ent);
+    table.Remove(ent);
+  }
 
   MatcherOptions options_;
   RequestSampleSink* sink_;

@@ -59,6 +59,7 @@ struct RequestEntry {
   uint8_t flags;          // BlockFlag bits
   uint8_t has;            // RequestHas bits
   bool issued_before;     // issued at least once (a requeued request has its I2D already)
+  uint8_t pending_phases; // PhaseBit()s ended at the issue, not sent yet (combined samples)
 };
 
 class RequestTable {
