@@ -266,7 +266,7 @@ absl::Status LatencyReportBuilder::ReadAll(TraceReader& reader) {
   // report takes half as long. Only decoded block events cross (a few MiB in flight at most);
   // the reading thread owns the reader, the decoder and the loss list, this one the matcher and
   // the histograms, and nothing else is shared until the join.
-  SpscQueue<EventBatch> queue(8);
+  SpscQueue<EventBatch> queue(4);
   queue_ = &queue;
   batch_ = queue.BeginWrite();
   batch_->size = 0;

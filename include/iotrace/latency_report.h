@@ -217,7 +217,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
 
   // Decoded events on their way from the reading thread to the pairing one.
   struct EventBatch {
-    static constexpr size_t kCapacity = 2048;
+    static constexpr size_t kCapacity = 8192;
     size_t size = 0;
     std::array<BlockEvent, kCapacity> events;
   };
