@@ -161,6 +161,19 @@ class PerfDataReader final : public TraceReader {
              (item->kind == PerfRecord::Kind::kLoss && item->has_time);
     }
 
+    // Revisit of a record Scan timed: a sample that passed its checks, or a loss with a time.
+    void PeekTimed(uint64_t pos, uint64_t* next, PerfRecord* item) {
+      perf::EventHeader h;
+      std::memcpy(&h, r_->base_ + pos, sizeof(h));
+      *next = pos + h.size;  // never an AUXTRACE record: those are not timed
+      const ByteView record(r_->base_ + pos, h.size);
+      if (h.type == perf::kRecordSample) {
+        r_->parser_.ParseCheckedSample(record, item);
+      } else {
+        r_->parser_.Parse(record, item);
+      }
+    }
+
     void Emit(const PerfRecord& item, bool out_of_order) {
       if (item.kind == PerfRecord::Kind::kEvent) {
         ++events_;

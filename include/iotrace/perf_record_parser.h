@@ -69,6 +69,9 @@ class PerfRecordParser {
   // set) exactly when Parse would decode the record as an event with that time. What a reader
   // needs to order records it decodes later.
   PerfProblem SampleTime(ByteView record, uint64_t* time) const;
+  // Decodes a PERF_RECORD_SAMPLE that SampleTime accepted before (the same bytes): Parse
+  // without the checks that cannot fail again.
+  void ParseCheckedSample(ByteView record, PerfRecord* out) const;
 
   size_t attr_count() const { return layouts_.size(); }
   const perf_event_attr& attr(size_t i) const { return attrs_[i].attr; }
@@ -106,6 +109,9 @@ class PerfRecordParser {
   // The checks every sample passes before its fields are read: its layout and RAW's place.
   PerfProblem CheckSample(ByteView record, const Layout** layout, uint64_t* raw_off,
                           uint32_t* raw_size) const;
+  // Reads the fields of a sample that passed CheckSample.
+  void FillSample(ByteView record, const Layout& layout, uint64_t raw_off, uint32_t raw_size,
+                  PerfRecord* out) const;
   PerfProblem ParseOther(uint32_t type, ByteView record, PerfRecord* out) const;
   // Offset of RAW's size word after a group READ / CALLCHAIN, or 0 when the record is short.
   static uint64_t VariableRawOffset(const Layout& layout, ByteView record);
@@ -180,6 +186,28 @@ inline PerfProblem PerfRecordParser::ParseSample(ByteView record, PerfRecord* ou
   uint32_t raw_size;
   const PerfProblem p = CheckSample(record, &l, &raw_off, &raw_size);
   if (p != PerfProblem::kNone) return p;
+  FillSample(record, *l, raw_off, raw_size, out);
+  return PerfProblem::kNone;
+}
+
+inline void PerfRecordParser::ParseCheckedSample(ByteView record, PerfRecord* out) const {
+  const Layout* l;
+  if (layouts_.size() == 1) {
+    l = &layouts_[0];
+  } else {
+    uint64_t id;
+    std::memcpy(&id, record.data + sizeof(perf::EventHeader) + 8 * size_t(id_pos_), 8);
+    l = &layouts_[AttrOfId(id)];
+  }
+  const uint64_t raw_off = l->variable ? VariableRawOffset(*l, record) : l->raw_off;
+  uint32_t raw_size;
+  std::memcpy(&raw_size, record.data + raw_off, 4);
+  FillSample(record, *l, raw_off, raw_size, out);
+}
+
+inline void PerfRecordParser::FillSample(ByteView record, const Layout& layout, uint64_t raw_off,
+                                         uint32_t raw_size, PerfRecord* out) const {
+  const Layout* l = &layout;
   // Every fixed field lies before raw_off, which is in bounds: plain loads from here on.
   const uint8_t* r = record.data;
   RawEvent& ev = out->event;
@@ -203,7 +231,6 @@ inline PerfProblem PerfRecordParser::ParseSample(ByteView record, PerfRecord* ou
   out->kind = PerfRecord::Kind::kEvent;
   out->has_time = true;
   out->time = ev.ts;
-  return PerfProblem::kNone;
 }
 
 inline PerfProblem PerfRecordParser::Parse(ByteView record, PerfRecord* out) const {

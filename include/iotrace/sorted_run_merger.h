@@ -52,6 +52,9 @@ enum class ScanKind : uint8_t { kTimed, kUntimed, kRoundEnd, kStop };
 //   ScanKind Scan(uint64_t pos, uint64_t* next, uint64_t* time);
 //   // Revisit of a scanned record (no side effects): true when it is timed.
 //   bool Peek(uint64_t pos, uint64_t* next, Item* item);
+//   // Optional: revisit of a record Scan returned kTimed for (so it needs no checks); Peek
+//   // stands in when the source has no PeekTimed.
+//   void PeekTimed(uint64_t pos, uint64_t* next, Item* item);
 //   void Emit(const Item& item, bool out_of_order);
 //   void Release(uint64_t below);  // nothing before `below` will be read again
 template <typename Source>
@@ -97,6 +100,9 @@ class SortedRunMerger {
     uint64_t index = 0;      // scan index of the current record
     uint64_t last_time = 0;  // time of the run's last scanned record
     uint64_t seq = 0;        // creation order: breaks ties so equal times keep file order
+    // Where the first record Scan did not time lies in the run (no such record: ~0). Records
+    // before it are all timed: the cursor revisits them with PeekTimed.
+    uint64_t untimed_from = ~uint64_t{0};
     bool ready = false;      // has a current record (is in the heap)
     bool closed = false;     // a later run exists: this one gets no more records
   };
@@ -121,6 +127,14 @@ class SortedRunMerger {
       return true;
     }
     return false;
+  }
+
+  void PeekTimed(uint64_t pos, uint64_t* next, Item* item) {
+    if constexpr (requires { source_->PeekTimed(pos, next, item); }) {
+      source_->PeekTimed(pos, next, item);
+    } else {
+      source_->Peek(pos, next, item);
+    }
   }
 
   static uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > ~b ? ~uint64_t{0} : a + b; }
@@ -163,6 +177,9 @@ class SortedRunMerger {
     const uint64_t index = scanned_++;
     scan_pos_ = next;
     bool changed = false;
+    if (kind != ScanKind::kTimed && open_ != kNone && ring_[open_].untimed_from == ~uint64_t{0}) {
+      ring_[open_].untimed_from = pos;
+    }
     if (kind == ScanKind::kRoundEnd) {
       // perf's ordered_events: a round mark makes final what was seen before the previous one
       // (round_lag 1), or before the one round_lag marks back.
@@ -181,7 +198,7 @@ class SortedRunMerger {
         if (!o.ready) {
           // The scan only times records: decode this one now that a cursor stands on it.
           uint64_t n = 0;
-          source_->Peek(pos, &n, &o.item);
+          PeekTimed(pos, &n, &o.item);
           o.pos = pos;
           o.next = next;
           o.index = index;
@@ -200,8 +217,9 @@ class SortedRunMerger {
         ++live_;
         RunCursor& r = ring_[slot];
         uint64_t n = 0;
-        source_->Peek(pos, &n, &r.item);
+        PeekTimed(pos, &n, &r.item);
         r.pos = pos;
+        r.untimed_from = ~uint64_t{0};
         r.next = next;
         r.index = index;
         r.last_time = t;
@@ -236,7 +254,15 @@ class SortedRunMerger {
       uint64_t p = r.next;
       uint64_t index = r.index + 1;
       bool found = false;
-      while (p < r.end) {
+      if (p < r.end && p < r.untimed_from) {
+        uint64_t n = 0;
+        PeekTimed(p, &n, &r.item);
+        r.pos = p;
+        r.next = n;
+        r.index = index;
+        found = true;
+      }
+      while (!found && p < r.end) {
         uint64_t n = 0;
         if (source_->Peek(p, &n, &r.item)) {
           r.pos = p;
