@@ -143,25 +143,21 @@ void RequestMatcher::OnEvent(const BlockEvent& e) {
   Device& d = DeviceFor(e.dev);
   ++d.stats.events[static_cast<int>(e.kind)];
   Expire(e.ts);
+  // Flushes carry no usable sector (issue 0 + 0, complete -1): paired per device, FIFO. (One
+  // switch: the flush test sits in the four cases it applies to.)
   switch (e.kind) {
     case BlockEventKind::kInsert:
+      if (e.IsFlush()) OnFlush(d, e); else OnInsert(d, e);
+      break;
     case BlockEventKind::kIssue:
+      if (e.IsFlush()) OnFlush(d, e); else OnIssue(d, e);
+      break;
     case BlockEventKind::kComplete:
+      if (e.IsFlush()) OnFlush(d, e); else OnComplete(e);
+      break;
     case BlockEventKind::kRequeue:
-      // Flushes carry no usable sector (issue 0 + 0, complete -1): paired per device, FIFO.
-      if (e.IsFlush()) {
-        OnFlush(d, e);
-        return;
-      }
+      if (e.IsFlush()) OnFlush(d, e); else OnRequeue(e);
       break;
-    default:
-      break;
-  }
-  switch (e.kind) {
-    case BlockEventKind::kInsert: OnInsert(d, e); break;
-    case BlockEventKind::kIssue: OnIssue(d, e); break;
-    case BlockEventKind::kComplete: OnComplete(e); break;
-    case BlockEventKind::kRequeue: OnRequeue(e); break;
     case BlockEventKind::kMerge: OnMerge(e); break;
     case BlockEventKind::kBioQueue: OnBioQueue(e); break;
     case BlockEventKind::kBioFrontMerge: OnBioFrontMerge(e); break;

@@ -98,7 +98,8 @@ RequestEntry* RequestTable::Add(uint32_t dev, uint64_t sector, uint64_t ts) {
 
 void RequestTable::Remove(RequestEntry* entry) {
   uint32_t slot = static_cast<uint32_t>(entry - slots_.get());
-  IndexErase(PositionOf(slot));
+  // last_found_ is always inside the index (it only grows); each slot is in one bucket.
+  IndexErase(index_[last_found_].slot1 == slot + 1 ? last_found_ : PositionOf(slot));
   Unlink(slot);
   entry->next = free_head_;
   free_head_ = slot;

@@ -131,6 +131,9 @@ class RequestTable {
   size_t max_index_size_ = 0;  // the smallest power of two >= 2 * capacity
   uint32_t head_ = kNil;  // oldest activity
   uint32_t tail_ = kNil;  // newest activity
+  // Where the last Find ended: a request is usually removed right after it was found, and
+  // Remove then need not probe again (it checks that the bucket still holds the entry).
+  size_t last_found_ = 0;
 };
 
 // Inline: Find runs for nearly every event.
@@ -173,6 +176,7 @@ inline void RequestTable::Touch(RequestEntry* entry, uint64_t ts) {
 
 inline RequestEntry* RequestTable::Find(uint32_t dev, uint64_t sector) {
   const size_t pos = Probe(dev, sector, HashOf(dev, sector));
+  last_found_ = pos;
   return index_[pos].slot1 == 0 ? nullptr : &slots_[index_[pos].slot1 - 1];
 }
 
