@@ -171,9 +171,10 @@ inline PerfProblem PerfRecordParser::CheckSample(ByteView record, const Layout**
 }
 
 inline PerfProblem PerfRecordParser::SampleTime(ByteView record, uint64_t* time) const {
-  const Layout* l;
-  uint64_t raw_off;
-  uint32_t raw_size;
+  // Initialized only for GCC's -Wmaybe-uninitialized: CheckSample sets them when it says kNone.
+  const Layout* l = nullptr;
+  uint64_t raw_off = 0;
+  uint32_t raw_size = 0;
   const PerfProblem p = CheckSample(record, &l, &raw_off, &raw_size);
   if (p != PerfProblem::kNone) return p;
   std::memcpy(time, record.data + l->time_off, 8);  // before raw_off: in bounds
@@ -181,9 +182,9 @@ inline PerfProblem PerfRecordParser::SampleTime(ByteView record, uint64_t* time)
 }
 
 inline PerfProblem PerfRecordParser::ParseSample(ByteView record, PerfRecord* out) const {
-  const Layout* l;
-  uint64_t raw_off;
-  uint32_t raw_size;
+  const Layout* l = nullptr;  // set by CheckSample when it says kNone (see SampleTime)
+  uint64_t raw_off = 0;
+  uint32_t raw_size = 0;
   const PerfProblem p = CheckSample(record, &l, &raw_off, &raw_size);
   if (p != PerfProblem::kNone) return p;
   FillSample(record, *l, raw_off, raw_size, out);
