@@ -162,6 +162,15 @@ BlockDecoder::BlockDecoder(const std::vector<EventFormat>& formats) {
     field("error", false, true, &layout.error);
     field("common_pid", false, true, &layout.common_pid);
     layout.usable = missing.empty();
+    for (const Field* f : {&layout.dev, &layout.sector, &layout.nr_sector, &layout.rwbs,
+                           &layout.bytes, &layout.comm, &layout.error, &layout.common_pid}) {
+      if (f->size != 0) layout.full_size = std::max(layout.full_size, f->offset + f->size);
+    }
+    layout.fast = layout.usable && layout.dev.size == 4 && layout.sector.size == 8 &&
+                  layout.nr_sector.size == 4 && layout.rwbs.size >= 8 &&
+                  (layout.bytes.size == 0 || layout.bytes.size == 4) &&
+                  (layout.error.size == 0 || layout.error.size == 4) &&
+                  (layout.comm.size == 0 || layout.comm.size == kCommSize);
     for (const std::string& m : missing) {
       format_problems_.push_back(absl::StrFormat("%s: %s", format.FullName(), m));
     }
@@ -175,12 +184,18 @@ BlockDecoder::BlockDecoder(const std::vector<EventFormat>& formats) {
   }
 }
 
-bool BlockDecoder::Decode(const RawEvent& raw, BlockEvent* out) {
-  int slot = raw.type < slot_by_id_.size() ? slot_by_id_[raw.type] : -1;
-  if (slot < 0) {
-    ++stats_.other_events;
-    return false;
-  }
+const BlockDecoder::RwbsCacheEntry& BlockDecoder::RwbsMiss(RwbsCacheEntry* entry, uint64_t key) {
+  char text[sizeof(key)];
+  std::memcpy(text, &key, sizeof(key));
+  entry->key = key;
+  entry->found = ParseRwbs(std::string_view(text, sizeof(text)), &entry->op, &entry->flags);
+  return *entry;
+}
+
+// Any layout and any record: every load bounds-checked, optional fields past the end of a
+// short record count as absent. (Decode has already counted events that are not ours.)
+bool BlockDecoder::DecodeSlow(const RawEvent& raw, BlockEvent* out) {
+  const int slot = slot_by_id_[raw.type];
   const Layout& l = layouts_[slot];
   const int kind = static_cast<int>(l.kind);
   if (!l.usable) {
@@ -222,7 +237,9 @@ bool BlockDecoder::Decode(const RawEvent& raw, BlockEvent* out) {
   // Bytes after the name's NUL may be stale (older kernels did not pad task->comm); every user
   // stops at the first NUL, so only the terminator at the end is forced.
   ByteView comm = l.comm.size != 0 ? p.Sub(l.comm.offset, l.comm.size) : ByteView();
-  if (comm.size >= kCommSize) {
+  if (!decode_comm_) {
+    // Not needed by anyone.
+  } else if (comm.size >= kCommSize) {
     std::memcpy(out->comm, comm.data, kCommSize);
     out->comm[kCommSize - 1] = '\0';
   } else {

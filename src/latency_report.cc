@@ -1,9 +1,13 @@
 #include "iotrace/latency_report.h"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -143,6 +147,10 @@ absl::Status ValidateReportOptions(const ReportOptions& o) {
                                size_t{1} << 26),
                "the default, 131072, is far above any device queue depth");
   }
+  if (o.threads < 0 || o.threads > 2) {
+    return bad(absl::StrFormat("--threads %d: must be 1 or 2", o.threads),
+               "the report splits into reading + decoding and pairing, at most two threads");
+  }
   for (const std::string& d : o.devices) {
     if (d.empty()) return bad("--dev: empty device", "give MAJ:MIN (7:0) or a name (loop0)");
   }
@@ -163,6 +171,10 @@ LatencyReportBuilder::LatencyReportBuilder(const std::vector<EventFormat>& forma
   MatcherOptions mo;
   mo.expiry_ns = SecondsToNs(options.expiry_s);
   mo.max_entries = options.max_inflight;
+  // Without a time series and without filters, the report neither depends on the order of
+  // samples nor counts them: one sample per request instead of two.
+  mo.combine_samples = SecondsToNs(options.interval_s) == 0 && options.devices.empty() &&
+                       options.ops.empty() && options.comms.empty() && options.pids.empty();
   matcher_ = std::make_unique<RequestMatcher>(mo, static_cast<RequestSampleSink*>(this));
   matcher_->set_insert_recorded(decoder_.Has(BlockEventKind::kInsert));
   for (const EventFormat& f : formats) format_names_.emplace_back(f.id, f.FullName());
@@ -170,6 +182,9 @@ LatencyReportBuilder::LatencyReportBuilder(const std::vector<EventFormat>& forma
   if (op_mask_ == 0) op_mask_ = ~0u;
   interval_ns_ = SecondsToNs(options.interval_s);
   slot_index_.reserve(64);
+  process_filter_ = !options.comms.empty() || !options.pids.empty();
+  // The names of processes matter only to --comm (set_block_event_sink turns this back on).
+  decoder_.set_decode_comm(!options.comms.empty());
 }
 
 LatencyReportBuilder::~LatencyReportBuilder() = default;
@@ -213,9 +228,62 @@ void LatencyReportBuilder::OnEvent(const RawEvent& event) {
     }
   }
   if (event.ts > last_ts_) last_ts_ = event.ts;
-  if (!decoder_.Decode(event, &event_)) return;
+  // With a second thread, decode straight into the batch that goes to the pairing thread. (One
+  // call site, so that the decoder's fast path is inlined here.)
+  BlockEvent* out = batch_ != nullptr ? &batch_->events[batch_->size] : &event_;
+  if (!decoder_.Decode(event, out)) return;
+  if (batch_ != nullptr) {
+    if (++batch_->size == EventBatch::kCapacity) PublishBatch();
+    return;
+  }
   if (block_sink_ != nullptr) block_sink_->OnBlockEvent(event_);
   matcher_->OnEvent(event_);
+}
+
+void LatencyReportBuilder::PublishBatch() {
+  queue_->EndWrite();
+  batch_ = queue_->BeginWrite();  // never nullptr: the pairing thread does not cancel
+  batch_->size = 0;
+}
+
+namespace {
+
+int UsableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return CPU_COUNT(&set);
+}
+
+}  // namespace
+
+absl::Status LatencyReportBuilder::ReadAll(TraceReader& reader) {
+  const int threads = options_.threads > 0 ? options_.threads : (UsableCpus() >= 2 ? 2 : 1);
+  // A block event sink sees events as they are decoded, in the caller's thread.
+  if (threads < 2 || block_sink_ != nullptr) return reader.ReadAll(this);
+
+  // Reading + decoding and pairing + histograms cost about the same per event: on two CPUs the
+  // report takes half as long. Only decoded block events cross (a few MiB in flight at most);
+  // the reading thread owns the reader, the decoder and the loss list, this one the matcher and
+  // the histograms, and nothing else is shared until the join.
+  SpscQueue<EventBatch> queue(4);
+  queue_ = &queue;
+  batch_ = queue.BeginWrite();
+  batch_->size = 0;
+  absl::Status read_status;
+  std::thread reading([this, &reader, &read_status] {
+    read_status = reader.ReadAll(this);
+    if (batch_->size != 0) queue_->EndWrite();
+    queue_->Close();
+  });
+  while (EventBatch* b = queue.BeginRead()) {
+    for (size_t i = 0; i < b->size; ++i) matcher_->OnEvent(b->events[i]);
+    queue.EndRead();
+  }
+  reading.join();
+  queue_ = nullptr;
+  batch_ = nullptr;
+  return read_status;
 }
 
 void LatencyReportBuilder::OnLoss(const LossRecord& loss) {
@@ -247,7 +315,7 @@ void LatencyReportBuilder::OnLoss(const LossRecord& loss) {
   losses_.push_back(std::move(l));
 }
 
-LatencyReportBuilder::DeviceSlot& LatencyReportBuilder::SlotFor(uint32_t dev) {
+LatencyReportBuilder::DeviceSlot& LatencyReportBuilder::SlotForSlow(uint32_t dev) {
   for (size_t i = 0; i < fast_count_; ++i) {
     if (fast_dev_[i] == dev) return *fast_slot_[i];
   }
@@ -316,20 +384,22 @@ void LatencyReportBuilder::CloseInterval(Group* g) {
 void LatencyReportBuilder::OnRequestSample(const RequestSample& s) {
   DeviceSlot& slot = SlotFor(s.dev);
   if (!slot.allowed || (op_mask_ & (1u << static_cast<int>(s.op))) == 0 ||
-      !PassesProcessFilter(s)) {
+      (process_filter_ && !PassesProcessFilter(s))) {
     ++counters_.samples_filtered;
     return;
   }
-  for (int p = 0; p < kPhaseCount; ++p) {
+  std::array<Group*, kPhaseCount>& groups = slot.groups[static_cast<int>(s.op)];
+  // Only the set phases, lowest first (the order of the loop over all phases this replaces).
+  for (unsigned bits = s.phases; bits != 0; bits &= bits - 1) {
+    const int p = std::countr_zero(bits);
     const Phase phase = static_cast<Phase>(p);
-    if (!s.Has(phase)) continue;
     const uint64_t end = s.End(phase);
     if (end < since_ns_ || end > until_ns_) {
       ++counters_.phases_outside_window;
       continue;
     }
-    const uint64_t latency = s.Latency(phase);
-    Group* g = GroupFor(slot, s.op, phase);
+    const uint64_t latency = end - s.Start(phase);
+    Group* g = groups[p] != nullptr ? groups[p] : GroupFor(slot, s.op, phase);
     g->total.Record(latency);
     if (interval_ns_ != 0) {
       const uint64_t index = (end - first_ts_) / interval_ns_;
@@ -541,7 +611,7 @@ absl::StatusOr<LatencyReport> BuildLatencyReport(TraceReader& reader,
                                                  const ReportOptions& options) {
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<LatencyReportBuilder> builder,
                            LatencyReportBuilder::Create(reader.formats(), options));
-  IOTRACE_RETURN_IF_ERROR(reader.ReadAll(builder.get()));
+  IOTRACE_RETURN_IF_ERROR(builder->ReadAll(reader));
   LatencyReport report = builder->Finish(reader.stats());
   report.input = options.input;
   report.file_format = std::string(reader.FileFormat());

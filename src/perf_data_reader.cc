@@ -104,7 +104,13 @@ class PerfDataReader final : public TraceReader {
       }
       *next = n;
       ++records_;
-      // A local record: only its time leaves this function, so the compiler can drop the rest.
+      if (h.type == perf::kRecordSample) {
+        // Nearly every record: checked, timed, and decoded only when its cursor reaches it.
+        PerfProblem p = r_->parser_.SampleTime(ByteView(r_->base_ + pos, h.size), time);
+        if (p == PerfProblem::kNone) return ScanKind::kTimed;
+        ++problems_[static_cast<size_t>(p)];
+        return ScanKind::kUntimed;
+      }
       PerfRecord rec;
       PerfRecord* item = &rec;
       PerfProblem p = r_->parser_.Parse(ByteView(r_->base_ + pos, h.size), item);
@@ -153,6 +159,19 @@ class PerfDataReader final : public TraceReader {
       }
       return item->kind == PerfRecord::Kind::kEvent ||
              (item->kind == PerfRecord::Kind::kLoss && item->has_time);
+    }
+
+    // Revisit of a record Scan timed: a sample that passed its checks, or a loss with a time.
+    void PeekTimed(uint64_t pos, uint64_t* next, PerfRecord* item) {
+      perf::EventHeader h;
+      std::memcpy(&h, r_->base_ + pos, sizeof(h));
+      *next = pos + h.size;  // never an AUXTRACE record: those are not timed
+      const ByteView record(r_->base_ + pos, h.size);
+      if (h.type == perf::kRecordSample) {
+        r_->parser_.ParseCheckedSample(record, item);
+      } else {
+        r_->parser_.Parse(record, item);
+      }
     }
 
     void Emit(const PerfRecord& item, bool out_of_order) {

@@ -1,5 +1,6 @@
 #include "iotrace/request_matcher.h"
 
+#include <bit>
 #include <cstring>
 
 namespace iotrace {
@@ -31,21 +32,6 @@ std::string_view NoInsertReasonName(NoInsertReason reason) {
   return kReasonNames[static_cast<int>(reason)];
 }
 
-uint64_t RequestSample::Start(Phase p) const {
-  switch (p) {
-    case Phase::kI2D:
-    case Phase::kI2C: return insert_ts;
-    case Phase::kD2C: return issue_ts;
-    case Phase::kQ2D:
-    case Phase::kQ2C: return queue_ts;
-  }
-  return 0;
-}
-
-uint64_t RequestSample::End(Phase p) const {
-  return (p == Phase::kI2D || p == Phase::kQ2D) ? issue_ts : complete_ts;
-}
-
 RequestMatcher::RequestMatcher(const MatcherOptions& options, RequestSampleSink* sink)
     : options_(options),
       sink_(sink),
@@ -58,7 +44,7 @@ RequestMatcher::RequestMatcher(const MatcherOptions& options, RequestSampleSink*
 
 RequestMatcher::~RequestMatcher() = default;
 
-RequestMatcher::Device& RequestMatcher::DeviceFor(uint32_t dev) {
+RequestMatcher::Device& RequestMatcher::DeviceForSlow(uint32_t dev) {
   for (size_t i = 0; i < fast_count_; ++i) {
     if (fast_dev_[i] == dev) return *fast_device_[i];
   }
@@ -79,17 +65,16 @@ RequestMatcher::Device& RequestMatcher::DeviceFor(uint32_t dev) {
   return *d;
 }
 
-void RequestMatcher::Expire(uint64_t now) {
-  for (RequestTable* t : {&table_, &queued_}) {
-    while (RequestEntry* oldest = t->Oldest()) {
-      if (now <= oldest->last_ts || now - oldest->last_ts <= options_.expiry_ns) break;
-      ++stats_.expired[StateIndex(oldest->state)];
-      t->Remove(oldest);
-    }
+void RequestMatcher::ExpireIn(RequestTable& t, uint64_t now) {
+  while (RequestEntry* oldest = t.Oldest()) {
+    if (!Expires(oldest, now)) break;
+    ++stats_.expired[StateIndex(oldest->state)];
+    RemoveRequest(t, oldest);
   }
 }
 
 void RequestMatcher::TakeQueued(RequestEntry* ent) {
+  if (queued_.size() == 0) return;  // block_bio_queue not recorded (or none waiting)
   RequestEntry* q = queued_.Find(ent->dev, ent->sector);
   if (q == nullptr) return;
   ent->queue_ts = q->queue_ts;
@@ -101,7 +86,7 @@ RequestEntry* RequestMatcher::AddEntry(const BlockEvent& e) {
   if (table_.full()) {
     RequestEntry* oldest = table_.Oldest();
     ++stats_.evicted[StateIndex(oldest->state)];
-    table_.Remove(oldest);
+    RemoveRequest(table_, oldest);
   }
   RequestEntry* ent = table_.Add(e.dev, e.sector, e.ts);
   ent->op = e.op;
@@ -112,9 +97,9 @@ RequestEntry* RequestMatcher::AddEntry(const BlockEvent& e) {
 }
 
 void RequestMatcher::Emit(RequestSample* s) {
-  for (int p = 0; p < kPhaseCount; ++p) {
+  for (unsigned bits = s->phases; bits != 0; bits &= bits - 1) {
+    const int p = std::countr_zero(bits);
     const Phase phase = static_cast<Phase>(p);
-    if (!s->Has(phase)) continue;
     if (s->End(phase) < s->Start(phase)) {
       s->phases &= static_cast<uint8_t>(~PhaseBit(phase));
       ++stats_.negative_latency;
@@ -147,29 +132,32 @@ RequestSample SampleOf(const RequestEntry& ent) {
 
 }  // namespace
 
+void RequestMatcher::FlushPending(RequestEntry* ent) {
+  RequestSample s = SampleOf(*ent);
+  s.phases = ent->pending_phases;
+  ent->pending_phases = 0;
+  Emit(&s);
+}
+
 void RequestMatcher::OnEvent(const BlockEvent& e) {
   Device& d = DeviceFor(e.dev);
   ++d.stats.events[static_cast<int>(e.kind)];
   Expire(e.ts);
+  // Flushes carry no usable sector (issue 0 + 0, complete -1): paired per device, FIFO. (One
+  // switch: the flush test sits in the four cases it applies to.)
   switch (e.kind) {
     case BlockEventKind::kInsert:
+      if (e.IsFlush()) OnFlush(d, e); else OnInsert(d, e);
+      break;
     case BlockEventKind::kIssue:
+      if (e.IsFlush()) OnFlush(d, e); else OnIssue(d, e);
+      break;
     case BlockEventKind::kComplete:
+      if (e.IsFlush()) OnFlush(d, e); else OnComplete(e);
+      break;
     case BlockEventKind::kRequeue:
-      // Flushes carry no usable sector (issue 0 + 0, complete -1): paired per device, FIFO.
-      if (e.IsFlush()) {
-        OnFlush(d, e);
-        return;
-      }
+      if (e.IsFlush()) OnFlush(d, e); else OnRequeue(e);
       break;
-    default:
-      break;
-  }
-  switch (e.kind) {
-    case BlockEventKind::kInsert: OnInsert(d, e); break;
-    case BlockEventKind::kIssue: OnIssue(d, e); break;
-    case BlockEventKind::kComplete: OnComplete(e); break;
-    case BlockEventKind::kRequeue: OnRequeue(e); break;
     case BlockEventKind::kMerge: OnMerge(e); break;
     case BlockEventKind::kBioQueue: OnBioQueue(e); break;
     case BlockEventKind::kBioFrontMerge: OnBioFrontMerge(e); break;
@@ -180,7 +168,7 @@ void RequestMatcher::OnEvent(const BlockEvent& e) {
   }
 }
 
-void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
+inline void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
   RequestEntry* ent = table_.Find(e.dev, e.sector);
   if (ent != nullptr) {
     switch (ent->state) {
@@ -193,7 +181,7 @@ void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
       case RequestState::kIssued: {
         // A second live request on the key: the older one is given up.
         ++stats_.collisions;
-        table_.Remove(ent);
+        RemoveRequest(table_, ent);
         ent = nullptr;
         break;
       }
@@ -212,13 +200,13 @@ void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
   ent->bytes = e.bytes;
 }
 
-void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
+inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
   RequestEntry* ent = table_.Find(e.dev, e.sector);
   bool emit_queue_phases = false;
   if (ent != nullptr && ent->state == RequestState::kIssued) {
     // Issued twice without a completion between: the first one's completion was not seen.
     ++stats_.collisions;
-    table_.Remove(ent);
+    RemoveRequest(table_, ent);
     ent = nullptr;
   }
   if (ent == nullptr) {
@@ -242,15 +230,21 @@ void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
   ent->nr_sector = ent->outstanding = e.nr_sector;
   ent->bytes = e.bytes;
   if (emit_queue_phases && !ent->issued_before) {
-    RequestSample s = SampleOf(*ent);
-    if (ent->has & kHasInsert) s.phases |= PhaseBit(Phase::kI2D);
-    if (ent->has & kHasQueue) s.phases |= PhaseBit(Phase::kQ2D);
-    if (s.phases != 0) Emit(&s);
+    uint8_t phases = 0;
+    if (ent->has & kHasInsert) phases |= PhaseBit(Phase::kI2D);
+    if (ent->has & kHasQueue) phases |= PhaseBit(Phase::kQ2D);
+    if (options_.combine_samples) {
+      ent->pending_phases = phases;  // sent with the completion, or when the request leaves
+    } else if (phases != 0) {
+      RequestSample s = SampleOf(*ent);
+      s.phases = phases;
+      Emit(&s);
+    }
   }
   ent->issued_before = true;
 }
 
-void RequestMatcher::OnComplete(const BlockEvent& e) {
+inline void RequestMatcher::OnComplete(const BlockEvent& e) {
   if (e.error != 0) ++stats_.completion_errors;
   RequestEntry* ent = table_.Find(e.dev, e.sector);
   if (ent == nullptr) {
@@ -273,7 +267,7 @@ void RequestMatcher::OnComplete(const BlockEvent& e) {
     const uint64_t next = e.sector + e.nr_sector;
     if (RequestEntry* other = table_.Find(e.dev, next); other != nullptr) {
       ++stats_.collisions;
-      table_.Remove(other);
+      RemoveRequest(table_, other);
     }
     table_.Rekey(ent, next);
     ent->outstanding -= e.nr_sector;
@@ -282,6 +276,8 @@ void RequestMatcher::OnComplete(const BlockEvent& e) {
   }
   RequestSample s = SampleOf(*ent);
   s.complete_ts = e.ts;
+  // Nothing the sample holds has changed since the issue (a requeue sends the pending phases).
+  s.phases = ent->pending_phases;
   if (issued) s.phases |= PhaseBit(Phase::kD2C);
   if (ent->has & kHasInsert) s.phases |= PhaseBit(Phase::kI2C);
   if (ent->has & kHasQueue) s.phases |= PhaseBit(Phase::kQ2C);
@@ -296,6 +292,8 @@ void RequestMatcher::OnRequeue(const BlockEvent& e) {
     return;
   }
   ++stats_.requeues;
+  // The next issue rewrites the issue time, op and size: send what the first issue ended now.
+  if (ent->pending_phases != 0) FlushPending(ent);
   ent->state = RequestState::kRequeued;
   table_.Touch(ent, e.ts);
 }
@@ -315,7 +313,7 @@ void RequestMatcher::OnMerge(const BlockEvent& e) {
     return;
   }
   ++stats_.merges;
-  table_.Remove(ent);
+  RemoveRequest(table_, ent);
 }
 
 void RequestMatcher::OnBioQueue(const BlockEvent& e) {
@@ -485,7 +483,7 @@ void RequestMatcher::Finish() {
     d->stats.no_insert_reason = reason;
     stats_.issues_without_insert[static_cast<int>(reason)] += d->stats.issues_without_insert;
   }
-  while (RequestEntry* oldest = table_.Oldest()) table_.Remove(oldest);
+  while (RequestEntry* oldest = table_.Oldest()) RemoveRequest(table_, oldest);
   while (RequestEntry* oldest = queued_.Oldest()) queued_.Remove(oldest);
 }
 

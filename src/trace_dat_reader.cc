@@ -153,7 +153,17 @@ class TraceDatReader final : public TraceReader {
   absl::Status InflateStreams(const std::vector<bool>& compressed);
   void AddStream(Stream s);
   bool ClaimRange(uint64_t begin, uint64_t end);
-  bool Advance(Cursor* c, std::array<uint64_t, kHotCount>* problems);
+  // Moves the cursor to its next data record, loading pages as needed. False at the end.
+  bool Advance(Cursor* c, std::array<uint64_t, kHotCount>* problems) {
+    // Inline: nearly every record is on the page the cursor is already on.
+    if (c->walker.Next(&c->rec)) {
+      c->last_ts = c->rec.ts;
+      return true;
+    }
+    return AdvancePage(c, problems);
+  }
+  // Advance past the end of the current page.
+  bool AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* problems);
   void ReleaseBehind(Cursor* c, bool all);
 
   std::string path_;
@@ -730,10 +740,10 @@ void TraceDatReader::ReleaseBehind(Cursor* c, bool all) {
   c->released_off = upto;
 }
 
-// Moves the cursor to its next data record, loading pages as needed. False at the end.
-bool TraceDatReader::Advance(Cursor* c, std::array<uint64_t, kHotCount>* problems) {
-  for (;;) {
-    if (c->walker.Next(&c->rec)) {
+bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* problems) {
+  // Advance has just found the current page exhausted: look at the walker's problem first.
+  for (bool on_new_page = false;; on_new_page = true) {
+    if (on_new_page && c->walker.Next(&c->rec)) {
       c->last_ts = c->rec.ts;
       return true;
     }

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -117,7 +118,14 @@ class BlockDecoder {
   explicit BlockDecoder(const std::vector<EventFormat>& formats);
 
   // True and *out filled when `raw` is a block event we use; false otherwise (counted).
-  bool Decode(const RawEvent& raw, BlockEvent* out);
+  // Inline: the common case (this kernel's field sizes, a whole record) is a handful of
+  // fixed-size loads; everything else goes through DecodeSlow.
+  inline bool Decode(const RawEvent& raw, BlockEvent* out);
+
+  // Whether BlockEvent::comm is filled (default true). The report turns it off when no --comm
+  // filter or block event sink needs it: copying and terminating the name costs more than all
+  // the other fields together. Without it, comm keeps whatever it held (the builder's is empty).
+  void set_decode_comm(bool decode) { decode_comm_ = decode; }
 
   // True when the file carries a usable format for `kind`.
   bool Has(BlockEventKind kind) const { return has_[static_cast<int>(kind)]; }
@@ -135,9 +143,29 @@ class BlockDecoder {
   struct Layout {
     BlockEventKind kind = BlockEventKind::kIssue;
     bool usable = false;
+    // The fast path applies: dev u32, sector u64, nr_sector u32, rwbs char[8] (char[10] since
+    // Linux 6.11), bytes / error u32 or absent, comm char[16] or absent (the layouts of
+    // include/trace/events/block.h), and a record that holds every field (>= full_size).
+    bool fast = false;
     uint32_t required_size = 0;  // the payload must hold every required field
+    uint32_t full_size = 0;      // ... and every field, optional ones included
     Field dev, sector, nr_sector, rwbs, bytes, comm, error, common_pid;
   };
+  // rwbs strings seen so far, keyed by their bytes up to the NUL (a recording has a handful:
+  // "R", "WS", "FF", ...), so that ParseRwbs runs once per distinct string.
+  struct RwbsCacheEntry {
+    // No key has a zero byte before a non-zero one (they stop at the NUL): this one marks an
+    // empty entry.
+    uint64_t key = 0xff00;
+    bool found = false;
+    BlockOp op = BlockOp::kOther;
+    uint8_t flags = 0;
+  };
+  static constexpr int kRwbsCacheBits = 4;
+
+  bool DecodeSlow(const RawEvent& raw, BlockEvent* out);
+  // Parses and caches the rwbs whose bytes up to the NUL are `key` (zero-padded).
+  const RwbsCacheEntry& RwbsMiss(RwbsCacheEntry* entry, uint64_t key);
 
   std::vector<Layout> layouts_;      // a few entries, one per block format in the file
   std::vector<int16_t> slot_by_id_;  // format id -> index into layouts_, -1 when not ours
@@ -145,7 +173,65 @@ class BlockDecoder {
   std::array<int32_t, kBlockEventKindCount> ids_{};
   std::vector<std::string> format_problems_;
   DecodeStats stats_;
+  bool decode_comm_ = true;
+  std::array<RwbsCacheEntry, 1 << kRwbsCacheBits> rwbs_cache_{};
 };
+
+inline bool BlockDecoder::Decode(const RawEvent& raw, BlockEvent* out) {
+  const int slot = raw.type < slot_by_id_.size() ? slot_by_id_[raw.type] : -1;
+  if (slot < 0) {
+    ++stats_.other_events;
+    return false;
+  }
+  const Layout& l = layouts_[slot];
+  if (!l.fast || raw.payload.size < l.full_size || raw.pid < 0) return DecodeSlow(raw, out);
+  // Every field lies inside the payload (full_size): plain fixed-size loads.
+  const uint8_t* p = raw.payload.data;
+  uint32_t dev, nr_sector;
+  uint64_t sector, rwbs;
+  std::memcpy(&dev, p + l.dev.offset, 4);
+  std::memcpy(&sector, p + l.sector.offset, 8);
+  std::memcpy(&nr_sector, p + l.nr_sector.offset, 4);
+  std::memcpy(&rwbs, p + l.rwbs.offset, 8);
+  // The bytes after rwbs's NUL may be stale ring contents: the key keeps those before it. The
+  // lowest byte flagged by the zero-byte test is exact (higher ones may be false positives).
+  const uint64_t zero = (rwbs - 0x0101010101010101ULL) & ~rwbs & 0x8080808080808080ULL;
+  // No NUL in the first 8 bytes of a longer field: a string this cache does not hold.
+  if (zero == 0 && l.rwbs.size != 8) return DecodeSlow(raw, out);
+  const uint64_t key = zero == 0 ? rwbs : rwbs & ((zero & (~zero + 1)) - 1);
+  out->ts = raw.ts;
+  out->cpu = raw.cpu;
+  out->kind = l.kind;
+  out->dev = dev;
+  out->sector = sector;
+  out->nr_sector = nr_sector;
+  if (l.bytes.size != 0) {
+    std::memcpy(&out->bytes, p + l.bytes.offset, 4);
+  } else {
+    out->bytes = nr_sector << 9;
+  }
+  if (l.error.size != 0) {
+    std::memcpy(&out->error, p + l.error.offset, 4);
+  } else {
+    out->error = 0;
+  }
+  out->pid = raw.pid;
+  if (decode_comm_) {
+    if (l.comm.size != 0) {
+      std::memcpy(out->comm, p + l.comm.offset, kCommSize);
+      out->comm[kCommSize - 1] = '\0';
+    } else {
+      out->comm[0] = '\0';
+    }
+  }
+  RwbsCacheEntry* e = &rwbs_cache_[(key * 0x9e3779b97f4a7c15ULL) >> (64 - kRwbsCacheBits)];
+  const RwbsCacheEntry& r = (e->key == key) ? *e : RwbsMiss(e, key);
+  out->op = r.op;
+  out->flags = r.flags;
+  if (!r.found) ++stats_.problems[static_cast<int>(DecodeProblem::kUnknownOp)];
+  ++stats_.decoded[static_cast<int>(l.kind)];
+  return true;
+}
 
 }  // namespace iotrace
 

@@ -20,6 +20,7 @@
 #include "iotrace/device_names.h"
 #include "iotrace/histogram.h"
 #include "iotrace/request_matcher.h"
+#include "iotrace/spsc_queue.h"
 #include "iotrace/trace_reader.h"
 
 namespace iotrace {
@@ -59,6 +60,11 @@ struct ReportOptions {
   // Matcher bounds.
   double expiry_s = 30;
   size_t max_inflight = 131072;
+
+  // Threads for building the report: 1 reads, decodes, pairs and counts on the calling thread;
+  // 2 reads and decodes on a second thread, which hands the decoded events over in batches.
+  // 0 picks 2 when the process may run on two CPUs or more. The report is the same either way.
+  int threads = 0;
 
   // Where device names come from (tests point these at fixtures).
   std::string sysfs_root = "/sys";
@@ -177,10 +183,17 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   ~LatencyReportBuilder() override;
 
   // Every decoded block event is also handed to `sink` (e.g. a per-event dump); may be null.
-  void set_block_event_sink(BlockEventSink* sink) { block_sink_ = sink; }
+  void set_block_event_sink(BlockEventSink* sink) {
+    block_sink_ = sink;
+    if (sink != nullptr) decoder_.set_decode_comm(true);  // the sink may look at it
+  }
 
   void OnEvent(const RawEvent& event) override;
   void OnLoss(const LossRecord& loss) override;
+
+  // Feeds every event of `reader` through the builder (reader.ReadAll(this)), reading and
+  // decoding on a second thread when options.threads says so.
+  absl::Status ReadAll(TraceReader& reader);
 
   LatencyReport Finish(const ReadStats& reader_stats);
 
@@ -203,9 +216,23 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
     std::array<std::array<Group*, kPhaseCount>, kBlockOpCount> groups{};
   };
 
+  // Decoded events on their way from the reading thread to the pairing one.
+  struct EventBatch {
+    static constexpr size_t kCapacity = 8192;
+    size_t size = 0;
+    std::array<BlockEvent, kCapacity> events;
+  };
+
   LatencyReportBuilder(const std::vector<EventFormat>& formats, const ReportOptions& options);
+  void PublishBatch();
   void OnRequestSample(const RequestSample& sample) override;
-  DeviceSlot& SlotFor(uint32_t dev);
+  DeviceSlot& SlotFor(uint32_t dev) {
+    // Samples of one device come in long stretches: remember the last one.
+    if (last_slot_ != nullptr && last_slot_->dev == dev) return *last_slot_;
+    last_slot_ = &SlotForSlow(dev);
+    return *last_slot_;
+  }
+  DeviceSlot& SlotForSlow(uint32_t dev);
   Group* GroupFor(DeviceSlot& slot, BlockOp op, Phase phase);
   void CloseInterval(Group* g);
   bool PassesProcessFilter(const RequestSample& s) const;
@@ -216,6 +243,12 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   DeviceNames names_;
   BlockEventSink* block_sink_ = nullptr;
   BlockEvent event_;  // decoded in place, reused
+  bool process_filter_ = false;  // --comm or --pid given
+  // While ReadAll runs with two threads: the queue to the pairing thread and the batch that
+  // OnEvent decodes into (nullptr otherwise).
+  SpscQueue<EventBatch>* queue_ = nullptr;
+  EventBatch* batch_ = nullptr;
+  DeviceSlot* last_slot_ = nullptr;
 
   std::vector<std::pair<uint32_t, std::string>> format_names_;  // id -> "system:name"
   uint32_t op_mask_ = 0;

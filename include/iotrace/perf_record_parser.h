@@ -65,6 +65,13 @@ class PerfRecordParser {
 
   // Decodes one whole record (`record.size` must equal its header's size, >= 8).
   PerfProblem Parse(ByteView record, PerfRecord* out) const;
+  // For a PERF_RECORD_SAMPLE: the checks of Parse, but only the time is read. kNone (and *time
+  // set) exactly when Parse would decode the record as an event with that time. What a reader
+  // needs to order records it decodes later.
+  PerfProblem SampleTime(ByteView record, uint64_t* time) const;
+  // Decodes a PERF_RECORD_SAMPLE that SampleTime accepted before (the same bytes): Parse
+  // without the checks that cannot fail again.
+  void ParseCheckedSample(ByteView record, PerfRecord* out) const;
 
   size_t attr_count() const { return layouts_.size(); }
   const perf_event_attr& attr(size_t i) const { return attrs_[i].attr; }
@@ -99,6 +106,12 @@ class PerfRecordParser {
   const Layout* SampleLayout(ByteView record) const;
   const Layout* TrailerLayout(ByteView record) const;
   PerfProblem ParseSample(ByteView record, PerfRecord* out) const;
+  // The checks every sample passes before its fields are read: its layout and RAW's place.
+  PerfProblem CheckSample(ByteView record, const Layout** layout, uint64_t* raw_off,
+                          uint32_t* raw_size) const;
+  // Reads the fields of a sample that passed CheckSample.
+  void FillSample(ByteView record, const Layout& layout, uint64_t raw_off, uint32_t raw_size,
+                  PerfRecord* out) const;
   PerfProblem ParseOther(uint32_t type, ByteView record, PerfRecord* out) const;
   // Offset of RAW's size word after a group READ / CALLCHAIN, or 0 when the record is short.
   static uint64_t VariableRawOffset(const Layout& layout, ByteView record);
@@ -137,19 +150,65 @@ inline const PerfRecordParser::Layout* PerfRecordParser::SampleLayout(ByteView r
   return a < 0 ? nullptr : &layouts_[a];
 }
 
-inline PerfProblem PerfRecordParser::ParseSample(ByteView record, PerfRecord* out) const {
+inline PerfProblem PerfRecordParser::CheckSample(ByteView record, const Layout** layout,
+                                                 uint64_t* raw_off, uint32_t* raw_size) const {
   const Layout* l = SampleLayout(record);
   if (l == nullptr) return PerfProblem::kUnknownSampleId;
   if (!l->usable) return l->unusable_reason;
-  uint64_t raw_off = l->raw_off;
+  uint64_t off = l->raw_off;
   if (l->variable) {
-    raw_off = VariableRawOffset(*l, record);
-    if (raw_off == 0) return PerfProblem::kShortSample;
+    off = VariableRawOffset(*l, record);
+    if (off == 0) return PerfProblem::kShortSample;
   }
+  uint32_t size;
+  if (!LoadAt(record, off, &size)) return PerfProblem::kShortSample;
+  if (size > record.size - off - 4) return PerfProblem::kRawPastRecord;
+  if (size < 8) return PerfProblem::kRawTooShort;
+  *layout = l;
+  *raw_off = off;
+  *raw_size = size;
+  return PerfProblem::kNone;
+}
+
+inline PerfProblem PerfRecordParser::SampleTime(ByteView record, uint64_t* time) const {
+  // Initialized only for GCC's -Wmaybe-uninitialized: CheckSample sets them when it says kNone.
+  const Layout* l = nullptr;
+  uint64_t raw_off = 0;
+  uint32_t raw_size = 0;
+  const PerfProblem p = CheckSample(record, &l, &raw_off, &raw_size);
+  if (p != PerfProblem::kNone) return p;
+  std::memcpy(time, record.data + l->time_off, 8);  // before raw_off: in bounds
+  return PerfProblem::kNone;
+}
+
+inline PerfProblem PerfRecordParser::ParseSample(ByteView record, PerfRecord* out) const {
+  const Layout* l = nullptr;  // set by CheckSample when it says kNone (see SampleTime)
+  uint64_t raw_off = 0;
+  uint32_t raw_size = 0;
+  const PerfProblem p = CheckSample(record, &l, &raw_off, &raw_size);
+  if (p != PerfProblem::kNone) return p;
+  FillSample(record, *l, raw_off, raw_size, out);
+  return PerfProblem::kNone;
+}
+
+inline void PerfRecordParser::ParseCheckedSample(ByteView record, PerfRecord* out) const {
+  const Layout* l;
+  if (layouts_.size() == 1) {
+    l = &layouts_[0];
+  } else {
+    uint64_t id;
+    std::memcpy(&id, record.data + sizeof(perf::EventHeader) + 8 * size_t(id_pos_), 8);
+    l = &layouts_[AttrOfId(id)];
+  }
+  const uint64_t raw_off = l->variable ? VariableRawOffset(*l, record) : l->raw_off;
   uint32_t raw_size;
-  if (!LoadAt(record, raw_off, &raw_size)) return PerfProblem::kShortSample;
-  if (raw_size > record.size - raw_off - 4) return PerfProblem::kRawPastRecord;
-  if (raw_size < 8) return PerfProblem::kRawTooShort;
+  std::memcpy(&raw_size, record.data + raw_off, 4);
+  FillSample(record, *l, raw_off, raw_size, out);
+}
+
+inline void PerfRecordParser::FillSample(ByteView record, const Layout& layout, uint64_t raw_off,
+                                         uint32_t raw_size, PerfRecord* out) const {
+  const Layout* l = &layout;
   // Every fixed field lies before raw_off, which is in bounds: plain loads from here on.
   const uint8_t* r = record.data;
   RawEvent& ev = out->event;
@@ -173,7 +232,6 @@ inline PerfProblem PerfRecordParser::ParseSample(ByteView record, PerfRecord* ou
   out->kind = PerfRecord::Kind::kEvent;
   out->has_time = true;
   out->time = ev.ts;
-  return PerfProblem::kNone;
 }
 
 inline PerfProblem PerfRecordParser::Parse(ByteView record, PerfRecord* out) const {

@@ -1,10 +1,13 @@
 // The bounded table of requests in flight for RequestMatcher: (dev, sector) -> entry, in a
-// fixed slab allocated once (open addressing, linear probing, backward-shift deletion, so no
-// tombstones and no rehash), with the entries linked in order of last activity so the oldest
-// can be expired or evicted in O(1).
+// fixed slab allocated once, found through an index (open addressing, Fibonacci hashing,
+// linear probing, backward-shift deletion, so no tombstones) that starts small and doubles
+// while the table fills, so that the few dozen requests a device has in flight are looked up in
+// a few cache lines. The entries are linked in order of last activity so the oldest can be
+// expired or evicted in O(1).
 #ifndef IOTRACE_REQUEST_TABLE_H_
 #define IOTRACE_REQUEST_TABLE_H_
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -56,6 +59,7 @@ struct RequestEntry {
   uint8_t flags;          // BlockFlag bits
   uint8_t has;            // RequestHas bits
   bool issued_before;     // issued at least once (a requeued request has its I2D already)
+  uint8_t pending_phases; // PhaseBit()s ended at the issue, not sent yet (combined samples)
 };
 
 class RequestTable {
@@ -90,12 +94,29 @@ class RequestTable {
 
  private:
   static constexpr uint32_t kNil = ~uint32_t{0};
+  // The index's first size; it doubles whenever it would become more than half full.
+  static constexpr size_t kInitialIndexSize = 1024;
 
-  size_t HomeOf(uint32_t dev, uint64_t sector) const;
+  // One index position: the slot (+1; 0 = empty) and the key's 32-bit hash, so that probes and
+  // moves compare and place keys without touching the entries.
+  struct Bucket {
+    uint32_t slot1;
+    uint32_t hash;
+  };
+
+  // Fibonacci hashing: the multiply spreads runs of sectors (dense, sequential, strided) over
+  // the top bits, which pick the position.
+  static uint32_t HashOf(uint32_t dev, uint64_t sector) {
+    return static_cast<uint32_t>(((sector ^ std::rotl(uint64_t{dev}, 40)) * 0x9e3779b97f4a7c15ULL) >> 32);
+  }
+  size_t HomeOf(uint32_t hash) const { return hash >> shift_; }
   // Index position of the slot holding (dev, sector), or the empty position where it would go.
-  size_t Probe(uint32_t dev, uint64_t sector) const;
-  void IndexInsert(uint32_t slot);
+  size_t Probe(uint32_t dev, uint64_t sector, uint32_t hash) const;
+  // Index position of `slot` (which is in the index).
+  size_t PositionOf(uint32_t slot) const;
+  void IndexInsert(uint32_t slot, uint32_t hash);
   void IndexErase(size_t pos);
+  void GrowIndex();
   void Unlink(uint32_t slot);
   void LinkLast(uint32_t slot);
 
@@ -104,11 +125,60 @@ class RequestTable {
   std::unique_ptr<RequestEntry[]> slots_;
   uint32_t never_used_ = 0;    // slots [never_used_, capacity_) were never handed out
   uint32_t free_head_ = kNil;  // freed slots, chained through `next`
-  std::vector<uint32_t> index_;  // slot + 1, 0 = empty; size is a power of two >= 2 * capacity
+  std::vector<Bucket> index_;  // a power of two, at most half full
   size_t mask_ = 0;
+  int shift_ = 0;              // 32 - log2(index size)
+  size_t max_index_size_ = 0;  // the smallest power of two >= 2 * capacity
   uint32_t head_ = kNil;  // oldest activity
   uint32_t tail_ = kNil;  // newest activity
+  // Where the last Find ended: a request is usually removed right after it was found, and
+  // Remove then need not probe again (it checks that the bucket still holds the entry).
+  size_t last_found_ = 0;
 };
+
+// Inline: Find runs for nearly every event.
+inline size_t RequestTable::Probe(uint32_t dev, uint64_t sector, uint32_t hash) const {
+  size_t pos = HomeOf(hash);
+  // The index is at most half full, so an empty position is always found.
+  for (;;) {
+    const Bucket& b = index_[pos];
+    if (b.slot1 == 0) return pos;
+    if (b.hash == hash) {
+      const RequestEntry& e = slots_[b.slot1 - 1];
+      if (e.sector == sector && e.dev == dev) return pos;
+    }
+    pos = (pos + 1) & mask_;
+  }
+}
+
+inline void RequestTable::Unlink(uint32_t slot) {
+  RequestEntry& e = slots_[slot];
+  if (e.prev != kNil) slots_[e.prev].next = e.next; else head_ = e.next;
+  if (e.next != kNil) slots_[e.next].prev = e.prev; else tail_ = e.prev;
+  e.prev = e.next = kNil;
+}
+
+inline void RequestTable::LinkLast(uint32_t slot) {
+  RequestEntry& e = slots_[slot];
+  e.prev = tail_;
+  e.next = kNil;
+  if (tail_ != kNil) slots_[tail_].next = slot; else head_ = slot;
+  tail_ = slot;
+}
+
+inline void RequestTable::Touch(RequestEntry* entry, uint64_t ts) {
+  entry->last_ts = ts;
+  uint32_t slot = static_cast<uint32_t>(entry - slots_.get());
+  if (slot == tail_) return;
+  Unlink(slot);
+  LinkLast(slot);
+}
+
+inline RequestEntry* RequestTable::Find(uint32_t dev, uint64_t sector) {
+  const size_t pos = Probe(dev, sector, HashOf(dev, sector));
+  last_found_ = pos;
+  return index_[pos].slot1 == 0 ? nullptr : &slots_[index_[pos].slot1 - 1];
+}
 
 }  // namespace iotrace
 

@@ -52,6 +52,9 @@ enum class ScanKind : uint8_t { kTimed, kUntimed, kRoundEnd, kStop };
 //   ScanKind Scan(uint64_t pos, uint64_t* next, uint64_t* time);
 //   // Revisit of a scanned record (no side effects): true when it is timed.
 //   bool Peek(uint64_t pos, uint64_t* next, Item* item);
+//   // Optional: revisit of a record Scan returned kTimed for (so it needs no checks); Peek
+//   // stands in when the source has no PeekTimed.
+//   void PeekTimed(uint64_t pos, uint64_t* next, Item* item);
 //   void Emit(const Item& item, bool out_of_order);
 //   void Release(uint64_t below);  // nothing before `below` will be read again
 template <typename Source>
@@ -79,7 +82,7 @@ class SortedRunMerger {
         continue;
       }
       if (scan_done_) break;  // heap empty: CanEmit is always true once the scan is done
-      ScanOne();
+      ScanAhead();
     }
     source_->Release(end_);
   }
@@ -97,6 +100,9 @@ class SortedRunMerger {
     uint64_t index = 0;      // scan index of the current record
     uint64_t last_time = 0;  // time of the run's last scanned record
     uint64_t seq = 0;        // creation order: breaks ties so equal times keep file order
+    // Where the first record Scan did not time lies in the run (no such record: ~0). Records
+    // before it are all timed: the cursor revisits them with PeekTimed.
+    uint64_t untimed_from = ~uint64_t{0};
     bool ready = false;      // has a current record (is in the heap)
     bool closed = false;     // a later run exists: this one gets no more records
   };
@@ -123,21 +129,57 @@ class SortedRunMerger {
     return false;
   }
 
-  void ScanOne() {
+  void PeekTimed(uint64_t pos, uint64_t* next, Item* item) {
+    if constexpr (requires { source_->PeekTimed(pos, next, item); }) {
+      source_->PeekTimed(pos, next, item);
+    } else {
+      source_->Peek(pos, next, item);
+    }
+  }
+
+  static uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > ~b ? ~uint64_t{0} : a + b; }
+
+  // Scans records while the heap top cannot be emitted, which Run would otherwise check before
+  // each one. Only a few things can change that answer: a round mark (a new limit), a run
+  // starting or a cursor becoming ready (a new top), the end of the scan, and the scan reaching
+  // the window or the span cap, whose positions are known in advance. Until one of them,
+  // CanEmit's answer stays "no" and asking costs nothing.
+  void ScanAhead() {
+    uint64_t stop_pos = ~uint64_t{0};
+    uint64_t stop_index = ~uint64_t{0};
+    if (!heap_.empty()) {
+      const RunCursor& top = ring_[heap_[0]];
+      if (!rounds_seen_) {
+        stop_pos = SaturatingAdd(top.pos, limits_.window_bytes);
+        stop_index = SaturatingAdd(top.index, limits_.window_records);
+      }
+      stop_pos = std::min(stop_pos, SaturatingAdd(LowPos(), SaturatingAdd(limits_.max_span_bytes, 1)));
+    }
+    while (!ScanOne() && scan_pos_ < stop_pos && scanned_ < stop_index) {
+    }
+  }
+
+  // Scans one record. True when the state CanEmit looks at changed beyond the scan position:
+  // the scan ended, a round mark came, or a run started or got a current record.
+  bool ScanOne() {
     const uint64_t pos = scan_pos_;
     if (pos >= end_) {
       scan_done_ = true;
-      return;
+      return true;
     }
     uint64_t next = 0;
     uint64_t t = 0;
     ScanKind kind = source_->Scan(pos, &next, &t);
     if (kind == ScanKind::kStop || next <= pos || next > end_) {
       scan_done_ = true;
-      return;
+      return true;
     }
     const uint64_t index = scanned_++;
     scan_pos_ = next;
+    bool changed = false;
+    if (kind != ScanKind::kTimed && open_ != kNone && ring_[open_].untimed_from == ~uint64_t{0}) {
+      ring_[open_].untimed_from = pos;
+    }
     if (kind == ScanKind::kRoundEnd) {
       // perf's ordered_events: a round mark makes final what was seen before the previous one
       // (round_lag 1), or before the one round_lag marks back.
@@ -148,6 +190,7 @@ class SortedRunMerger {
         round_limit_ = round_max_[(rounds_ - round_lag_) % kRoundSlots];
       }
       rounds_seen_ = true;
+      changed = true;
     } else if (kind == ScanKind::kTimed) {
       max_time_ = std::max(max_time_, t);
       if (open_ != kNone && t >= ring_[open_].last_time) {
@@ -155,12 +198,13 @@ class SortedRunMerger {
         if (!o.ready) {
           // The scan only times records: decode this one now that a cursor stands on it.
           uint64_t n = 0;
-          source_->Peek(pos, &n, &o.item);
+          PeekTimed(pos, &n, &o.item);
           o.pos = pos;
           o.next = next;
           o.index = index;
           o.ready = true;
           HeapPush(open_);
+          changed = true;
         }
         o.last_time = t;
       } else {
@@ -173,8 +217,9 @@ class SortedRunMerger {
         ++live_;
         RunCursor& r = ring_[slot];
         uint64_t n = 0;
-        source_->Peek(pos, &n, &r.item);
+        PeekTimed(pos, &n, &r.item);
         r.pos = pos;
+        r.untimed_from = ~uint64_t{0};
         r.next = next;
         r.index = index;
         r.last_time = t;
@@ -184,43 +229,71 @@ class SortedRunMerger {
         open_ = slot;
         HeapPush(slot);
         counters_.max_live_runs = std::max<uint64_t>(counters_.max_live_runs, live_);
+        changed = true;
       }
     }
     if (open_ != kNone) ring_[open_].end = scan_pos_;
+    return changed;
   }
 
+  // Emits the top run's current record, then its following ones for as long as the run stays
+  // the earliest and its record final: exactly what Run's loop would do one record at a time,
+  // without the heap work in between (per-CPU runs are thousands of records long).
   void EmitTop() {
     const uint32_t slot = heap_[0];
     RunCursor& r = ring_[slot];
-    const bool out_of_order = r.item.time < last_emitted_;
-    source_->Emit(r.item, out_of_order);
-    ++counters_.emitted;
-    if (out_of_order) {
-      ++counters_.out_of_order;
-    } else {
-      last_emitted_ = r.item.time;
-    }
-    uint64_t p = r.next;
-    uint64_t index = r.index + 1;
-    while (p < r.end) {
-      uint64_t n = 0;
-      if (source_->Peek(p, &n, &r.item)) {
+    for (;;) {
+      const bool out_of_order = r.item.time < last_emitted_;
+      source_->Emit(r.item, out_of_order);
+      ++counters_.emitted;
+      if (out_of_order) {
+        ++counters_.out_of_order;
+      } else {
+        last_emitted_ = r.item.time;
+      }
+      uint64_t p = r.next;
+      uint64_t index = r.index + 1;
+      bool found = false;
+      if (p < r.end && p < r.untimed_from) {
+        uint64_t n = 0;
+        PeekTimed(p, &n, &r.item);
         r.pos = p;
         r.next = n;
         r.index = index;
-        SiftDown(0);
-        MaybeRelease();
+        found = true;
+      }
+      while (!found && p < r.end) {
+        uint64_t n = 0;
+        if (source_->Peek(p, &n, &r.item)) {
+          r.pos = p;
+          r.next = n;
+          r.index = index;
+          found = true;
+          break;
+        }
+        if (n <= p) break;  // cannot happen on scanned bytes; never loop
+        p = n;
+        ++index;
+      }
+      if (!found) {
+        r.pos = r.end;
+        r.index = index;
+        r.ready = false;
+        HeapPopTop();
+        PopExhaustedFront();
         return;
       }
-      if (n <= p) break;  // cannot happen on scanned bytes; never loop
-      p = n;
-      ++index;
+      // The low position is the oldest run's cursor: only its moves can release anything.
+      if (slot == head_) MaybeRelease();
+      // Still before both children: SiftDown would leave the heap as it is.
+      const size_t n = heap_.size();
+      if ((n > 1 && !Before(slot, heap_[1])) || (n > 2 && !Before(slot, heap_[2]))) {
+        SiftDown(0);
+        return;
+      }
+      // Run's next turn would ask the same (CanEmit changes nothing when it says no).
+      if (!CanEmit(r)) return;
     }
-    r.pos = r.end;
-    r.index = index;
-    r.ready = false;
-    HeapPopTop();
-    PopExhaustedFront();
   }
 
   // Doubles the ring (up to max_runs; CanEmit keeps live_ below that), laying the runs out

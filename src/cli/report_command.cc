@@ -56,6 +56,8 @@ constexpr char kUsage[] =
     "pairing:\n"
     "  --expiry SECONDS        forget a request idle this long in trace time (default 30)\n"
     "  --max-inflight N        requests tracked at once; the oldest is evicted (default 131072)\n"
+    "  --threads N             1: read, decode and pair on one thread; 2: read and decode on a\n"
+    "                          second one (default: 2 when two CPUs are usable; same report)\n"
     "\n"
     "  -h, --help              show this help\n"
     "\n"
@@ -190,6 +192,13 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
         return Usage(absl::StrFormat("--max-inflight '%s': expected a count", v));
       }
       o.max_inflight = static_cast<size_t>(n);
+    } else if (arg == "--threads") {
+      IOTRACE_RETURN_IF_ERROR(take(&v));
+      int n = 0;
+      if (!absl::SimpleAtoi(v, &n) || n < 1 || n > 2) {
+        return Usage(absl::StrFormat("--threads '%s': expected 1 or 2", v));
+      }
+      o.threads = n;
     } else if (arg == "--events") {
       o.events = true;
     } else if (!arg.empty() && arg[0] == '-') {

@@ -138,6 +138,63 @@ TEST(BlockEventTest, DecodesThisKernelsIssueAtMisalignedAddress) {
   EXPECT_EQ(e.pid, 77);
 }
 
+// The decoder parses each distinct rwbs once and remembers it by its bytes up to the NUL: the
+// stale bytes after it must not matter, strings filling the field must not be cut, and the
+// problem counter must count every event whose rwbs has no op.
+TEST(BlockEventTest, CachedRwbsDecodesLikeParseRwbs) {
+  std::vector<EventFormat> formats = ThisKernelFormats();
+  BlockDecoder decoder(formats);
+  const uint16_t id = static_cast<uint16_t>(decoder.FormatId(BlockEventKind::kIssue));
+  struct Case {
+    const char* bytes;  // the 10 bytes of rwbs[10]
+  } cases[] = {
+      {"R\0\0\0\0\0\0\0\0"}, {"R\0WSFA\0\0\0"}, {"WS\0\0\0\0\0\0\0"},
+      {"WS\0RRRRRR"},        {"FF\0\0\0\0\0\0\0"}, {"\0RRRRRRRR"},
+      {"XY\0\0\0\0\0\0\0"}, {"WFSMa\0\0\0\0"}, {"WZFSM\0\0\0\0"},
+      {"FWFSMAab"},             {"RFASMaUU\0"},     {"RFASMaUUS"},
+      {"R\0\0\0\0\0\0\0\0"}, {"XY\0RR\0\0\0\0"},
+  };
+  uint64_t no_op = 0;
+  for (const Case& c : cases) {
+    std::vector<uint8_t> rec = HandMadeIssue(id);
+    std::memcpy(&rec[34], c.bytes, 10);
+    RawEvent raw;
+    raw.pid = 77;  // a perf sample: the pid is known, the fast path applies
+    raw.type = id;
+    raw.payload = ByteView(rec.data(), rec.size());
+    BlockEvent e;
+    ASSERT_TRUE(decoder.Decode(raw, &e));
+    BlockOp op;
+    uint8_t flags;
+    const bool found = ParseRwbs(std::string_view(c.bytes, 10), &op, &flags);
+    no_op += !found;
+    EXPECT_EQ(e.op, op) << c.bytes;
+    EXPECT_EQ(e.flags, flags) << c.bytes;
+    EXPECT_EQ(decoder.stats().problems[static_cast<int>(DecodeProblem::kUnknownOp)], no_op)
+        << c.bytes;
+  }
+  EXPECT_EQ(no_op, 3u);
+}
+
+TEST(BlockEventTest, CommIsLeftAloneWhenNotDecoded) {
+  std::vector<EventFormat> formats = ThisKernelFormats();
+  BlockDecoder decoder(formats);
+  decoder.set_decode_comm(false);
+  const uint16_t id = static_cast<uint16_t>(decoder.FormatId(BlockEventKind::kIssue));
+  std::vector<uint8_t> rec = HandMadeIssue(id);
+  for (int32_t pid : {77, -1}) {  // the fast path and the general one
+    RawEvent raw;
+    raw.pid = pid;
+    raw.type = id;
+    raw.payload = ByteView(rec.data(), rec.size());
+    BlockEvent e;
+    std::memcpy(e.comm, "mine", 5);
+    ASSERT_TRUE(decoder.Decode(raw, &e));
+    EXPECT_STREQ(e.comm, "mine");
+    EXPECT_EQ(e.sector, 123456789012ULL);
+  }
+}
+
 TEST(BlockEventTest, DecodesFlushCompleteWithErrorAndNoComm) {
   std::vector<EventFormat> formats = ThisKernelFormats();
   BlockDecoder decoder(formats);

@@ -57,6 +57,13 @@ class ToySource {
     return r.kind == ScanKind::kTimed;
   }
 
+  // The merger may skip Peek's checks only on records Scan timed.
+  void PeekTimed(uint64_t pos, uint64_t* next, Item* item) {
+    EXPECT_EQ(records_[IndexOf(pos)].kind, ScanKind::kTimed) << "PeekTimed on an untimed record";
+    EXPECT_TRUE(Peek(pos, next, item));
+    ++timed_peeks;
+  }
+
   void Emit(const Item& item, bool out_of_order) {
     out.push_back(item);
     flags.push_back(out_of_order);
@@ -71,6 +78,7 @@ class ToySource {
   std::vector<Item> out;
   std::vector<bool> flags;
   int releases = 0;
+  int timed_peeks = 0;
 
  private:
   size_t IndexOf(uint64_t pos) const {
@@ -132,6 +140,7 @@ TEST(PerfDataMergerTest, MergesRandomRunsLikeAStableSort) {
     merger.Run();
     ASSERT_EQ(Tags(source), StableOrder(records)) << "trial " << trial;
     EXPECT_EQ(merger.counters().out_of_order, 0u);
+    EXPECT_GT(source.timed_peeks, 0) << "trial " << trial;
   }
 }
 

@@ -1,6 +1,8 @@
 #include "iotrace/request_matcher.h"
 
+#include <algorithm>
 #include <cstring>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -510,6 +512,107 @@ TEST_F(RequestMatcherTest, CompletionErrorsAreCountedAndStillSampled) {
   Feed({Issue(1, 8), c});
   EXPECT_EQ(matcher_.stats().completion_errors, 1u);
   EXPECT_EQ(sink_.Latencies(Phase::kD2C), std::vector<uint64_t>{8});
+}
+
+}  // namespace
+}  // namespace iotrace
+
+namespace iotrace {
+namespace {
+
+// Every (dev, op, phase, latency) a sink received, as a sorted list: what a histogram keeps.
+std::vector<std::tuple<uint32_t, int, int, uint64_t>> PhaseValues(const RecordingSink& sink) {
+  std::vector<std::tuple<uint32_t, int, int, uint64_t>> out;
+  for (const Recorded& r : sink.samples) {
+    for (int p = 0; p < kPhaseCount; ++p) {
+      const Phase phase = static_cast<Phase>(p);
+      if (r.sample.Has(phase)) {
+        out.emplace_back(r.sample.dev, static_cast<int>(r.sample.op), p, r.sample.Latency(phase));
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// combine_samples only regroups phases: on a stream with requeues (also with a different op on
+// the second issue), collisions, merges, partial completions, bio queues, flushes, expiry,
+// eviction and requests left in flight, the phases, their latencies and every counter are those
+// of one sample per stage, and there are fewer samples.
+TEST(RequestMatcherCombineTest, CombinedSamplesCarryTheSamePhasesAndCounters) {
+  std::vector<BlockEvent> events;
+  uint64_t ts = 1000;
+  for (uint64_t i = 0; i < 3000; ++i) {
+    const uint32_t dev = i % 3 == 0 ? kVda : kLoop0;
+    // Sectors come back, and the request after one that never completes takes its sector:
+    // collisions.
+    const uint64_t sector = ((i % 13 == 1 ? i - 1 : i) % 200) * 64;
+    const char* rwbs = i % 4 == 0 ? "R" : "WS";
+    if (i % 5 == 0) events.push_back(Ev(BlockEventKind::kBioQueue, ts, sector, 8, rwbs, dev));
+    if (i % 9 != 0) events.push_back(Insert(ts + 2, sector, 8, rwbs, dev));
+    if (i % 31 == 0) {
+      events.push_back(Ev(BlockEventKind::kMerge, ts + 3, sector, 8, rwbs, dev));
+      ts += 100;
+      continue;
+    }
+    if (i % 37 == 0) continue;  // inserted, never issued
+    events.push_back(Issue(ts + 5 + i % 7, sector, 8, rwbs, dev));
+    if (i % 11 == 0) {
+      events.push_back(Ev(BlockEventKind::kRequeue, ts + 20, sector, 8, rwbs, dev));
+      events.push_back(Issue(ts + 25, sector, 8, i % 22 == 0 ? "R" : rwbs, dev));
+    }
+    if (i % 13 == 0) {
+      ts += 100;
+      continue;  // never completes (collides later, expires, is evicted or stays in flight)
+    }
+    if (i % 6 == 0) {
+      events.push_back(Complete(ts + 40, sector, 4, rwbs, dev));
+      events.push_back(Complete(ts + 50 + i % 17, sector + 4, 4, rwbs, dev));
+    } else {
+      events.push_back(Complete(ts + 50 + i % 23, sector, 8, rwbs, dev));
+    }
+    if (i % 41 == 0) {
+      events.push_back(Issue(ts + 60, 0, 0, "FF", dev));
+      events.push_back(Complete(ts + 70, kFlushSector, 0, "FF", dev));
+    }
+    ts += i % 100 == 0 ? 50'000 : 100;  // now and then a gap past the expiry
+  }
+  for (bool small_table : {false, true}) {
+    MatcherOptions o;
+    o.expiry_ns = 20'000;
+    o.max_entries = small_table ? 8 : 1024;
+    RecordingSink separate_sink, combined_sink;
+    RequestMatcher separate(o, &separate_sink);
+    o.combine_samples = true;
+    RequestMatcher combined(o, &combined_sink);
+    for (const BlockEvent& e : events) {
+      separate.OnEvent(e);
+      combined.OnEvent(e);
+    }
+    separate.Finish();
+    combined.Finish();
+    EXPECT_EQ(PhaseValues(combined_sink), PhaseValues(separate_sink));
+    EXPECT_LT(combined_sink.samples.size(), separate_sink.samples.size());
+    const MatchStats& a = separate.stats();
+    const MatchStats& b = combined.stats();
+    EXPECT_EQ(a.paired, b.paired);
+    EXPECT_GT(a.paired[static_cast<int>(Phase::kQ2D)], 0u);
+    EXPECT_EQ(a.negative_latency, b.negative_latency);
+    EXPECT_EQ(a.collisions, b.collisions);
+    EXPECT_GT(a.collisions, 0u);
+    EXPECT_EQ(a.requeues, b.requeues);
+    EXPECT_EQ(a.merges, b.merges);
+    EXPECT_EQ(a.partial_completions, b.partial_completions);
+    EXPECT_EQ(a.expired, b.expired);
+    EXPECT_EQ(a.evicted, b.evicted);
+    EXPECT_EQ(a.in_flight_at_end, b.in_flight_at_end);
+    EXPECT_EQ(a.completes_without_issue, b.completes_without_issue);
+    if (small_table) {
+      EXPECT_GT(a.evicted[static_cast<int>(RequestState::kIssued)], 0u);
+    } else {
+      EXPECT_GT(a.expired[static_cast<int>(RequestState::kIssued)], 0u);
+    }
+  }
 }
 
 }  // namespace

@@ -68,15 +68,17 @@ TEST(RequestTableTest, RekeyMovesAnEntryUnlessTheKeyIsTaken) {
 // Random adds, removes, rekeys and touches against a std::map: checks that backward-shift
 // deletion never loses an entry that sits later in a probe run, including runs that wrap
 // around the end of the index.
-TEST(RequestTableTest, AgreesWithAReferenceMapUnderRandomOperations) {
+// Random adds, touches, removes and rekeys on `capacity` entries over `sectors` sectors of three
+// devices, checked against a std::map after every step.
+void AgreesWithAReferenceMap(size_t capacity, uint64_t sectors, int steps) {
   for (uint64_t seed : {1, 2, 3}) {
     std::mt19937_64 rng(seed);
-    RequestTable t(64);
+    RequestTable t(capacity);
     std::map<std::pair<uint32_t, uint64_t>, uint64_t> ref;  // key -> a tag stored in bytes
-    for (int step = 0; step < 200000; ++step) {
+    for (int step = 0; step < steps; ++step) {
       // Few devices and a small sector space: many collisions of home positions.
       const uint32_t dev = static_cast<uint32_t>(rng() % 3);
-      const uint64_t sector = (rng() % 256) * 8;
+      const uint64_t sector = (rng() % sectors) * 8;
       const auto key = std::make_pair(dev, sector);
       RequestEntry* e = t.Find(dev, sector);
       ASSERT_EQ(e != nullptr, ref.count(key) == 1) << "seed " << seed << " step " << step;
@@ -106,7 +108,7 @@ TEST(RequestTableTest, AgreesWithAReferenceMapUnderRandomOperations) {
           break;
         case 3:
           if (e != nullptr) {
-            const uint64_t to = (rng() % 256) * 8;
+            const uint64_t to = (rng() % sectors) * 8;
             const bool free = ref.count({dev, to}) == 0 || to == sector;
             ASSERT_EQ(t.Rekey(e, to), free);
             if (free && to != sector) {
@@ -124,6 +126,42 @@ TEST(RequestTableTest, AgreesWithAReferenceMapUnderRandomOperations) {
       EXPECT_EQ(ref.count({e.dev, e.sector}), 1u);
     });
     EXPECT_EQ(visited, ref.size());
+  }
+}
+
+TEST(RequestTableTest, AgreesWithAReferenceMapUnderRandomOperations) {
+  AgreesWithAReferenceMap(64, 256, 200000);
+}
+
+// Thousands of entries: the index doubles several times while entries are moved, removed and
+// rekeyed around it.
+TEST(RequestTableTest, AgreesWithAReferenceMapWhileTheIndexGrows) {
+  AgreesWithAReferenceMap(6000, 16384, 300000);
+}
+
+TEST(RequestTableTest, IndexGrowsToTheCapacityAndKeepsEveryEntry) {
+  constexpr uint64_t kEntries = 50000;
+  RequestTable t(kEntries);
+  // Sequential sectors of two devices (the pattern a plain modulo hash handles worst).
+  for (uint64_t i = 0; i < kEntries; ++i) {
+    RequestEntry* e = t.Add(static_cast<uint32_t>(i % 2 + 1), i / 2 * 8, i);
+    ASSERT_NE(e, nullptr) << i;
+    e->bytes = static_cast<uint32_t>(i);
+  }
+  EXPECT_TRUE(t.full());
+  for (uint64_t i = 0; i < kEntries; ++i) {
+    RequestEntry* e = t.Find(static_cast<uint32_t>(i % 2 + 1), i / 2 * 8);
+    ASSERT_NE(e, nullptr) << i;
+    EXPECT_EQ(e->bytes, i);
+  }
+  EXPECT_EQ(t.Find(3, 0), nullptr);
+  // Oldest first, as added.
+  for (uint64_t i = 0; i < kEntries / 2; ++i) {
+    ASSERT_EQ(t.Oldest()->bytes, i);
+    t.Remove(t.Oldest());
+  }
+  for (uint64_t i = kEntries / 2; i < kEntries; ++i) {
+    ASSERT_NE(t.Find(static_cast<uint32_t>(i % 2 + 1), i / 2 * 8), nullptr) << i;
   }
 }
 
