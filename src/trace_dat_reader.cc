@@ -322,17 +322,17 @@ absl::Status TraceDatReader::ParseV7(ByteView file, size_t pos) {
   compression_ = std::string(comp_name);
   if (!comp_name.empty() && comp_name != "none") {
     auto inflater = TraceDatInflater::For(comp_name);
-    if (inflater.ok()) inflater_ = *inflater;
-  }
-  if (compression_ != "" && compression_ != "none" && !inflater_.has_value()) {
-    return WithHint(
-        absl::UnimplementedError(absl::StrFormat(
-            "read trace.dat %s: file version 7 with %s-compressed sections is not supported "
-            "(iotrace reads version 6, and version 7 uncompressed, zstd or zlib)",
-            path_, std::string(comp_name))),
-        absl::StrCat("convert it: trace-cmd convert -i ", path_,
-                     " --file-version 6 --compression none -o converted.dat; or record with "
-                     "trace-cmd record --file-version 6"));
+    if (!inflater.ok()) {
+      return WithHint(
+          absl::UnimplementedError(absl::StrFormat(
+              "read trace.dat %s: file version 7 with %s-compressed sections is not supported "
+              "(iotrace reads version 6, and version 7 uncompressed, zstd or zlib)",
+              path_, std::string(comp_name))),
+          absl::StrCat("convert it: trace-cmd convert -i ", path_,
+                       " --file-version 6 --compression none -o converted.dat; or record with "
+                       "trace-cmd record --file-version 6"));
+    }
+    inflater_ = *inflater;
   }
 
   // Options sections form a chain through their DONE options.
