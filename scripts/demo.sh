@@ -39,14 +39,12 @@ fio --enghelp 2>/dev/null | grep -qw libaio || engine=psync
 seconds=${IOTRACE_DEMO_SECONDS:-5}
 
 echo "demo: recording fio (4k random read/write, iodepth 16, ${seconds}s) on $loop" >&2
-build/iotrace record --dev "$loop" -o "$work/demo.data" -- \
+# In the work directory with the default file name, as a user would: iotrace.data (perf backend)
+# or iotrace.dat (ftrace), whichever --backend auto picks; report reads the newest of the two.
+bin="$PWD/build/iotrace"
+(cd "$work" && "$bin" record --dev "$loop" -- \
   fio --name=demo --filename="$loop" --rw=randrw --rwmixread=70 --bs=4k --iodepth=16 \
       --ioengine=$engine --direct=1 --runtime="$seconds" --time_based --size=256M \
-      --output="$work/fio.txt"
+      --output="$work/fio.txt")
 echo >&2
-if build/iotrace report --help >/dev/null 2>&1; then
-  build/iotrace report -i "$work/demo.data"
-else
-  echo "demo: iotrace report is not available yet; perf script shows the first events:" >&2
-  perf script -i "$work/demo.data" 2>/dev/null | head -20
-fi
+(cd "$work" && "$bin" report)
