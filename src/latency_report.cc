@@ -513,6 +513,7 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
     return absl::StrJoin(parts, ", ");
   };
   const MatchStats& ms = c.match;
+  const bool unfinished = reader_stats.Problem(kProblemUnfinishedFile) != 0;
   const int issued = static_cast<int>(RequestState::kIssued);
   const int inserted = static_cast<int>(RequestState::kInserted);
   for (int p = 0; p < kPhaseCount; ++p) {
@@ -536,6 +537,10 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
     if (c.lost_unknown != 0) {
       why.push_back(absl::StrFormat("%u events of unknown type lost (%s)", c.lost_unknown,
                                     breakdown(unknown_by)));
+    }
+    if (unfinished) {
+      why.push_back("the file was not finished (its writer was killed?): the losses it counts "
+                    "last are not in it");
     }
     const Phase phase = static_cast<Phase>(p);
     const bool ends_at_issue = phase == Phase::kI2D || phase == Phase::kQ2D;

@@ -222,6 +222,8 @@ class PerfDataReader final : public TraceReader {
   std::vector<std::string> event_names_;
   TracingMetadata metadata_;
   bool has_tracing_data_ = false;
+  void AdoptTracingData(TracingMetadata meta);
+  void FindUnfinishedTracingData(uint64_t from, uint64_t to);
   std::vector<EventFormat> formats_;
   std::vector<std::pair<std::string, std::string>> info_;
   int nr_cpus_ = 0;
@@ -282,6 +284,17 @@ absl::Status PerfDataReader::Parse() {
     return Error(absl::StrFormat("attr size %d is not valid", h.attr_size));
   }
   if (!Fits(h.attrs, file_size_)) return Error("attr section runs past end of file");
+  // A recording whose writer was killed (SIGKILL, a crash, power loss): iotrace record's header
+  // still says "no data, no features" (PerfDataWriter::WritePrefix), and the records run from
+  // the data offset to the end of the file. Read them, and say the file was not finished.
+  bool any_feature = false;
+  for (uint64_t word : h.features) any_feature |= word != 0;
+  const bool unfinished = h.data.size == 0 && !any_feature && h.data.offset >= hsize &&
+                          h.data.offset < file_size_;
+  if (unfinished) {
+    h.data.size = file_size_ - h.data.offset;
+    open_problems_.emplace_back(kProblemUnfinishedFile, 1);
+  }
   if (!Fits(h.data, file_size_)) return Error("data section runs past end of file");
   const uint64_t nr_attrs = h.attrs.size / h.attr_size;
   if (nr_attrs == 0) return Error("no event attrs");
@@ -313,6 +326,14 @@ absl::Status PerfDataReader::Parse() {
   }
 
   if (hsize == sizeof(perf::FileHeader)) IOTRACE_RETURN_IF_ERROR(ParseFeatures(h));
+  if (unfinished && !has_tracing_data_) FindUnfinishedTracingData(hsize, h.data.offset);
+  if (nr_cpus_ == 0) {
+    // No NRCPUS feature (an unfinished file): a system-wide recording opens one fd, so one id,
+    // per CPU and event.
+    for (const PerfAttrInfo& a : attrs_) {
+      nr_cpus_ = std::max(nr_cpus_, static_cast<int>(std::min<size_t>(a.ids.size(), 1u << 20)));
+    }
+  }
 
   bool any_tracepoint = false;
   for (const PerfAttrInfo& a : attrs_) any_tracepoint |= a.attr.type == PERF_TYPE_TRACEPOINT;
@@ -364,6 +385,34 @@ absl::Status PerfDataReader::Parse() {
   return absl::OkStatus();
 }
 
+void PerfDataReader::AdoptTracingData(TracingMetadata meta) {
+  metadata_ = std::move(meta);
+  has_tracing_data_ = true;
+  for (const FormatText& f : metadata_.event_formats) {
+    auto format = ParseUntrustedEventFormat(f.system, f.text);
+    if (format.ok()) {
+      formats_.push_back(std::move(format).value());
+    } else {
+      open_problems_.emplace_back("bad_event_format", 1);
+    }
+  }
+}
+
+// An unfinished file has no feature table, but iotrace record writes the tracing data before
+// the attrs and the data: look for its block between the header and the data.
+void PerfDataReader::FindUnfinishedTracingData(uint64_t from, uint64_t to) {
+  const std::string_view magic(kTracingMagic, kTracingMagicSize);
+  const std::string_view region(reinterpret_cast<const char*>(base_) + from, to - from);
+  for (size_t at = region.find(magic); at != std::string_view::npos;
+       at = region.find(magic, at + 1)) {
+    auto decoded = DecodeTracingData(ByteView(base_ + from + at, to - from - at));
+    if (decoded.ok()) {
+      AdoptTracingData(std::move(decoded->meta));
+      return;
+    }
+  }
+}
+
 absl::Status PerfDataReader::ParseFeatures(const perf::FileHeader& h) {
   int count = 0;
   for (uint64_t word : h.features) count += std::popcount(word);
@@ -390,16 +439,7 @@ absl::Status PerfDataReader::ParseFeatures(const perf::FileHeader& h) {
       if (!decoded.ok()) {
         return Error(absl::StrCat("tracing data: ", decoded.status().message()));
       }
-      metadata_ = std::move(decoded->meta);
-      has_tracing_data_ = true;
-      for (const FormatText& f : metadata_.event_formats) {
-        auto format = ParseUntrustedEventFormat(f.system, f.text);
-        if (format.ok()) {
-          formats_.push_back(std::move(format).value());
-        } else {
-          open_problems_.emplace_back("bad_event_format", 1);
-        }
-      }
+      AdoptTracingData(std::move(decoded->meta));
       continue;
     }
     ParseFeature(feature, ByteView(base_ + s.offset, s.size));

@@ -51,6 +51,10 @@ class EventSink {
 
 // Named counters of problems met while reading (short records, unknown ids, records out of
 // time order beyond the reorder window, ...). Every one is shown in the report.
+// ReadStats problem of a file whose writer never finished it (killed): what it holds is read,
+// but whatever the writer stores at the end (perf's silent-drop counts) is missing.
+inline constexpr char kProblemUnfinishedFile[] = "file_not_finished";
+
 struct ReadStats {
   uint64_t records = 0;   // all records seen in the data
   uint64_t events = 0;    // tracepoint records delivered to OnEvent

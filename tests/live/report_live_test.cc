@@ -406,6 +406,40 @@ TEST(ReportPerfPipeLiveTest, PerfsPipeModeStreamOnStandardInput) {
   EXPECT_GE(std::stoull(m[1]) + ReportLosses(saved), 500u);
 }
 
+// SIGKILL cannot be caught: the perf backend's file then has its tracing data and records but no
+// finished header. The report reads what is there and marks every phase incomplete.
+TEST(ReportBackendsLiveTest, AKilledPerfRecordingIsReportedWithItsGap) {
+  IOTRACE_REQUIRE_LIVE();
+  TempDir dir;
+  ScratchLoop loop("mq-deadline");
+  ASSERT_TRUE(loop.ok()) << loop.error();
+  const std::string out = dir.File("killed.data");
+  pid_t pid = fork();
+  if (pid == 0) {
+    freopen("/dev/null", "w", stderr);
+    execl(Binary().c_str(), "iotrace", "record", "-b", "perf", "--no-progress", "--dev",
+          loop.device().c_str(), "-o", out.c_str(), "--", "sh", "-c",
+          ("while :; do dd if=" + loop.device() +
+           " of=/dev/null bs=4k count=200 iflag=direct status=none; done")
+              .c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  Sh("pkill -f 'of=/dev/null bs=4k count=200 iflag=direct'");
+  CommandResult rep = RunCmd({Binary(), "report", "-i", out, "--summary-csv", dir.File("s.csv")});
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  EXPECT_NE(rep.out.find("file_not_finished 1"), std::string::npos) << rep.out;
+  EXPECT_NE(rep.out.find("D2C is incomplete"), std::string::npos) << rep.out;
+  EXPECT_NE(rep.out.find("the file was not finished"), std::string::npos) << rep.out;
+  std::smatch m;
+  const std::string csv = Sh("cat " + dir.File("s.csv")).out;
+  ASSERT_TRUE(std::regex_search(csv, m, std::regex(",read,D2C,(\\d+),"))) << csv;
+  EXPECT_GT(std::stoull(m[1]), 100u);
+}
+
 TEST(ReportTraceCmdLiveTest, TraceCmdRewritingOurFileChangesNothing) {
   IOTRACE_REQUIRE_LIVE();
   IOTRACE_REQUIRE_TOOL("trace-cmd");
