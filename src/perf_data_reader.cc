@@ -403,7 +403,9 @@ void PerfDataReader::AdoptTracingData(TracingMetadata meta) {
 void PerfDataReader::FindUnfinishedTracingData(uint64_t from, uint64_t to) {
   const std::string_view magic(kTracingMagic, kTracingMagicSize);
   const std::string_view region(reinterpret_cast<const char*>(base_) + from, to - from);
-  for (size_t at = region.find(magic); at != std::string_view::npos;
+  // A few tries: a crafted file full of magic bytes must not cost a decode attempt each.
+  int tries = 0;
+  for (size_t at = region.find(magic); at != std::string_view::npos && tries++ < 16;
        at = region.find(magic, at + 1)) {
     auto decoded = DecodeTracingData(ByteView(base_ + from + at, to - from - at));
     if (decoded.ok()) {
