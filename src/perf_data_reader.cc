@@ -200,6 +200,8 @@ class PerfDataReader final : public TraceReader {
   absl::Status Parse();
   absl::Status ParseFeatures(const perf::FileHeader& h);
   void ParseFeature(int feature, ByteView bytes);
+  void AdoptTracingData(TracingMetadata meta);
+  void FindUnfinishedTracingData(uint64_t from, uint64_t to);
   absl::Status Error(std::string_view what) const {
     return absl::InvalidArgumentError(absl::StrFormat("read %s: %s", path_, what));
   }
@@ -222,8 +224,6 @@ class PerfDataReader final : public TraceReader {
   std::vector<std::string> event_names_;
   TracingMetadata metadata_;
   bool has_tracing_data_ = false;
-  void AdoptTracingData(TracingMetadata meta);
-  void FindUnfinishedTracingData(uint64_t from, uint64_t to);
   std::vector<EventFormat> formats_;
   std::vector<std::pair<std::string, std::string>> info_;
   int nr_cpus_ = 0;
