@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_input.h"
 #include "iotrace/latency_report.h"
 #include "iotrace/report_format.h"
 
@@ -39,37 +40,13 @@ std::vector<iotrace::EventFormat> LoadFormats() {
   return out;
 }
 
-class Input {
- public:
-  Input(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  bool empty() const { return pos_ >= size_; }
-  template <typename T>
-  T Take() {
-    T v{};
-    size_t n = std::min(sizeof(T), size_ - pos_);
-    std::memcpy(&v, data_ + pos_, n);
-    pos_ += n;
-    return v;
-  }
-  const uint8_t* Bytes(size_t* n) {
-    *n = std::min(*n, size_ - pos_);
-    const uint8_t* p = data_ + pos_;
-    pos_ += *n;
-    return p;
-  }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-  size_t pos_ = 0;
-};
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::vector<iotrace::EventFormat> formats = LoadFormats();
   if (formats.empty()) return 0;
-  Input in(data, size);
+  iotrace::fuzz::Input in(data, size);
   iotrace::ReportOptions options;
   options.sysfs_root = options.procfs_root = "/nonexistent";
   options.max_inflight = 16 + in.Take<uint8_t>();
@@ -97,9 +74,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     raw.ts = ts;
     raw.cpu = op & 1;
     raw.pid = in.Take<int8_t>();
-    size_t n = in.Take<uint8_t>();
-    const uint8_t* bytes = in.Bytes(&n);
-    record.assign(bytes, bytes + n);  // exact size: ASan catches reads past the record
+    const std::string_view bytes = in.Bytes(in.Take<uint8_t>());
+    record.assign(bytes.begin(), bytes.end());  // exact size: ASan catches reads past the record
     raw.payload = iotrace::ByteView(record.data(), record.size());
     (*builder)->OnEvent(raw);
   }

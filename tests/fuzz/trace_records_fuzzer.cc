@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_input.h"
 #include "fuzz_pipeline.h"
 #include "iotrace/perf_data.h"
 #include "iotrace/perf_data_writer.h"
@@ -80,30 +81,6 @@ const Setup& GetSetup() {
   return *setup;
 }
 
-class Input {
- public:
-  Input(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  bool empty() const { return pos_ >= size_; }
-  template <typename T>
-  T Take() {
-    T v{};
-    size_t n = std::min(sizeof(T), size_ - pos_);
-    std::memcpy(&v, data_ + pos_, n);
-    pos_ += n;
-    return v;
-  }
-  std::string Bytes(size_t n) {
-    n = std::min(n, size_ - pos_);
-    std::string out(reinterpret_cast<const char*>(data_ + pos_), n);
-    pos_ += n;
-    return out;
-  }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-  size_t pos_ = 0;
-};
 
 template <typename T>
 void Put(std::string* out, T v) {
@@ -199,7 +176,7 @@ void AppendRecord(uint32_t type, const std::string& body, std::string* data) {
   data->append(body, 0, h.size - 8);
 }
 
-bool WritePerf(const std::string& path, uint8_t mode, Input* in) {
+bool WritePerf(const std::string& path, uint8_t mode, iotrace::fuzz::Input* in) {
   const Setup& setup = GetSetup();
   const Variant& v = kVariants[(mode >> 1) % (sizeof(kVariants) / sizeof(kVariants[0]))];
   std::vector<iotrace::PerfEventSpec> specs;
@@ -233,7 +210,7 @@ bool WritePerf(const std::string& path, uint8_t mode, Input* in) {
     const uint8_t op = in->Take<uint8_t>();
     const uint8_t arg = in->Take<uint8_t>();
     const uint16_t dt = in->Take<uint16_t>();
-    const std::string bytes = in->Bytes(in->Take<uint8_t>());
+    const std::string bytes(in->Bytes(in->Take<uint8_t>()));
     t = (op & 16) ? t - dt : t + dt;
     const size_t attr = arg % nattrs;
     const uint32_t cpu = (arg >> 4) & 1;
@@ -277,7 +254,7 @@ bool WritePerf(const std::string& path, uint8_t mode, Input* in) {
   return (*w)->Finish().ok();
 }
 
-bool WriteTraceDat(const std::string& path, uint8_t mode, Input* in) {
+bool WriteTraceDat(const std::string& path, uint8_t mode, iotrace::fuzz::Input* in) {
   const Setup& setup = GetSetup();
   constexpr uint32_t kPage = 4096;
   iotrace::TraceDatWriterOptions o;
@@ -294,14 +271,14 @@ bool WriteTraceDat(const std::string& path, uint8_t mode, Input* in) {
     const uint8_t flags = in->Take<uint8_t>();
     const uint16_t len = in->Take<uint16_t>();
     if (flags & 8) {
-      (*w)->SetCpuStats(cpu, in->Bytes(len));
+      (*w)->SetCpuStats(cpu, std::string(in->Bytes(len)));
       continue;
     }
     uint64_t commit = std::min<uint32_t>(len, kPage - 16);
     if (flags & 1) commit |= uint64_t{1} << 31;
     if (flags & 2) commit |= uint64_t{1} << 30;
     if (flags & 4) commit = in->Take<uint64_t>();
-    const std::string bytes = in->Bytes(std::min<uint32_t>(len, kPage - 16));
+    const std::string bytes(in->Bytes(std::min<uint32_t>(len, kPage - 16)));
     page.assign(kPage, '\0');
     ts += 1000 + len;
     std::memcpy(page.data(), &ts, 8);
@@ -318,7 +295,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string dir = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
   static const std::string base = dir + "/iotrace-records-fuzz-" + std::to_string(getpid());
   if (size == 0) return 0;
-  Input in(data + 1, size - 1);
+  iotrace::fuzz::Input in(data + 1, size - 1);
   const uint8_t mode = data[0];
   const std::string path = base + ((mode & 1) ? ".dat" : ".data");
   const bool ok = (mode & 1) ? WriteTraceDat(path, mode, &in) : WritePerf(path, mode, &in);
