@@ -166,8 +166,8 @@ absl::Status ValidateReportOptions(const ReportOptions& o) {
 LatencyReportBuilder::LatencyReportBuilder(const std::vector<EventFormat>& formats,
                                            const ReportOptions& options)
     : options_(options),
-      decoder_(formats),
-      names_(options.sysfs_root, options.procfs_root) {
+      names_(options.sysfs_root, options.procfs_root),
+      decoder_(formats) {
   MatcherOptions mo;
   mo.expiry_ns = SecondsToNs(options.expiry_s);
   mo.max_entries = options.max_inflight;

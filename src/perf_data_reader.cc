@@ -19,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "iotrace/fd.h"
+#include "iotrace/file_ring.h"
 #include "iotrace/perf_data.h"
 #include "iotrace/perf_record_parser.h"
 #include "iotrace/status.h"
@@ -26,6 +27,9 @@
 
 namespace iotrace {
 namespace {
+
+// A record's size is a 16-bit field.
+constexpr uint64_t kMaxRecordBytes = uint64_t{1} << 16;
 
 // Sanity caps: a count read from a file never drives an allocation beyond these.
 constexpr uint64_t kMaxAttrs = 4096;
@@ -73,14 +77,17 @@ class PerfDataReader final : public TraceReader {
     Stream(PerfDataReader* reader, EventSink* sink) : r_(reader), sink_(sink) {}
 
     ScanKind Scan(uint64_t pos, uint64_t* next, uint64_t* time) {
-      const uint64_t end = r_->data_end_;
-      if (pos >= r_->populated_) r_->PopulateFrom(pos);
+      // The whole record into the ring before any look at it (a record's size is 16 bits):
+      // `end` is where the readable bytes end, the data's end unless a read failed.
+      const uint64_t end = pos + r_->ring_.Fill(pos, kMaxRecordBytes);
+      const uint8_t* at = r_->ring_.At(pos);
+      __builtin_prefetch(at + 1024);
       perf::EventHeader h;
       if (end - pos < sizeof(h)) {
         ++truncated_;
         return ScanKind::kStop;
       }
-      std::memcpy(&h, r_->base_ + pos, sizeof(h));
+      std::memcpy(&h, at, sizeof(h));
       if (h.size < sizeof(h)) {
         ++bad_size_;
         return ScanKind::kStop;
@@ -95,10 +102,10 @@ class PerfDataReader final : public TraceReader {
         // is read only once the record is known to fit: past the data end may be past the
         // mapping's last page.)
         uint64_t extra = 0;
-        if (h.size >= 16) std::memcpy(&extra, r_->base_ + pos + 8, 8);
-        n = extra > end ? end + 1 : n + extra;
+        if (h.size >= 16) std::memcpy(&extra, at + 8, 8);
+        n = extra > r_->data_end_ ? r_->data_end_ + 1 : n + extra;
       }
-      if (n > end) {
+      if (n > r_->data_end_) {
         ++truncated_;
         return ScanKind::kStop;
       }
@@ -106,14 +113,14 @@ class PerfDataReader final : public TraceReader {
       ++records_;
       if (h.type == perf::kRecordSample) {
         // Nearly every record: checked, timed, and decoded only when its cursor reaches it.
-        PerfProblem p = r_->parser_.SampleTime(ByteView(r_->base_ + pos, h.size), time);
+        PerfProblem p = r_->parser_.SampleTime(ByteView(at, h.size), time);
         if (p == PerfProblem::kNone) return ScanKind::kTimed;
         ++problems_[static_cast<size_t>(p)];
         return ScanKind::kUntimed;
       }
       PerfRecord rec;
       PerfRecord* item = &rec;
-      PerfProblem p = r_->parser_.Parse(ByteView(r_->base_ + pos, h.size), item);
+      PerfProblem p = r_->parser_.Parse(ByteView(at, h.size), item);
       if (p != PerfProblem::kNone) {
         ++problems_[static_cast<size_t>(p)];
         return ScanKind::kUntimed;
@@ -141,12 +148,13 @@ class PerfDataReader final : public TraceReader {
     }
 
     bool Peek(uint64_t pos, uint64_t* next, PerfRecord* item) {
+      const uint8_t* at = r_->ring_.At(pos);
       perf::EventHeader h;
-      std::memcpy(&h, r_->base_ + pos, sizeof(h));
+      std::memcpy(&h, at, sizeof(h));
       uint64_t n = pos + h.size;
       if (h.type == perf::kRecordAuxtrace) {
         uint64_t extra = 0;
-        if (h.size >= 16) std::memcpy(&extra, r_->base_ + pos + 8, 8);
+        if (h.size >= 16) std::memcpy(&extra, at + 8, 8);
         n += extra;
       }
       *next = n;
@@ -154,7 +162,7 @@ class PerfDataReader final : public TraceReader {
           h.type != perf::kRecordLostSamples) {
         return false;
       }
-      if (r_->parser_.Parse(ByteView(r_->base_ + pos, h.size), item) != PerfProblem::kNone) {
+      if (r_->parser_.Parse(ByteView(at, h.size), item) != PerfProblem::kNone) {
         return false;
       }
       return item->kind == PerfRecord::Kind::kEvent ||
@@ -163,10 +171,11 @@ class PerfDataReader final : public TraceReader {
 
     // Revisit of a record Scan timed: a sample that passed its checks, or a loss with a time.
     void PeekTimed(uint64_t pos, uint64_t* next, PerfRecord* item) {
+      const uint8_t* at = r_->ring_.At(pos);
       perf::EventHeader h;
-      std::memcpy(&h, r_->base_ + pos, sizeof(h));
+      std::memcpy(&h, at, sizeof(h));
       *next = pos + h.size;  // never an AUXTRACE record: those are not timed
-      const ByteView record(r_->base_ + pos, h.size);
+      const ByteView record(at, h.size);
       if (h.type == perf::kRecordSample) {
         r_->parser_.ParseCheckedSample(record, item);
       } else {
@@ -183,7 +192,7 @@ class PerfDataReader final : public TraceReader {
       }
     }
 
-    void Release(uint64_t below) { r_->ReleaseBelow(below); }
+    void Release(uint64_t below) { r_->ring_.Release(below); }
 
     uint64_t records_ = 0;
     uint64_t events_ = 0;
@@ -205,17 +214,14 @@ class PerfDataReader final : public TraceReader {
   absl::Status Error(std::string_view what) const {
     return absl::InvalidArgumentError(absl::StrFormat("read %s: %s", path_, what));
   }
-  void ReleaseBelow(uint64_t offset);
-  void PopulateFrom(uint64_t offset);
 
   std::string path_;
   PerfReadOptions options_;
   UniqueMapping mapping_;
   const uint8_t* base_ = nullptr;
   uint64_t file_size_ = 0;
-  uint64_t released_ = 0;   // pages of the mapping dropped below this offset
-  uint64_t populated_ = 0;  // page tables filled up to here ahead of the scan
-  bool populate_works_ = true;
+  UniqueFd fd_;     // the data section is read from it through ring_, not through the mapping
+  FileRing ring_;   // during ReadAll
   uint64_t data_begin_ = 0;
   uint64_t data_end_ = 0;
 
@@ -237,7 +243,8 @@ absl::StatusOr<std::unique_ptr<TraceReader>> PerfDataReader::Open(const std::str
   std::unique_ptr<PerfDataReader> r(new PerfDataReader());
   r->path_ = path;
   r->options_ = options;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd& fd = r->fd_;
+  fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return ErrnoError(errno, "open", path);
   struct stat st;
   if (fstat(fd.get(), &st) != 0) return ErrnoError(errno, "stat", path);
@@ -542,38 +549,20 @@ void PerfDataReader::ParseFeature(int feature, ByteView bytes) {
   }
 }
 
-void PerfDataReader::ReleaseBelow(uint64_t offset) {
-  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  offset = std::min(offset, file_size_) & ~(page - 1);
-  if (offset <= released_) return;
-  ::madvise(const_cast<uint8_t*>(base_) + released_, offset - released_, MADV_DONTNEED);
-  released_ = offset;
-}
-
-// Filling the page tables of the next stretch in one call costs far less than taking a page
-// fault every few pages on first touch (MADV_POPULATE_READ, Linux 5.14; older kernels refuse it
-// and the scan faults pages in as before).
-void PerfDataReader::PopulateFrom(uint64_t offset) {
-  constexpr uint64_t kStep = uint64_t{1} << 20;
-  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  const uint64_t from = offset & ~(page - 1);
-  const uint64_t to = std::min(file_size_, from + kStep);
-  populated_ = to;
-  if (!populate_works_ || to <= from) return;
-  if (::madvise(const_cast<uint8_t*>(base_) + from, to - from, MADV_POPULATE_READ) != 0 &&
-      errno == EINVAL) {
-    populate_works_ = false;
-  }
-}
-
 absl::Status PerfDataReader::ReadAll(EventSink* sink) {
   stats_ = ReadStats();
-  released_ = 0;
-  populated_ = 0;
+  IOTRACE_ASSIGN_OR_RETURN(ring_, FileRing::Create(fd_.get(), data_begin_, data_end_,
+                                                   options_.read_ring_bytes,
+                                                   options_.read_step_bytes));
   Stream stream(this, sink);
-  SortedRunMerger<Stream> merger(&stream, data_begin_, data_end_, options_.merge);
+  // The ring reuses room as the oldest cursor moves on: tell it often.
+  MergeLimits limits = options_.merge;
+  limits.release_step = std::min<uint64_t>(limits.release_step, uint64_t{256} << 10);
+  SortedRunMerger<Stream> merger(&stream, data_begin_, data_end_, limits);
   merger.Run();
-  ::madvise(const_cast<uint8_t*>(base_), file_size_, MADV_DONTNEED);
+  // A failed read (or a file cut short while being read) ends the data early, as a cut would.
+  const bool read_failed = !ring_.error().empty();
+  ring_ = FileRing();
 
   stats_.records = stream.records_;
   stats_.events = stream.events_;
@@ -582,6 +571,7 @@ absl::Status PerfDataReader::ReadAll(EventSink* sink) {
     stats_.AddProblem(PerfProblemName(static_cast<PerfProblem>(i)), stream.problems_[i]);
   }
   stats_.AddProblem("truncated_record", stream.truncated_);
+  if (read_failed) stats_.AddProblem("read_error", 1);
   stats_.AddProblem("bad_record_size", stream.bad_size_);
   stats_.AddProblem("out_of_order_beyond_window", merger.counters().out_of_order);
   return absl::OkStatus();

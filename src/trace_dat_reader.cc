@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "iotrace/fd.h"
+#include "iotrace/file_ring.h"
 #include "iotrace/ftrace_page.h"
 #include "iotrace/status.h"
 #include "iotrace/trace_dat.h"
@@ -33,7 +34,10 @@ namespace {
 
 // Bytes a cursor walks before the pages behind it are dropped from the page cache mapping:
 // bounds RSS to about (CPUs x this) whatever the file size.
-constexpr size_t kReleaseBytes = size_t{4} << 20;
+// Each CPU's stream is read through a ring of this many bytes (FileRing), fewer per CPU when
+// there are many CPUs, so that all rings together stay within kRingBudget.
+constexpr size_t kRingBytes = size_t{256} << 10;
+constexpr size_t kRingBudget = size_t{16} << 20;
 constexpr int kMaxOptionSections = 1024;
 
 // One CPU of one buffer instance.
@@ -65,6 +69,7 @@ enum HotProblem : int {
   kHotShortRecord = kFtracePageProblemCount,
   kHotPartialPage,
   kHotMissedUncounted,
+  kHotReadError,
   kHotCount,
 };
 
@@ -77,6 +82,8 @@ const char* HotProblemName(int i) {
       return "ftrace_partial_page";
     case kHotMissedUncounted:
       return "ftrace_missed_events_uncounted";
+    case kHotReadError:
+      return "read_error";
   }
   return "ftrace_unknown_problem";
 }
@@ -129,7 +136,7 @@ class TraceDatReader final : public TraceReader {
     uint64_t page_off = 0;  // file offset of the current page
     uint64_t next_off = 0;  // file offset of the next page
     uint64_t end_off = 0;
-    uint64_t released_off = 0;
+    FileRing ring;  // the stream's bytes around the current page
     uint64_t last_ts = 0;
     FtraceRecord rec;
     uint32_t order = 0;
@@ -164,11 +171,11 @@ class TraceDatReader final : public TraceReader {
   }
   // Advance past the end of the current page.
   bool AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* problems);
-  void ReleaseBehind(Cursor* c, bool all);
 
   std::string path_;
   UniqueMapping map_;
   ByteView file_;
+  UniqueFd data_fd_;  // the file the per-CPU streams are read from (the inflated one for v7)
   int version_ = 0;
   int nr_cpus_ = 0;
   bool has_trace_clock_option_ = false;
@@ -199,7 +206,8 @@ class TraceDatReader final : public TraceReader {
 };
 
 absl::Status TraceDatReader::Open() {
-  UniqueFd fd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd& fd = data_fd_;
+  fd = UniqueFd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return ErrnoError(errno, "open", path_);
   struct stat st;
   if (fstat(fd.get(), &st) != 0) return ErrnoError(errno, "stat", path_);
@@ -529,6 +537,7 @@ absl::Status TraceDatReader::InflateStreams(const std::vector<bool>& compressed)
   }
   map_ = std::move(map);  // the original's metadata is parsed into owned strings by now
   file_ = view;
+  data_fd_ = std::move(tmp);
   return absl::OkStatus();
 }
 
@@ -728,18 +737,6 @@ absl::Status TraceDatReader::FinishMetadata(ByteView file) {
   return absl::OkStatus();
 }
 
-void TraceDatReader::ReleaseBehind(Cursor* c, bool all) {
-  uint64_t upto = all ? c->end_off : c->page_off;
-  if (!all && upto - c->released_off < kReleaseBytes) return;
-  static const uint64_t sys_page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  uint64_t start = (c->released_off + sys_page - 1) / sys_page * sys_page;
-  uint64_t end = upto / sys_page * sys_page;
-  if (end > start) {
-    madvise(static_cast<uint8_t*>(map_.addr()) + start, end - start, MADV_DONTNEED);
-  }
-  c->released_off = upto;
-}
-
 bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* problems) {
   // Advance has just found the current page exhausted: look at the walker's problem first.
   for (bool on_new_page = false;; on_new_page = true) {
@@ -759,9 +756,15 @@ bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* pro
     }
     c->page_off = c->next_off;
     c->next_off += page_size;
-    ReleaseBehind(c, false);
+    // The pages before this one are done with (nothing delivered points into them any more).
+    c->ring.Release(c->page_off);
+    if (c->ring.Fill(c->page_off, page_size) < page_size) {
+      ++(*problems)[kHotReadError];  // the stream ends here, as a cut file would
+      c->next_off = c->end_off;
+      return false;
+    }
     // A page whose header is unusable is counted at the top of the loop, like any problem.
-    if (!c->walker.Reset(ByteView(file_.data + c->page_off, page_size))) continue;
+    if (!c->walker.Reset(ByteView(c->ring.At(c->page_off), page_size))) continue;
     if (c->walker.missed_events()) {
       if (!c->loss_pending) {
         c->loss = LossRecord{};
@@ -795,13 +798,17 @@ absl::Status TraceDatReader::ReadAll(EventSink* sink) {
   std::array<uint64_t, kHotCount> problems{};
   std::vector<Cursor> cursors;
   cursors.reserve(streams_.size());
+  const size_t ring_bytes =
+      std::min(kRingBytes, kRingBudget / std::max<size_t>(streams_.size(), 1));
   for (const Stream& s : streams_) {
     Cursor& c = cursors.emplace_back(&s);
-    c.page_off = c.next_off = c.released_off = s.offset;
+    c.page_off = c.next_off = s.offset;
     c.end_off = s.offset + s.size;
     c.order = static_cast<uint32_t>(cursors.size() - 1);
-    madvise(static_cast<uint8_t*>(map_.addr()) + s.offset / 4096 * 4096, s.size + s.offset % 4096,
-            MADV_SEQUENTIAL);
+    IOTRACE_ASSIGN_OR_RETURN(
+        c.ring, FileRing::Create(data_fd_.get(), s.offset, c.end_off,
+                                 std::max<size_t>(ring_bytes, 2 * size_t{s.layout.page_size}),
+                                 ring_bytes / 2));
   }
 
   // A binary min-heap of cursors on (timestamp, stream order): ties go to the lower CPU, as in
@@ -861,7 +868,7 @@ absl::Status TraceDatReader::ReadAll(EventSink* sink) {
 
   for (Cursor& c : cursors) {
     if (c.loss_pending) sink->OnLoss(c.loss);
-    ReleaseBehind(&c, true);
+    c.ring = FileRing();
   }
   // The kernel's totals, minus what the pages already placed in time.
   absl::flat_hash_map<std::pair<std::string, int>, uint64_t> located_by_stream;

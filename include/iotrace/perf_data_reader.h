@@ -14,6 +14,8 @@
 // ReadStats problem names: those of PerfProblemName() (perf_record_parser.h) plus
 // "truncated_record" (a record runs past the data end; reading stops there),
 // "bad_record_size" (a record header with size < 8; reading stops there),
+// "read_error" (reading the file failed, or it shrank, before the data end; reading stops
+// there and the record cut by it counts as a truncated_record),
 // "out_of_order_beyond_window" (delivered although older than an already delivered record),
 // "bad_feature_<name>" (a header feature whose contents do not parse; it is ignored),
 // "bad_event_format" (a format text in the tracing data that does not parse).
@@ -31,6 +33,10 @@ namespace iotrace {
 
 struct PerfReadOptions {
   MergeLimits merge;
+  // The data section is read into a ring of this many bytes (FileRing), in steps of
+  // `read_step_bytes`; the ring doubles when the merge holds more than it.
+  size_t read_ring_bytes = size_t{2} << 20;
+  size_t read_step_bytes = size_t{128} << 10;
 };
 
 absl::StatusOr<std::unique_ptr<TraceReader>> OpenPerfData(const std::string& path);

@@ -1,10 +1,10 @@
-// Reader of trace-cmd trace.dat files: ftrace ring-buffer pages walked in place, the per-CPU
-// streams merged in timestamp order.
+// Reader of trace-cmd trace.dat files: ftrace ring-buffer pages read into a small ring per CPU
+// (FileRing) and walked there, the per-CPU streams merged in timestamp order.
 //
 // Versions: 6 (what `iotrace record --backend ftrace` and `trace-cmd record --file-version 6`
 // write) and 7, uncompressed (`--compression none`) or zstd/zlib-compressed (trace-cmd 3.x's
 // default): compressed sections are inflated in memory, compressed per-CPU data into an unlinked
-// temporary file that is then mapped and walked like an uncompressed one (trace_dat_inflate.h);
+// temporary file that is then read like an uncompressed one (trace_dat_inflate.h);
 // another algorithm is refused with the command that converts the file. Every buffer instance in the file
 // (top and `-B NAME` ones) is read; RawEvent.cpu is the CPU, pid = tid = common_pid.
 //
@@ -23,7 +23,8 @@
 // trace_dat_cpu_data_truncated (offset + size past the end of the file),
 // trace_dat_cpu_data_overlap (CPU data overlapping another CPU's: that stream is not read),
 // trace_dat_pages_not_written (pages iotrace's writer states it could not store),
-// event_format_unparsed.
+// event_format_unparsed, read_error (reading a CPU's pages failed, or the file shrank since it
+// was opened: that CPU's stream ends there).
 // Metadata is read once: an options chain or a flyrecord CPU table overlapping one already read
 // (a loop, shared tables) is an error, so that no file costs more than its size to open.
 #ifndef IOTRACE_TRACE_DAT_READER_H_

@@ -1,0 +1,116 @@
+#include "iotrace/file_ring.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "iotrace/fd.h"
+
+namespace iotrace {
+namespace {
+
+// A scratch file holding bytes whose value depends on their offset, so that any byte read from
+// the wrong place shows.
+class FileRingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = "/tmp/iotrace-file-ring-" + std::to_string(getpid());
+    bytes_.resize(kSize);
+    for (size_t i = 0; i < kSize; ++i) bytes_[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+    UniqueFd out(::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    ASSERT_TRUE(out.valid());
+    ASSERT_EQ(::write(out.get(), bytes_.data(), kSize), static_cast<ssize_t>(kSize));
+    fd_ = UniqueFd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
+    ASSERT_TRUE(fd_.valid());
+  }
+  void TearDown() override { ::unlink(path_.c_str()); }
+
+  bool Same(const FileRing& ring, uint64_t offset, size_t n) const {
+    return std::memcmp(ring.At(offset), bytes_.data() + offset, n) == 0;
+  }
+
+  static constexpr size_t kSize = size_t{3} << 20;
+  std::string path_;
+  std::vector<uint8_t> bytes_;
+  UniqueFd fd_;
+};
+
+TEST_F(FileRingTest, RecordsAcrossTheWrapAreContiguous) {
+  auto ring = FileRing::Create(fd_.get(), 100, kSize, 64 << 10, 16 << 10);
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  EXPECT_EQ(ring->capacity(), size_t{64} << 10);
+  // Walk the file in 3000-byte records, releasing behind: the ring wraps ~45 times, and
+  // records cross its end at many different points.
+  uint64_t wrapped = 0;
+  for (uint64_t pos = 100; pos + 3000 <= kSize; pos += 3000) {
+    ring->Release(pos);
+    ASSERT_GE(ring->Fill(pos, 3000), 3000u) << pos;
+    ASSERT_TRUE(Same(*ring, pos, 3000)) << "record at " << pos;
+    if ((pos & (ring->capacity() - 1)) + 3000 > ring->capacity()) ++wrapped;
+  }
+  EXPECT_GT(wrapped, 20u);
+  EXPECT_EQ(ring->capacity(), size_t{64} << 10) << "released behind: no need to grow";
+  EXPECT_TRUE(ring->error().empty()) << ring->error();
+}
+
+TEST_F(FileRingTest, GrowsWhenNothingIsReleasedAndKeepsOldPointersValid) {
+  auto ring = FileRing::Create(fd_.get(), 0, kSize, 64 << 10, 16 << 10);
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  ASSERT_GE(ring->Fill(0, 1000), 1000u);
+  const uint8_t* first = ring->At(0);
+  // Hold on to offset 0 (no Release) while reading ten times the ring's size.
+  for (uint64_t pos = 0; pos < (640 << 10); pos += 1000) ASSERT_GE(ring->Fill(pos, 1000), 1000u);
+  EXPECT_GE(ring->capacity(), size_t{1} << 20);
+  EXPECT_TRUE(Same(*ring, 0, 640 << 10)) << "every live byte copied into the bigger ring";
+  EXPECT_EQ(std::memcmp(first, bytes_.data(), 1000), 0) << "the outgrown ring is still mapped";
+}
+
+TEST_F(FileRingTest, SkipsWhatTheCallerJumpsOverAndStopsAtTheEnd) {
+  auto ring = FileRing::Create(fd_.get(), 0, kSize, 64 << 10, 16 << 10);
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  ASSERT_GE(ring->Fill(0, 100), 100u);
+  // An AUX payload of 2 MiB follows: the next record is read without the bytes in between.
+  const uint64_t next = 2 << 20;
+  ring->Release(100);
+  ASSERT_GE(ring->Fill(next, 100), 100u);
+  EXPECT_TRUE(Same(*ring, next, 100));
+  ASSERT_GE(ring->Fill(next + 100, 100), 100u);
+  EXPECT_TRUE(Same(*ring, next + 100, 100));
+  // Something before the skip still live: the ring grows past the skipped bytes, which stay
+  // where they are.
+  ring->Release(next + 200);
+  ASSERT_GE(ring->Fill(next + 200, 100), 100u);
+  const uint64_t later = next + (256 << 10);
+  ASSERT_GE(ring->Fill(later, 100), 100u);
+  EXPECT_GE(ring->capacity(), size_t{256} << 10);
+  EXPECT_TRUE(Same(*ring, next + 200, 100));
+  EXPECT_TRUE(Same(*ring, later, 100));
+  // Near the end, only what is left.
+  EXPECT_EQ(ring->Fill(kSize - 10, 100), 10u);
+  EXPECT_TRUE(Same(*ring, kSize - 10, 10));
+  EXPECT_TRUE(ring->error().empty()) << "the end of the stretch is not an error";
+}
+
+TEST_F(FileRingTest, AFileThatShrankIsAnErrorNotAHang) {
+  auto ring = FileRing::Create(fd_.get(), 0, kSize, 64 << 10, 16 << 10);
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  ASSERT_EQ(::truncate(path_.c_str(), 100000), 0);
+  uint64_t pos = 0;
+  while (pos < kSize) {
+    ring->Release(pos);
+    const uint64_t n = ring->Fill(pos, 4096);
+    if (n < 4096) break;
+    pos += 4096;
+  }
+  EXPECT_LT(pos, 100000u);
+  EXPECT_GE(pos, 90000u);
+  EXPECT_NE(ring->error().find("ends at offset 100000"), std::string::npos) << ring->error();
+  EXPECT_TRUE(Same(*ring, pos, 100000 - pos)) << "what was there was read";
+}
+
+}  // namespace
+}  // namespace iotrace
