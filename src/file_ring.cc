@@ -1,7 +1,14 @@
 #include "iotrace/file_ring.h"
 
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <system_error>
+#include <thread>
+#include <utility>
 
 #include <algorithm>
 #include <bit>
@@ -12,6 +19,153 @@
 #include "iotrace/status.h"
 
 namespace iotrace {
+
+namespace {
+
+// A value one thread publishes and the other may sleep on (futex on a sequence word).
+struct Signal {
+  std::atomic<uint64_t> value{0};
+  std::atomic<uint32_t> seq{0};
+  std::atomic<bool> waiting{false};
+
+  void Publish(uint64_t v) {
+    value.store(v, std::memory_order_seq_cst);
+    Kick();
+  }
+  void Kick() {
+    seq.fetch_add(1, std::memory_order_seq_cst);
+    if (waiting.load(std::memory_order_seq_cst)) {
+      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq), FUTEX_WAKE_PRIVATE, 1, nullptr,
+              nullptr, 0);
+    }
+  }
+  // Sleeps until `done()` holds; `done` is re-checked after every wake-up.
+  template <typename Done>
+  void WaitUntil(Done done) {
+    for (;;) {
+      const uint32_t s = seq.load(std::memory_order_seq_cst);
+      if (done()) return;
+      waiting.store(true, std::memory_order_seq_cst);
+      if (!done()) {
+        syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq), FUTEX_WAIT_PRIVATE, s, nullptr,
+                nullptr, 0);
+      }
+      waiting.store(false, std::memory_order_relaxed);
+    }
+  }
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+};
+
+}  // namespace
+
+struct FileRing::Async {
+  // Fixed while the thread runs (the ring neither grows nor skips then).
+  int fd = -1;
+  uint8_t* base = nullptr;
+  uint64_t mask = 0;
+  uint64_t end = 0;
+  uint64_t step = 0;
+  alignas(64) Signal filled;    // thread -> caller
+  alignas(64) Signal released;  // caller -> thread
+  std::atomic<bool> stop{false};
+  std::atomic<bool> done{false};  // the thread has ended: end of stretch, error or stop
+  std::string error;              // read by the caller once done
+  std::thread thread;
+};
+
+FileRing::FileRing() = default;
+FileRing::FileRing(FileRing&& other) noexcept { *this = std::move(other); }
+FileRing::~FileRing() { StopReadAhead(); }
+
+FileRing& FileRing::operator=(FileRing&& other) noexcept {
+  if (this != &other) {
+    StopReadAhead();
+    fd_ = other.fd_;
+    end_ = other.end_;
+    step_ = other.step_;
+    ring_ = std::move(other.ring_);
+    retired_ = std::move(other.retired_);
+    base_ = std::exchange(other.base_, nullptr);
+    mask_ = std::exchange(other.mask_, 0);
+    released_ = other.released_;
+    filled_ = other.filled_;
+    error_ = std::move(other.error_);
+    async_ = std::move(other.async_);  // its thread knows only the (unmoved) ring memory
+  }
+  return *this;
+}
+
+bool FileRing::StartReadAhead() {
+  if (async_ != nullptr || base_ == nullptr || !error_.empty()) return async_ != nullptr;
+  auto a = std::make_unique<Async>();
+  a->fd = fd_;
+  a->base = const_cast<uint8_t*>(base_);
+  a->mask = mask_;
+  a->end = end_;
+  a->step = step_;
+  a->filled.value.store(filled_);
+  a->released.value.store(released_);
+  try {
+    a->thread = std::thread(ReadAheadLoop, a.get());
+  } catch (const std::system_error&) {
+    return false;
+  }
+  async_ = std::move(a);
+  return true;
+}
+
+void FileRing::ReadAheadLoop(Async* a) {
+  const uint64_t capacity = a->mask + 1;
+  uint64_t f = a->filled.value.load();
+  while (f < a->end && !a->stop.load(std::memory_order_relaxed)) {
+    // Room up to a ring's size past what the caller still looks at; whatever there is of it
+    // (the caller may be waiting for the very bytes that fit).
+    const uint64_t room = a->released.value.load(std::memory_order_seq_cst) + capacity - f;
+    if (room == 0) {
+      a->released.WaitUntil(
+          [&] { return a->stop.load() || a->released.value.load() + capacity > f; });
+      continue;
+    }
+    const uint64_t want = std::min({a->step, a->end - f, room});
+    const ssize_t n = ::pread(a->fd, a->base + (f & a->mask), want, static_cast<off_t>(f));
+    if (n > 0) {
+      f += static_cast<uint64_t>(n);
+      a->filled.Publish(f);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    a->error = n < 0 ? absl::StrFormat("read failed at offset %d: %s", f, std::strerror(errno))
+                     : absl::StrFormat("the file ends at offset %d, before %d", f, a->end);
+    break;
+  }
+  a->done.store(true, std::memory_order_seq_cst);
+  a->filled.Kick();
+}
+
+void FileRing::PublishRelease() { async_->released.Publish(released_); }
+
+void FileRing::StopReadAhead() {
+  if (async_ == nullptr) return;
+  async_->stop.store(true, std::memory_order_seq_cst);
+  async_->released.Kick();
+  async_->thread.join();
+  filled_ = async_->filled.value.load();
+  if (error_.empty()) error_ = async_->error;
+  async_.reset();
+}
+
+uint64_t FileRing::FillAhead(uint64_t offset, uint64_t want) {
+  Async* a = async_.get();
+  const uint64_t need = std::min(end_, offset + std::min(want, end_ - std::min(offset, end_)));
+  if (offset <= filled_ && need - released_ <= capacity()) {
+    a->filled.WaitUntil([&] { return a->filled.value.load() >= need || a->done.load(); });
+    filled_ = a->filled.value.load();
+    if (filled_ >= need) return filled_ - offset;
+  }
+  // A skip, a ring too small, or the thread ended short of `need`: on in this thread.
+  StopReadAhead();
+  return FillSlow(offset, want);
+}
 
 absl::StatusOr<UniqueMapping> FileRing::MapRing(size_t size) {
   UniqueFd mem(::memfd_create("iotrace-read-ring", MFD_CLOEXEC));
@@ -49,10 +203,11 @@ absl::StatusOr<FileRing> FileRing::Create(int fd, uint64_t begin, uint64_t end, 
 }
 
 uint64_t FileRing::FillSlow(uint64_t offset, uint64_t want) {
-  if (offset > filled_) {
-    // Bytes the caller skips (an AUX payload) are never read. They still take room in the
-    // ring while something before them is live (the ring maps offsets to places by their value).
-    filled_ = std::min(offset, end_);
+  if (offset > filled_ && released_ >= filled_) {
+    // Bytes the caller skips (an AUX payload) with nothing before them live: never read.
+    // (With something live, they are read like any others: the ring holds one unbroken
+    // stretch, [released_, filled_), never more than its size.)
+    filled_ = released_ = std::min(offset, end_);
   }
   const uint64_t need = std::min(end_, offset + std::min(want, end_ - std::min(offset, end_)));
   if (need > filled_ && error_.empty()) {

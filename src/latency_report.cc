@@ -147,9 +147,9 @@ absl::Status ValidateReportOptions(const ReportOptions& o) {
                                size_t{1} << 26),
                "the default, 131072, is far above any device queue depth");
   }
-  if (o.threads < 0 || o.threads > 2) {
-    return bad(absl::StrFormat("--threads %d: must be 1 or 2", o.threads),
-               "the report splits into reading + decoding and pairing, at most two threads");
+  if (o.threads < 0 || o.threads > 3) {
+    return bad(absl::StrFormat("--threads %d: must be 1, 2 or 3", o.threads),
+               "1: one thread; 2: + reading ahead; 3: + pairing on a thread of its own");
   }
   for (const std::string& d : o.devices) {
     if (d.empty()) return bad("--dev: empty device", "give MAJ:MIN (7:0) or a name (loop0)");
@@ -259,13 +259,17 @@ int UsableCpus() {
 
 absl::Status LatencyReportBuilder::ReadAll(TraceReader& reader) {
   const int threads = options_.threads > 0 ? options_.threads : (UsableCpus() >= 2 ? 2 : 1);
+  // 2: the kernel's copy of the file into the reader's ring overlaps the parsing (perf.data;
+  // ~5% faster on a 2-vCPU VM, bench/README.md).
+  reader.set_read_ahead(threads >= 2);
   // A block event sink sees events as they are decoded, in the caller's thread.
-  if (threads < 2 || block_sink_ != nullptr) return reader.ReadAll(this);
+  if (threads < 3 || block_sink_ != nullptr) return reader.ReadAll(this);
 
-  // Reading + decoding and pairing + histograms cost about the same per event: on two CPUs the
-  // report takes half as long. Only decoded block events cross (a few MiB in flight at most);
-  // the reading thread owns the reader, the decoder and the loss list, this one the matcher and
-  // the histograms, and nothing else is shared until the join.
+  // 3: pairing + histograms on this thread, reading + decoding on another. Only decoded block
+  // events cross (a few MiB in flight at most); the reading thread owns the reader, the decoder
+  // and the loss list, this one the matcher and the histograms, and nothing else is shared
+  // until the join. Measured slower than one thread on a 2-vCPU VM (the hand-off of 64 bytes
+  // per event between CPUs costs more than the pairing it moves): not the default.
   SpscQueue<EventBatch> queue(4);
   queue_ = &queue;
   batch_ = queue.BeginWrite();

@@ -68,6 +68,7 @@ class PerfDataReader final : public TraceReader {
   }
   absl::Status ReadAll(EventSink* sink) override;
   const ReadStats& stats() const override { return stats_; }
+  void set_read_ahead(bool on) override { read_ahead_ = on; }
 
  private:
   // The data section seen by SortedRunMerger.
@@ -222,6 +223,7 @@ class PerfDataReader final : public TraceReader {
   uint64_t file_size_ = 0;
   UniqueFd fd_;     // the data section is read from it through ring_, not through the mapping
   FileRing ring_;   // during ReadAll
+  bool read_ahead_ = false;
   uint64_t data_begin_ = 0;
   uint64_t data_end_ = 0;
 
@@ -554,6 +556,7 @@ absl::Status PerfDataReader::ReadAll(EventSink* sink) {
   IOTRACE_ASSIGN_OR_RETURN(ring_, FileRing::Create(fd_.get(), data_begin_, data_end_,
                                                    options_.read_ring_bytes,
                                                    options_.read_step_bytes));
+  if (read_ahead_) ring_.StartReadAhead();
   Stream stream(this, sink);
   // The ring reuses room as the oldest cursor moves on: tell it often.
   MergeLimits limits = options_.merge;

@@ -38,6 +38,7 @@ class PipePerfReader final : public TraceReader {
     return info;
   }
   std::string CommOf(int32_t pid) const override { return inner_->CommOf(pid); }
+  void set_read_ahead(bool on) override { inner_->set_read_ahead(on); }
   absl::Status ReadAll(EventSink* sink) override {
     absl::Status st = inner_->ReadAll(sink);
     stats_ = inner_->stats();

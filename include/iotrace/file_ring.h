@@ -13,11 +13,17 @@
 // and stay where they are until Release() moves past them: a pointer into the ring stays valid
 // until then. When the live stretch outgrows the ring, a ring twice the size takes over; the
 // old one stays mapped (with its bytes) until the FileRing goes, so pointers into it stay valid.
+//
+// StartReadAhead() moves the reads to a thread of their own, which keeps the ring as full as
+// Release() allows: on a second CPU the kernel's copy then overlaps the caller's parsing. The
+// caller's side stays the same; anything out of the way (a skip, a ring that must grow, a
+// read error) stops the thread and the ring goes on reading in the caller's thread.
 #ifndef IOTRACE_FILE_RING_H_
 #define IOTRACE_FILE_RING_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,9 +40,15 @@ class FileRing {
   static absl::StatusOr<FileRing> Create(int fd, uint64_t begin, uint64_t end,
                                          size_t capacity = size_t{8} << 20,
                                          size_t step = size_t{1} << 20);
-  FileRing() = default;
-  FileRing(FileRing&&) = default;
-  FileRing& operator=(FileRing&&) = default;
+  FileRing();
+  FileRing(FileRing&& other) noexcept;
+  FileRing& operator=(FileRing&& other) noexcept;
+  ~FileRing();
+
+  // Reads ahead on a thread of its own from now on (see above). False when no thread could be
+  // started (the ring then reads in the caller's thread, as before).
+  bool StartReadAhead();
+  bool reading_ahead() const { return async_ != nullptr; }
 
   const uint8_t* At(uint64_t offset) const { return base_ + (offset & mask_); }
   uint64_t filled() const { return filled_; }
@@ -46,22 +58,31 @@ class FileRing {
   // Makes [offset, offset + want) readable, reading ahead by at least a step when it reads.
   // Returns how many bytes from `offset` are readable: less than `want` only at the end of the
   // stretch or after a read error (error() says which). An offset past filled() skips the bytes
-  // in between: they are never read, but take room until released. Never below released().
+  // in between when nothing before it is live (released() == filled()); else they are read and
+  // kept until released like any others. Never below released().
   uint64_t Fill(uint64_t offset, uint64_t want) {
     if (offset + want <= filled_) return filled_ - offset;
-    return FillSlow(offset, want);
+    return async_ != nullptr ? FillAhead(offset, want) : FillSlow(offset, want);
   }
 
   // Nothing below `offset` will be looked at again: its room may be reused.
   void Release(uint64_t offset) {
-    if (offset > released_) released_ = offset < filled_ ? offset : filled_;
+    if (offset > released_) {
+      released_ = offset < filled_ ? offset : filled_;
+      if (async_ != nullptr) PublishRelease();
+    }
   }
 
   // Empty unless a read failed or the file ended before `end`: what happened.
   const std::string& error() const { return error_; }
 
  private:
+  struct Async;
   uint64_t FillSlow(uint64_t offset, uint64_t want);
+  uint64_t FillAhead(uint64_t offset, uint64_t want);
+  void PublishRelease();
+  void StopReadAhead();
+  static void ReadAheadLoop(Async* a);
   // A ring of at least `size` bytes (power of two) with the live bytes copied over.
   bool Grow(uint64_t size);
   static absl::StatusOr<UniqueMapping> MapRing(size_t size);
@@ -76,6 +97,7 @@ class FileRing {
   uint64_t released_ = 0;
   uint64_t filled_ = 0;
   std::string error_;
+  std::unique_ptr<Async> async_;  // while a thread reads ahead
 };
 
 }  // namespace iotrace

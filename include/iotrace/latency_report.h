@@ -62,8 +62,10 @@ struct ReportOptions {
   size_t max_inflight = 131072;
 
   // Threads for building the report: 1 reads, decodes, pairs and counts on the calling thread;
-  // 2 reads and decodes on a second thread, which hands the decoded events over in batches.
-  // 0 picks 2 when the process may run on two CPUs or more. The report is the same either way.
+  // 2 also lets the reader read the file ahead on a second thread (TraceReader::set_read_ahead);
+  // 3 in addition reads and decodes on a thread other than the pairing one, which gets the
+  // decoded events in batches. 0 picks 2 when the process may run on two CPUs or more. The
+  // report is the same whatever the number.
   int threads = 0;
 
   // Where device names come from (tests point these at fixtures).

@@ -15,7 +15,7 @@ namespace {
 
 // A scratch file holding bytes whose value depends on their offset, so that any byte read from
 // the wrong place shows.
-class FileRingTest : public ::testing::Test {
+class FileRingTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     path_ = "/tmp/iotrace-file-ring-" + std::to_string(getpid());
@@ -29,6 +29,15 @@ class FileRingTest : public ::testing::Test {
   }
   void TearDown() override { ::unlink(path_.c_str()); }
 
+  // The ring, reading ahead on its own thread when the test's parameter says so.
+  FileRing Make(uint64_t begin, size_t capacity, size_t step) {
+    auto ring = FileRing::Create(fd_.get(), begin, kSize, capacity, step);
+    EXPECT_TRUE(ring.ok()) << ring.status();
+    if (!ring.ok()) return FileRing();
+    if (GetParam()) EXPECT_TRUE(ring->StartReadAhead());
+    return std::move(*ring);
+  }
+
   bool Same(const FileRing& ring, uint64_t offset, size_t n) const {
     return std::memcmp(ring.At(offset), bytes_.data() + offset, n) == 0;
   }
@@ -39,9 +48,9 @@ class FileRingTest : public ::testing::Test {
   UniqueFd fd_;
 };
 
-TEST_F(FileRingTest, RecordsAcrossTheWrapAreContiguous) {
-  auto ring = FileRing::Create(fd_.get(), 100, kSize, 64 << 10, 16 << 10);
-  ASSERT_TRUE(ring.ok()) << ring.status();
+TEST_P(FileRingTest, RecordsAcrossTheWrapAreContiguous) {
+  FileRing r = Make(100, 64 << 10, 16 << 10);
+  FileRing* ring = &r;
   EXPECT_EQ(ring->capacity(), size_t{64} << 10);
   // Walk the file in 3000-byte records, releasing behind: the ring wraps ~45 times, and
   // records cross its end at many different points.
@@ -57,9 +66,9 @@ TEST_F(FileRingTest, RecordsAcrossTheWrapAreContiguous) {
   EXPECT_TRUE(ring->error().empty()) << ring->error();
 }
 
-TEST_F(FileRingTest, GrowsWhenNothingIsReleasedAndKeepsOldPointersValid) {
-  auto ring = FileRing::Create(fd_.get(), 0, kSize, 64 << 10, 16 << 10);
-  ASSERT_TRUE(ring.ok()) << ring.status();
+TEST_P(FileRingTest, GrowsWhenNothingIsReleasedAndKeepsOldPointersValid) {
+  FileRing r = Make(0, 64 << 10, 16 << 10);
+  FileRing* ring = &r;
   ASSERT_GE(ring->Fill(0, 1000), 1000u);
   const uint8_t* first = ring->At(0);
   // Hold on to offset 0 (no Release) while reading ten times the ring's size.
@@ -69,9 +78,9 @@ TEST_F(FileRingTest, GrowsWhenNothingIsReleasedAndKeepsOldPointersValid) {
   EXPECT_EQ(std::memcmp(first, bytes_.data(), 1000), 0) << "the outgrown ring is still mapped";
 }
 
-TEST_F(FileRingTest, SkipsWhatTheCallerJumpsOverAndStopsAtTheEnd) {
-  auto ring = FileRing::Create(fd_.get(), 0, kSize, 64 << 10, 16 << 10);
-  ASSERT_TRUE(ring.ok()) << ring.status();
+TEST_P(FileRingTest, SkipsWhatTheCallerJumpsOverAndStopsAtTheEnd) {
+  FileRing r = Make(0, 64 << 10, 16 << 10);
+  FileRing* ring = &r;
   ASSERT_GE(ring->Fill(0, 100), 100u);
   // An AUX payload of 2 MiB follows: the next record is read without the bytes in between.
   const uint64_t next = 2 << 20;
@@ -80,8 +89,8 @@ TEST_F(FileRingTest, SkipsWhatTheCallerJumpsOverAndStopsAtTheEnd) {
   EXPECT_TRUE(Same(*ring, next, 100));
   ASSERT_GE(ring->Fill(next + 100, 100), 100u);
   EXPECT_TRUE(Same(*ring, next + 100, 100));
-  // Something before the skip still live: the ring grows past the skipped bytes, which stay
-  // where they are.
+  // Something before the skip still live: the bytes in between are read, and the ring grows
+  // to hold them all.
   ring->Release(next + 200);
   ASSERT_GE(ring->Fill(next + 200, 100), 100u);
   const uint64_t later = next + (256 << 10);
@@ -95,9 +104,9 @@ TEST_F(FileRingTest, SkipsWhatTheCallerJumpsOverAndStopsAtTheEnd) {
   EXPECT_TRUE(ring->error().empty()) << "the end of the stretch is not an error";
 }
 
-TEST_F(FileRingTest, AFileThatShrankIsAnErrorNotAHang) {
-  auto ring = FileRing::Create(fd_.get(), 0, kSize, 64 << 10, 16 << 10);
-  ASSERT_TRUE(ring.ok()) << ring.status();
+TEST_P(FileRingTest, AFileThatShrankIsAnErrorNotAHang) {
+  FileRing r = Make(0, 64 << 10, 16 << 10);
+  FileRing* ring = &r;
   ASSERT_EQ(::truncate(path_.c_str(), 100000), 0);
   uint64_t pos = 0;
   while (pos < kSize) {
@@ -111,6 +120,32 @@ TEST_F(FileRingTest, AFileThatShrankIsAnErrorNotAHang) {
   EXPECT_NE(ring->error().find("ends at offset 100000"), std::string::npos) << ring->error();
   EXPECT_TRUE(Same(*ring, pos, 100000 - pos)) << "what was there was read";
 }
+
+// Going away while the read-ahead thread waits for room (nothing released) or reads.
+TEST_P(FileRingTest, GoesAwayWhileReadingAhead) {
+  for (int i = 0; i < 20; ++i) {
+    FileRing ring = Make(0, 64 << 10, 16 << 10);
+    ASSERT_GE(ring.Fill(0, 100), 100u);
+    EXPECT_TRUE(Same(ring, 0, 100));
+    if (i % 2 == 0) usleep(1000);  // let the thread fill the ring and wait
+  }
+}
+
+TEST_P(FileRingTest, ReadsAheadOnlyWhenAsked) {
+  FileRing ring = Make(0, 64 << 10, 16 << 10);
+  EXPECT_EQ(ring.reading_ahead(), GetParam());
+  // A skip is out of the read-ahead's way: the ring goes on in the caller's thread.
+  ASSERT_GE(ring.Fill(0, 100), 100u);
+  ring.Release(100);
+  ASSERT_GE(ring.Fill(1 << 20, 100), 100u);
+  EXPECT_TRUE(Same(ring, 1 << 20, 100));
+  EXPECT_FALSE(ring.reading_ahead());
+}
+
+INSTANTIATE_TEST_SUITE_P(ReadAhead, FileRingTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "OnAThread" : "InTheCaller";
+                         });
 
 }  // namespace
 }  // namespace iotrace
