@@ -89,6 +89,7 @@ FileRing& FileRing::operator=(FileRing&& other) noexcept {
     mask_ = std::exchange(other.mask_, 0);
     released_ = other.released_;
     filled_ = other.filled_;
+    published_ = other.published_;
     error_ = std::move(other.error_);
     async_ = std::move(other.async_);  // its thread knows only the (unmoved) ring memory
   }
@@ -105,6 +106,7 @@ bool FileRing::StartReadAhead() {
   a->step = step_;
   a->filled.value.store(filled_);
   a->released.value.store(released_);
+  published_ = released_;
   try {
     a->thread = std::thread(ReadAheadLoop, a.get());
   } catch (const std::system_error&) {
@@ -142,7 +144,10 @@ void FileRing::ReadAheadLoop(Async* a) {
   a->filled.Kick();
 }
 
-void FileRing::PublishRelease() { async_->released.Publish(released_); }
+void FileRing::PublishRelease() {
+  published_ = released_;
+  async_->released.Publish(released_);
+}
 
 void FileRing::StopReadAhead() {
   if (async_ == nullptr) return;
@@ -158,6 +163,7 @@ uint64_t FileRing::FillAhead(uint64_t offset, uint64_t want) {
   Async* a = async_.get();
   const uint64_t need = std::min(end_, offset + std::min(want, end_ - std::min(offset, end_)));
   if (offset <= filled_ && need - released_ <= capacity()) {
+    if (published_ != released_) PublishRelease();  // the thread may be waiting for that room
     a->filled.WaitUntil([&] { return a->filled.value.load() >= need || a->done.load(); });
     filled_ = a->filled.value.load();
     if (filled_ >= need) return filled_ - offset;

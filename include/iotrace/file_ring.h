@@ -69,7 +69,8 @@ class FileRing {
   void Release(uint64_t offset) {
     if (offset > released_) {
       released_ = offset < filled_ ? offset : filled_;
-      if (async_ != nullptr) PublishRelease();
+      // The reading thread hears of it every quarter step (and before the caller waits).
+      if (async_ != nullptr && released_ - published_ >= step_ / 4) PublishRelease();
     }
   }
 
@@ -96,6 +97,7 @@ class FileRing {
   uint64_t mask_ = 0;
   uint64_t released_ = 0;
   uint64_t filled_ = 0;
+  uint64_t published_ = 0;  // the released_ the reading thread was told of
   std::string error_;
   std::unique_ptr<Async> async_;  // while a thread reads ahead
 };
