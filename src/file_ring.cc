@@ -1,28 +1,27 @@
 #include "iotrace/file_ring.h"
 
-#include <linux/futex.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cstring>
 #include <system_error>
 #include <thread>
 #include <utility>
 
-#include <algorithm>
-#include <bit>
-#include <cerrno>
-#include <cstring>
-
 #include "absl/strings/str_format.h"
+#include "iotrace/futex.h"
 #include "iotrace/status.h"
 
 namespace iotrace {
 
 namespace {
 
-// A value one thread publishes and the other may sleep on (futex on a sequence word).
+// A value one thread publishes and the other may sleep on: a sequence word (futex.h) moves on
+// with every publication. Each Signal has one publishing thread.
 struct Signal {
   std::atomic<uint64_t> value{0};
   std::atomic<uint32_t> seq{0};
@@ -32,28 +31,16 @@ struct Signal {
     value.store(v, std::memory_order_seq_cst);
     Kick();
   }
-  void Kick() {
-    seq.fetch_add(1, std::memory_order_seq_cst);
-    if (waiting.load(std::memory_order_seq_cst)) {
-      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq), FUTEX_WAKE_PRIVATE, 1, nullptr,
-              nullptr, 0);
-    }
-  }
+  void Kick() { FutexPublish(seq, seq.load(std::memory_order_relaxed) + 1, waiting); }
   // Sleeps until `done()` holds; `done` is re-checked after every wake-up.
   template <typename Done>
   void WaitUntil(Done done) {
     for (;;) {
       const uint32_t s = seq.load(std::memory_order_seq_cst);
       if (done()) return;
-      waiting.store(true, std::memory_order_seq_cst);
-      if (!done()) {
-        syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq), FUTEX_WAIT_PRIVATE, s, nullptr,
-                nullptr, 0);
-      }
-      waiting.store(false, std::memory_order_relaxed);
+      FutexSleep(seq, s, waiting);
     }
   }
-  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
 };
 
 }  // namespace

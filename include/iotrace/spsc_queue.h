@@ -6,9 +6,8 @@
 // when that one sleeps, so with batches of a few thousand items the synchronisation costs a few
 // atomic operations per batch and a system call pair per stall.
 //
-// Not std::atomic::wait: libstdc++'s spins with sched_yield before sleeping, thousands of
-// system calls per second when one side is simply slower than the other (a stall here lasts a
-// whole batch, far longer than any spin).
+// The sleeping and waking is futex.h's (a stall here lasts a whole batch, far longer than any
+// spin would).
 //
 // Close() (producer: nothing more will come) and Cancel() (consumer: stop producing) wake the
 // other side. The counters carry those flags in their lowest bit, so that a waiter always sees
@@ -16,14 +15,12 @@
 #ifndef IOTRACE_SPSC_QUEUE_H_
 #define IOTRACE_SPSC_QUEUE_H_
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+
+#include "iotrace/futex.h"
 
 namespace iotrace {
 
@@ -86,28 +83,12 @@ class SpscQueue {
   // difference stays exact since it never exceeds the capacity.
   static constexpr uint32_t kCountMask = 0x7fffffff;
 
-  // Sleeps while `word` still holds `seen`. The flag goes up before the last look at the word
-  // (both sequentially consistent), and Publish stores the word before it looks at the flag,
-  // so either this side sees the new value or the other side sees the flag and wakes it.
   static void Sleep(std::atomic<uint32_t>& word, uint32_t seen, std::atomic<bool>& sleeps) {
-    sleeps.store(true, std::memory_order_seq_cst);
-    if (word.load(std::memory_order_seq_cst) == seen) {
-      // Returns at once if the word changed in between; spurious wake-ups are re-checked by
-      // the caller's loop.
-      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, seen, nullptr,
-              nullptr, 0);
-    }
-    sleeps.store(false, std::memory_order_relaxed);
+    FutexSleep(word, seen, sleeps);
   }
   static void Publish(std::atomic<uint32_t>& word, uint32_t value, std::atomic<bool>& sleeps) {
-    word.store(value, std::memory_order_seq_cst);
-    if (sleeps.load(std::memory_order_seq_cst)) {
-      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr,
-              nullptr, 0);
-    }
+    FutexPublish(word, value, sleeps);
   }
-  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
-                std::atomic<uint32_t>::is_always_lock_free);
 
   const uint32_t capacity_;
   std::unique_ptr<T[]> slots_;
