@@ -228,7 +228,7 @@ void LatencyReportBuilder::OnEvent(const RawEvent& event) {
     }
   }
   if (event.ts > last_ts_) last_ts_ = event.ts;
-  // With a second thread, decode straight into the batch that goes to the pairing thread. (One
+  // With pairing on its own thread, decode straight into the batch that goes to it. (One
   // call site, so that the decoder's fast path is inlined here.)
   BlockEvent* out = batch_ != nullptr ? &batch_->events[batch_->size] : &event_;
   if (!decoder_.Decode(event, out)) return;

@@ -193,8 +193,8 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   void OnEvent(const RawEvent& event) override;
   void OnLoss(const LossRecord& loss) override;
 
-  // Feeds every event of `reader` through the builder (reader.ReadAll(this)), reading and
-  // decoding on a second thread when options.threads says so.
+  // Feeds every event of `reader` through the builder (reader.ReadAll(this)), with the threads
+  // options.threads asks for (see ReportOptions::threads).
   absl::Status ReadAll(TraceReader& reader);
 
   LatencyReport Finish(const ReadStats& reader_stats);
@@ -239,11 +239,11 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   void CloseInterval(Group* g);
   bool PassesProcessFilter(const RequestSample& s) const;
 
-  // With two threads (ReadAll), the members below fall into three groups: set up before the
-  // run and only read during it; written by the reading thread for every event; read or
-  // written by the pairing thread for every event or sample. The last two groups start on
-  // cache lines of their own, so that neither thread's writes evict lines the other reads all
-  // the time (false sharing cost ~50 ns per event on a 2-vCPU VM).
+  // With pairing on a thread of its own (threads 3), the members below fall into three
+  // groups: set up before the run and only read during it; written by the reading thread for
+  // every event; read or written by the pairing thread for every event or sample. The last two
+  // groups start on cache lines of their own, so that neither thread's writes evict lines the
+  // other reads all the time (false sharing).
   ReportOptions options_;
   DeviceNames names_;
   BlockEventSink* block_sink_ = nullptr;
@@ -255,8 +255,8 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   bool started_ = false;
   uint64_t first_ts_ = 0;  // also read by the pairing thread once set (before the first batch)
   uint64_t last_ts_ = 0;
-  // While ReadAll runs with two threads: the queue to the pairing thread and the batch that
-  // OnEvent decodes into (nullptr otherwise).
+  // While ReadAll pairs on a thread of its own: the queue to the pairing thread and the batch
+  // that OnEvent decodes into (nullptr otherwise).
   SpscQueue<EventBatch>* queue_ = nullptr;
   EventBatch* batch_ = nullptr;
 
