@@ -260,7 +260,7 @@ int UsableCpus() {
 absl::Status LatencyReportBuilder::ReadAll(TraceReader& reader) {
   const int threads = options_.threads > 0 ? options_.threads : (UsableCpus() >= 2 ? 2 : 1);
   // 2: the kernel's copy of the file into the reader's ring overlaps the parsing (perf.data;
-  // ~5% faster on a 2-vCPU VM, bench/README.md).
+  // ~10% faster on a 2-vCPU VM, bench/README.md).
   reader.set_read_ahead(threads >= 2);
   // A block event sink sees events as they are decoded, in the caller's thread.
   if (threads < 3 || block_sink_ != nullptr) return reader.ReadAll(this);

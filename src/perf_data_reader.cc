@@ -100,8 +100,7 @@ class PerfDataReader final : public TraceReader {
       uint64_t n = pos + h.size;
       if (h.type == perf::kRecordAuxtrace) {
         // The AUX payload follows the record without being counted in its size. (Its size word
-        // is read only once the record is known to fit: past the data end may be past the
-        // mapping's last page.)
+        // is read only once the record is known to fit in what the ring holds.)
         uint64_t extra = 0;
         if (h.size >= 16) std::memcpy(&extra, at + 8, 8);
         n = extra > r_->data_end_ ? r_->data_end_ + 1 : n + extra;

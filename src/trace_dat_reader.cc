@@ -32,8 +32,6 @@
 namespace iotrace {
 namespace {
 
-// Bytes a cursor walks before the pages behind it are dropped from the page cache mapping:
-// bounds RSS to about (CPUs x this) whatever the file size.
 // Each CPU's stream is read through a ring of this many bytes (FileRing), fewer per CPU when
 // there are many CPUs, so that all rings together stay within kRingBudget.
 constexpr size_t kRingBytes = size_t{256} << 10;
@@ -151,7 +149,8 @@ class TraceDatReader final : public TraceReader {
   absl::Status ParseV7(ByteView file, size_t pos);
   absl::Status HandleOption(uint16_t id, ByteView data, bool v7);
   absl::Status ReadV6Flyrecord(ByteView file, size_t pos, const std::string& buffer, size_t* end);
-  absl::Status FinishMetadata(ByteView file);
+  // `data_file_size`: the size of the file the per-CPU streams are read from.
+  absl::Status FinishMetadata(uint64_t data_file_size);
   // v7: one metadata or options section's body, inflated into `owned` when it is compressed.
   absl::Status SectionBody(ByteView file, size_t pos, uint64_t size, uint16_t flags,
                            std::string_view what, std::string* owned, ByteView* body);
@@ -278,7 +277,7 @@ absl::Status TraceDatReader::ParseV6(ByteView file, size_t pos) {
   for (const BufferRef& b : buffers_) {
     IOTRACE_RETURN_IF_ERROR(ReadV6Flyrecord(file, b.offset, b.name, &end));
   }
-  return FinishMetadata(file);
+  return FinishMetadata(file.size);
 }
 
 absl::Status TraceDatReader::ReadV6Flyrecord(ByteView file, size_t pos, const std::string& buffer,
@@ -448,8 +447,9 @@ absl::Status TraceDatReader::ParseV7(ByteView file, size_t pos) {
   }
   if (std::find(compressed.begin(), compressed.end(), true) != compressed.end()) {
     IOTRACE_RETURN_IF_ERROR(InflateStreams(compressed));
+    return FinishMetadata(inflated_bytes_);
   }
-  return FinishMetadata(file_);
+  return FinishMetadata(file_.size);
 }
 
 absl::Status TraceDatReader::SectionBody(ByteView file, size_t pos, uint64_t size, uint16_t flags,
@@ -527,16 +527,10 @@ absl::Status TraceDatReader::InflateStreams(const std::vector<bool>& compressed)
     s.size = written - before;
   }
   inflated_bytes_ = written;
-  UniqueMapping map;
-  ByteView view;
-  if (written > 0) {
-    void* addr = mmap(nullptr, written, PROT_READ, MAP_PRIVATE, tmp.get(), 0);
-    if (addr == MAP_FAILED) return ErrnoError(errno, "mmap the inflated trace data in", inflated_where_);
-    map = UniqueMapping(addr, written);
-    view = ByteView(addr, written);
-  }
-  map_ = std::move(map);  // the original's metadata is parsed into owned strings by now
-  file_ = view;
+  // The streams are read from the inflated file from now on; the original's metadata is parsed
+  // into owned strings by now.
+  map_.Reset();
+  file_ = ByteView();
   data_fd_ = std::move(tmp);
   return absl::OkStatus();
 }
@@ -638,7 +632,7 @@ void TraceDatReader::AddStream(Stream s) {
   streams_.push_back(std::move(s));
 }
 
-absl::Status TraceDatReader::FinishMetadata(ByteView file) {
+absl::Status TraceDatReader::FinishMetadata(uint64_t data_file_size) {
   auto layout = ParseHeaderPage(meta_.header_page, meta_.page_size);
   if (!layout.ok()) return Annotate(layout.status(), absl::StrCat("read trace.dat ", path_));
   IOTRACE_RETURN_IF_ERROR(
@@ -656,11 +650,11 @@ absl::Status TraceDatReader::FinishMetadata(ByteView file) {
     if (auto it = page_sizes.find(s.buffer); it != page_sizes.end()) {
       s.layout.page_size = it->second;
     }
-    if (s.offset > file.size) {
+    if (s.offset > data_file_size) {
       s.size = 0;
       ++truncated_streams_;
-    } else if (s.size > file.size - s.offset) {
-      s.size = file.size - s.offset;
+    } else if (s.size > data_file_size - s.offset) {
+      s.size = data_file_size - s.offset;
       ++truncated_streams_;
     }
   }
@@ -728,8 +722,10 @@ absl::Status TraceDatReader::FinishMetadata(ByteView file) {
                                                    inflated_bytes_, inflated_where_));
   }
 
-  // The metadata is parsed into owned strings: let the kernel drop its pages.
-  size_t first_data = file.size;
+  // The metadata is parsed into owned strings: let the kernel drop the mapping's pages (the data
+  // is read with pread, never through the mapping).
+  if (!map_.valid()) return absl::OkStatus();
+  size_t first_data = map_.size();
   for (const Stream& s : streams_) first_data = std::min<size_t>(first_data, s.offset);
   size_t sys_page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   size_t meta_end = first_data / sys_page * sys_page;

@@ -9,9 +9,9 @@
 // and reused; the kernel copies the file's bytes into them as fast as `cat` reads them, and
 // they arrive in the cache just before they are parsed.
 //
-// Offsets are file offsets. The bytes of [released(), filled()) are readable at At(offset),
-// and stay where they are until Release() moves past them: a pointer into the ring stays valid
-// until then. When the live stretch outgrows the ring, a ring twice the size takes over; the
+// Offsets are file offsets. The bytes between the released and the filled offsets (see Fill and
+// Release) are readable at At(offset), and stay where they are until Release() moves past
+// them: a pointer into the ring stays valid until then. When the live stretch outgrows the ring, a ring twice the size takes over; the
 // old one stays mapped (with its bytes) until the FileRing goes, so pointers into it stay valid.
 //
 // StartReadAhead() moves the reads to a thread of their own, which keeps the ring as full as
@@ -51,15 +51,13 @@ class FileRing {
   bool reading_ahead() const { return async_ != nullptr; }
 
   const uint8_t* At(uint64_t offset) const { return base_ + (offset & mask_); }
-  uint64_t filled() const { return filled_; }
-  uint64_t released() const { return released_; }
   size_t capacity() const { return static_cast<size_t>(mask_ + 1); }
 
   // Makes [offset, offset + want) readable, reading ahead by at least a step when it reads.
   // Returns how many bytes from `offset` are readable: less than `want` only at the end of the
-  // stretch or after a read error (error() says which). An offset past filled() skips the bytes
-  // in between when nothing before it is live (released() == filled()); else they are read and
-  // kept until released like any others. Never below released().
+  // stretch or after a read error (error() says which). An offset past what was filled skips
+  // the bytes in between when nothing before it is live (all released); else they are read and
+  // kept until released like any others. Never below the released offset.
   uint64_t Fill(uint64_t offset, uint64_t want) {
     if (offset + want <= filled_) return filled_ - offset;
     return async_ != nullptr ? FillAhead(offset, want) : FillSlow(offset, want);

@@ -46,17 +46,17 @@ class SpscQueue {
       const uint32_t h = read_.load(std::memory_order_acquire);
       if (h & kFlag) return nullptr;
       if (((written_ - (h >> 1)) & kCountMask) < capacity_) return &slots_[write_slot_];
-      Sleep(read_, h, producer_sleeps_);
+      FutexSleep(read_, h, producer_sleeps_);
     }
   }
   // Producer: publishes the slot from BeginWrite().
   void EndWrite() {
     written_ = (written_ + 1) & kCountMask;
     write_slot_ = write_slot_ + 1 == capacity_ ? 0 : write_slot_ + 1;
-    Publish(write_, written_ << 1, consumer_sleeps_);
+    FutexPublish(write_, written_ << 1, consumer_sleeps_);
   }
   // Producer: no more slots will come; the consumer drains what is there, then gets nullptr.
-  void Close() { Publish(write_, written_ << 1 | kFlag, consumer_sleeps_); }
+  void Close() { FutexPublish(write_, written_ << 1 | kFlag, consumer_sleeps_); }
 
   // Consumer: the oldest published slot, waiting while there is none; nullptr once the
   // producer has closed the queue and every slot was read.
@@ -65,17 +65,17 @@ class SpscQueue {
       const uint32_t t = write_.load(std::memory_order_acquire);
       if ((t >> 1) != read_count_) return &slots_[read_slot_];
       if (t & kFlag) return nullptr;
-      Sleep(write_, t, consumer_sleeps_);
+      FutexSleep(write_, t, consumer_sleeps_);
     }
   }
   // Consumer: gives the slot from BeginRead() back to the producer.
   void EndRead() {
     read_count_ = (read_count_ + 1) & kCountMask;
     read_slot_ = read_slot_ + 1 == capacity_ ? 0 : read_slot_ + 1;
-    Publish(read_, read_count_ << 1, producer_sleeps_);
+    FutexPublish(read_, read_count_ << 1, producer_sleeps_);
   }
   // Consumer: stop; the producer's next BeginWrite() returns nullptr.
-  void Cancel() { Publish(read_, read_count_ << 1 | kFlag, producer_sleeps_); }
+  void Cancel() { FutexPublish(read_, read_count_ << 1 | kFlag, producer_sleeps_); }
 
  private:
   static constexpr uint32_t kFlag = 1;
@@ -83,12 +83,6 @@ class SpscQueue {
   // difference stays exact since it never exceeds the capacity.
   static constexpr uint32_t kCountMask = 0x7fffffff;
 
-  static void Sleep(std::atomic<uint32_t>& word, uint32_t seen, std::atomic<bool>& sleeps) {
-    FutexSleep(word, seen, sleeps);
-  }
-  static void Publish(std::atomic<uint32_t>& word, uint32_t value, std::atomic<bool>& sleeps) {
-    FutexPublish(word, value, sleeps);
-  }
 
   const uint32_t capacity_;
   std::unique_ptr<T[]> slots_;
