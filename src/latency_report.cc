@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -148,8 +149,9 @@ absl::Status ValidateReportOptions(const ReportOptions& o) {
                "the default, 131072, is far above any device queue depth");
   }
   if (o.threads < 0 || o.threads > 3) {
-    return bad(absl::StrFormat("--threads %d: must be 1, 2 or 3", o.threads),
-               "1: one thread; 2: + reading ahead; 3: + pairing on a thread of its own");
+    return bad(absl::StrFormat("--threads %d: must be 1, 2, 3 or 0 (auto)", o.threads),
+               "1: one thread; 2: + reading ahead; 3: + pairing on a thread of its own; "
+               "auto: pairing where it measures faster");
   }
   for (const std::string& d : o.devices) {
     if (d.empty()) return bad("--dev: empty device", "give MAJ:MIN (7:0) or a name (loop0)");
@@ -234,16 +236,52 @@ void LatencyReportBuilder::OnEvent(const RawEvent& event) {
   if (!decoder_.Decode(event, out)) return;
   if (batch_ != nullptr) {
     if (++batch_->size == EventBatch::kCapacity) PublishBatch();
-    return;
+  } else {
+    if (block_sink_ != nullptr) block_sink_->OnBlockEvent(event_);
+    matcher_->OnEvent(event_);
   }
-  if (block_sink_ != nullptr) block_sink_->OnBlockEvent(event_);
-  matcher_->OnEvent(event_);
+  if (placement_.has_value() && --stretch_left_ == 0) EndStretch();
 }
+
+namespace {
+
+uint64_t NowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+}  // namespace
 
 void LatencyReportBuilder::PublishBatch() {
   queue_->EndWrite();
+  // An apart stretch is timed from its first batch on: before that the pairing thread had
+  // nothing to do, which says nothing about how fast the two go together.
+  if (stretch_start_ns_ == 0) stretch_start_ns_ = NowNs();
   batch_ = queue_->BeginWrite();  // never nullptr: the pairing thread does not cancel
   batch_->size = 0;
+}
+
+void LatencyReportBuilder::EndStretch() {
+  if (batch_ != nullptr) {
+    // Apart: the stretch ends once its last event is paired.
+    if (batch_->size != 0) PublishBatch();
+    queue_->WaitDrained();  // true: the pairing thread does not cancel
+  }
+  const uint64_t now = NowNs();
+  placement_->Finished(placement_->stretch_events(), now - std::min(stretch_start_ns_, now));
+  if (placement_->apart()) {
+    // The pairing thread takes the matcher back with the next batch (the queue is empty and it
+    // waits for one; everything paired here happened before that batch is published).
+    batch_ = queue_->BeginWrite();
+    batch_->size = 0;
+    stretch_start_ns_ = 0;
+  } else {
+    // Pair here: the pairing thread has handed everything back and waits for a batch.
+    batch_ = nullptr;
+    stretch_start_ns_ = now;
+  }
+  stretch_left_ = placement_->stretch_events();
 }
 
 namespace {
@@ -258,26 +296,37 @@ int UsableCpus() {
 }  // namespace
 
 absl::Status LatencyReportBuilder::ReadAll(TraceReader& reader) {
-  const int threads = options_.threads > 0 ? options_.threads : (UsableCpus() >= 2 ? 2 : 1);
-  // 2: the kernel's copy of the file into the reader's ring overlaps the parsing (perf.data;
-  // ~10% faster on a 2-vCPU VM, bench/README.md).
+  int threads = options_.threads;
+  const bool adaptive = threads == 0 && UsableCpus() >= 2 && block_sink_ == nullptr;
+  if (threads == 0) threads = UsableCpus() >= 2 ? 3 : 1;
+  // 2 and up: the kernel's copy of the file into the reader's ring overlaps the parsing
+  // (perf.data; ~10% faster on a 2-vCPU VM, bench/README.md).
   reader.set_read_ahead(threads >= 2);
   // A block event sink sees events as they are decoded, in the caller's thread.
   if (threads < 3 || block_sink_ != nullptr) return reader.ReadAll(this);
 
-  // 3: pairing + histograms on this thread, reading + decoding on another. Only decoded block
-  // events cross (a few MiB in flight at most); the reading thread owns the reader, the decoder
-  // and the loss list, this one the matcher and the histograms, and nothing else is shared
-  // until the join. Measured slower than one thread on a 2-vCPU VM (the hand-off of 64 bytes
-  // per event between CPUs costs more than the pairing it moves): not the default.
+  // 3 and auto: pairing + histograms on this thread, reading + decoding on another. Only decoded
+  // block events cross (a few MiB in flight at most); the reading thread owns the reader, the
+  // decoder and the loss list, this one the matcher and the histograms, and nothing else is
+  // shared until the join. Auto also pairs on the reading thread, in the stretches where that
+  // measures faster: the queue is drained first, so the matcher has one user at a time, and the
+  // queue's hand-over orders its uses.
   SpscQueue<EventBatch> queue(4);
   queue_ = &queue;
   batch_ = queue.BeginWrite();
   batch_->size = 0;
+  if (adaptive) {
+    PairingPlacement::Options po;
+    if (options_.placement_probe_events != 0) po.probe_events = options_.placement_probe_events;
+    if (options_.placement_hold_events != 0) po.hold_events = options_.placement_hold_events;
+    placement_.emplace(po);
+    stretch_left_ = placement_->stretch_events();
+    stretch_start_ns_ = 0;
+  }
   absl::Status read_status;
   std::thread reading([this, &reader, &read_status] {
     read_status = reader.ReadAll(this);
-    if (batch_->size != 0) queue_->EndWrite();
+    if (batch_ != nullptr && batch_->size != 0) queue_->EndWrite();
     queue_->Close();
   });
   while (EventBatch* b = queue.BeginRead()) {

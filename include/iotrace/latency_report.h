@@ -19,6 +19,7 @@
 #include "iotrace/block_event.h"
 #include "iotrace/device_names.h"
 #include "iotrace/histogram.h"
+#include "iotrace/pairing_placement.h"
 #include "iotrace/request_matcher.h"
 #include "iotrace/spsc_queue.h"
 #include "iotrace/trace_reader.h"
@@ -64,9 +65,13 @@ struct ReportOptions {
   // Threads for building the report: 1 reads, decodes, pairs and counts on the calling thread;
   // 2 also lets the reader read the file ahead on a second thread (TraceReader::set_read_ahead);
   // 3 in addition reads and decodes on a thread other than the pairing one, which gets the
-  // decoded events in batches. 0 picks 2 when the process may run on two CPUs or more. The
-  // report is the same whatever the number.
+  // decoded events in batches. 0 (auto), when the process may run on two CPUs or more: reads
+  // ahead, and pairs on the reading thread or apart, whichever measures faster while the report
+  // runs (PairingPlacement); else 1. The report is the same whatever the number.
   int threads = 0;
+  // Auto's stretches, in events (0: PairingPlacement's defaults); tests make them small.
+  uint64_t placement_probe_events = 0;
+  uint64_t placement_hold_events = 0;
 
   // Where device names come from (tests point these at fixtures).
   std::string sysfs_root = "/sys";
@@ -200,6 +205,10 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   LatencyReport Finish(const ReadStats& reader_stats);
 
   const BlockDecoder& decoder() const { return decoder_; }
+  // Auto's placement decisions, after ReadAll (nullptr when the threads were fixed).
+  const PairingPlacement* placement() const {
+    return placement_.has_value() ? &*placement_ : nullptr;
+  }
   const RequestMatcher& matcher() const { return *matcher_; }
 
  private:
@@ -227,6 +236,8 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
 
   LatencyReportBuilder(const std::vector<EventFormat>& formats, const ReportOptions& options);
   void PublishBatch();
+  // Auto: the current stretch of events is over; time it and go on in the placement chosen.
+  void EndStretch();
   void OnRequestSample(const RequestSample& sample) override;
   DeviceSlot& SlotFor(uint32_t dev) {
     // Samples of one device come in long stretches: remember the last one.
@@ -259,6 +270,11 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // that OnEvent decodes into (nullptr otherwise).
   SpscQueue<EventBatch>* queue_ = nullptr;
   EventBatch* batch_ = nullptr;
+  // Auto: where pairing runs now (batch_ != nullptr: apart), events left in this stretch, and
+  // when its timing started (0: at the first batch published, for an apart stretch).
+  std::optional<PairingPlacement> placement_;
+  uint64_t stretch_left_ = 0;
+  uint64_t stretch_start_ns_ = 0;
 
   // Pairing thread (since_ns_ and until_ns_ are set by the reading thread at the first event,
   // before the first batch is published).

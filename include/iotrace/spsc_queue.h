@@ -55,6 +55,16 @@ class SpscQueue {
     write_slot_ = write_slot_ + 1 == capacity_ ? 0 : write_slot_ + 1;
     FutexPublish(write_, written_ << 1, consumer_sleeps_);
   }
+  // Producer: waits until the consumer has handed back every published slot (so that what it
+  // did with them happened before this returns); false once the consumer has cancelled.
+  bool WaitDrained() {
+    for (;;) {
+      const uint32_t h = read_.load(std::memory_order_acquire);
+      if (h & kFlag) return false;
+      if ((h >> 1) == written_) return true;
+      FutexSleep(read_, h, producer_sleeps_);
+    }
+  }
   // Producer: no more slots will come; the consumer drains what is there, then gets nullptr.
   void Close() { FutexPublish(write_, written_ << 1 | kFlag, consumer_sleeps_); }
 

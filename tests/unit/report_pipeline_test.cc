@@ -1,8 +1,10 @@
 // The report built with the file read ahead on a second thread (ReportOptions::threads = 2),
-// and also with reading + decoding and pairing on two threads (3), is the one built on a single
-// thread, byte for byte, on the recorded fixtures.
+// with reading + decoding and pairing on two threads (3), and with pairing moving between the
+// two as auto decides (0), is the one built on a single thread, byte for byte, on the recorded
+// fixtures.
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "iotrace/latency_report.h"
@@ -27,6 +29,21 @@ std::string JsonReport(const std::string& path, ReportOptions options, int threa
   return out.str();
 }
 
+// How often auto moved pairing between the threads on `path` (0 when it did not run: one CPU).
+uint64_t AutoSwitches(const std::string& path, ReportOptions options) {
+  options.threads = 0;
+  options.sysfs_root = options.procfs_root = "/nonexistent";
+  auto reader = TraceReader::Open(path);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return 0;
+  auto builder = LatencyReportBuilder::Create((*reader)->formats(), options);
+  EXPECT_TRUE(builder.ok()) << builder.status();
+  if (!builder.ok()) return 0;
+  EXPECT_TRUE((*builder)->ReadAll(**reader).ok());
+  const PairingPlacement* p = (*builder)->placement();
+  return p == nullptr ? 0 : p->switches();
+}
+
 class ReportPipelineTest : public testing::TestWithParam<std::string> {};
 
 TEST_P(ReportPipelineTest, MoreThreadsGiveTheSingleThreadReport) {
@@ -42,6 +59,14 @@ TEST_P(ReportPipelineTest, MoreThreadsGiveTheSingleThreadReport) {
     EXPECT_GT(one.size(), 1000u);
     EXPECT_EQ(JsonReport(path, o, 2), one);
     EXPECT_EQ(JsonReport(path, o, 3), one);
+    EXPECT_EQ(JsonReport(path, o, 0), one);
+    // Auto with stretches of a few events: pairing changes threads back and forth (at least
+    // once per probe and hold: a dozen times or more on the smallest fixture).
+    ReportOptions often = o;
+    often.placement_probe_events = 7;
+    often.placement_hold_events = 29;
+    EXPECT_EQ(JsonReport(path, often, 0), one);
+    if (std::thread::hardware_concurrency() >= 2) EXPECT_GE(AutoSwitches(path, often), 8u);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "iotrace/spsc_queue.h"
 
+#include <chrono>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -86,6 +87,50 @@ TEST(SpscQueueTest, TransfersEveryBatchInOrderBetweenThreads) {
   producer.join();
   EXPECT_TRUE(in_order);
   EXPECT_EQ(batches, kBatches);
+}
+
+// WaitDrained returns only once the consumer has handed back every published slot, and what
+// the consumer did with them (here: a plain sum, no atomics) is then visible to the producer,
+// which may take over that state and give it back, as the report does when it moves pairing
+// between threads.
+TEST(SpscQueueTest, WaitDrainedHandsTheConsumersWorkBack) {
+  SpscQueue<Batch> q(4);
+  uint64_t sum = 0;  // written by the consumer, then by the producer between drains
+  std::thread consumer([&] {
+    while (Batch* b = q.BeginRead()) {
+      for (size_t k = 0; k < b->size; ++k) sum += b->values[k];
+      q.EndRead();
+    }
+  });
+  uint64_t expected = 0;
+  for (uint64_t round = 0; round < 500; ++round) {
+    for (uint64_t i = 0; i < 1 + round % 7; ++i) {
+      Batch* b = q.BeginWrite();
+      ASSERT_NE(b, nullptr);
+      b->size = 16;
+      for (size_t k = 0; k < 16; ++k) expected += b->values[k] = round * 100 + i * 16 + k;
+      q.EndWrite();
+    }
+    ASSERT_TRUE(q.WaitDrained());
+    ASSERT_EQ(sum, expected) << "round " << round;
+    sum += 1;  // the producer's own turn on the shared state
+    ++expected;
+  }
+  q.Close();
+  consumer.join();
+  EXPECT_EQ(sum, expected);
+}
+
+TEST(SpscQueueTest, WaitDrainedReturnsFalseOnceCancelled) {
+  SpscQueue<Batch> q(2);
+  q.BeginWrite();
+  q.EndWrite();
+  bool drained = true;
+  std::thread producer([&] { drained = q.WaitDrained(); });  // the slot is never read
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  q.Cancel();
+  producer.join();
+  EXPECT_FALSE(drained);
 }
 
 TEST(SpscQueueTest, CancelWakesAProducerWaitingForRoom) {

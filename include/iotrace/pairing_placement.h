@@ -1,0 +1,56 @@
+// Where the report pairs events while it runs: on the thread that reads and decodes them
+// ("here"), or on a thread of its own that gets them in batches ("apart"). Which is faster
+// depends on the machine at the time: on a 2-vCPU VM the hand-off of each decoded event from one
+// CPU to the other has cost anywhere from much less than the pairing it moves to more
+// (bench/README.md), with no change to the program. So the report measures both as it goes and
+// keeps the faster: it runs stretches of events in one placement, times each (an apart stretch
+// until its last event is paired), and after a short probe of each placement holds the faster
+// for a long stretch, then probes the other again, and so on.
+//
+// This class is only the decision; LatencyReportBuilder moves the events. Times are whatever
+// the caller measures (nanoseconds of wall time); only their ratios matter.
+#ifndef IOTRACE_PAIRING_PLACEMENT_H_
+#define IOTRACE_PAIRING_PLACEMENT_H_
+
+#include <cstdint>
+
+namespace iotrace {
+
+class PairingPlacement {
+ public:
+  struct Options {
+    uint64_t probe_events = uint64_t{1} << 16;  // a probe of one placement (~2 ms)
+    uint64_t hold_events = uint64_t{1} << 20;   // a stretch in the faster one (~40 ms)
+  };
+
+  PairingPlacement() : PairingPlacement(Options{}) {}
+  explicit PairingPlacement(const Options& options);
+
+  // The placement of the current stretch, and its length in events (the caller may run a few
+  // more to reach a batch boundary, and says how many it ran).
+  bool apart() const { return apart_; }
+  uint64_t stretch_events() const { return probing_ ? options_.probe_events : options_.hold_events; }
+
+  // The current stretch ran `events` events in `ns`: record its cost, move to the next one.
+  void Finished(uint64_t events, uint64_t ns);
+
+  // What was measured last, per event (0 until measured), and how the stretches went.
+  double ns_per_event(bool apart) const { return cost_[apart ? 1 : 0]; }
+  uint64_t stretches() const { return stretches_; }
+  uint64_t switches() const { return switches_; }
+
+ private:
+  Options options_;
+  // The sequence: probe apart, probe here, hold the faster; then probe the other, hold the
+  // faster of its probe and the last hold; and so on.
+  bool apart_ = true;
+  bool probing_ = true;
+  bool first_probe_ = true;
+  double cost_[2] = {0, 0};
+  uint64_t stretches_ = 0;
+  uint64_t switches_ = 0;
+};
+
+}  // namespace iotrace
+
+#endif  // IOTRACE_PAIRING_PLACEMENT_H_

@@ -1,0 +1,80 @@
+#include "iotrace/pairing_placement.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace iotrace {
+namespace {
+
+// Runs the policy against fixed per-event costs and returns the placement of each stretch.
+std::vector<bool> Drive(PairingPlacement& p, double apart_ns, double here_ns, int stretches) {
+  std::vector<bool> seen;
+  for (int i = 0; i < stretches; ++i) {
+    seen.push_back(p.apart());
+    const uint64_t n = p.stretch_events();
+    p.Finished(n, static_cast<uint64_t>(n * (p.apart() ? apart_ns : here_ns)));
+  }
+  return seen;
+}
+
+TEST(PairingPlacementTest, ProbesBothThenHoldsTheFasterAndProbesTheOtherBetweenHolds) {
+  PairingPlacement::Options o;
+  o.probe_events = 100;
+  o.hold_events = 1000;
+  PairingPlacement p(o);
+  // Apart costs 20 ns per event, here 30: probe apart, probe here, hold apart, probe here, ...
+  const std::vector<bool> seen = Drive(p, 20, 30, 8);
+  EXPECT_EQ(seen, (std::vector<bool>{true, false, true, false, true, false, true, false}));
+  EXPECT_DOUBLE_EQ(p.ns_per_event(true), 20);
+  EXPECT_DOUBLE_EQ(p.ns_per_event(false), 30);
+  EXPECT_EQ(p.stretches(), 8u);
+}
+
+TEST(PairingPlacementTest, HoldsHereWhenTheHandOffCostsMore) {
+  PairingPlacement::Options o;
+  o.probe_events = 100;
+  o.hold_events = 1000;
+  PairingPlacement p(o);
+  std::vector<uint64_t> lengths;
+  std::vector<bool> seen;
+  for (int i = 0; i < 6; ++i) {
+    seen.push_back(p.apart());
+    lengths.push_back(p.stretch_events());
+    p.Finished(p.stretch_events(), p.stretch_events() * (p.apart() ? 50 : 30));
+  }
+  // probe apart, probe here, hold here, probe apart, hold here, probe apart
+  EXPECT_EQ(seen, (std::vector<bool>{true, false, false, true, false, true}));
+  EXPECT_EQ(lengths, (std::vector<uint64_t>{100, 100, 1000, 100, 1000, 100}));
+}
+
+TEST(PairingPlacementTest, FollowsTheMachineWhenItChanges) {
+  PairingPlacement::Options o;
+  o.probe_events = 10;
+  o.hold_events = 100;
+  PairingPlacement p(o);
+  Drive(p, 20, 30, 3);  // probes, then a hold apart
+  ASSERT_FALSE(p.apart());  // probing here
+  // The hand-off gets dearer: the here probe still loses to the last apart hold (20), but the
+  // next apart hold measures 60, and the here probe after it wins.
+  Drive(p, 60, 30, 1);
+  EXPECT_TRUE(p.apart());
+  Drive(p, 60, 30, 2);  // the apart hold at 60, the here probe at 30
+  EXPECT_FALSE(p.apart());
+  EXPECT_EQ(p.stretch_events(), 100u);  // holding here
+}
+
+TEST(PairingPlacementTest, CountsSwitchesAndNeverStretchesZeroEvents) {
+  PairingPlacement::Options o;
+  o.probe_events = 0;
+  o.hold_events = 0;
+  PairingPlacement p(o);
+  EXPECT_EQ(p.stretch_events(), 1u);
+  // apart (probe), here (probe), apart (hold), here (probe), then back to an apart hold
+  Drive(p, 20, 30, 4);
+  EXPECT_TRUE(p.apart());
+  EXPECT_EQ(p.switches(), 4u);
+}
+
+}  // namespace
+}  // namespace iotrace
