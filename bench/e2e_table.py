@@ -27,9 +27,11 @@ REPORT_TOOLS = [
     ("cat-perfdata", "cat perf.data >/dev/null (floor)"),
     ("perf-script", "perf script"),
     ("iotrace-report-perfdata", "iotrace report (perf.data)"),
+    ("iotrace-report-perfdata-t1", "iotrace report --threads 1 (perf.data)"),
     ("cat-tracedat", "cat trace.dat >/dev/null (floor)"),
     ("trace-cmd-report", "trace-cmd report"),
     ("iotrace-report-tracedat", "iotrace report (trace.dat)"),
+    ("iotrace-report-tracedat-t1", "iotrace report --threads 1 (trace.dat)"),
     ("btt", "btt (same events, blktrace format)"),
 ]
 
@@ -266,6 +268,8 @@ def main():
              ratio(m["wall"], rpt[floor]["wall"]), fmt_x, "<= 4x", lambda v: v <= 4)
         line(f"iotrace report {fmt_name}: peak RSS", s(m["rss"]),
              lambda v: f"{v:.3g} MiB", "< 64 MiB", lambda v: v < 64)
+        line(f"iotrace report {fmt_name}: --threads 1 wall / default's (context)",
+             ratio(rpt[mine + "-t1"]["wall"], m["wall"]), fmt_x)
     print("\n".join(out))
 
 

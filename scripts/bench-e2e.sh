@@ -368,14 +368,29 @@ report_run() {  # report_run REP TOOL EVENTS FILE command...
   log "  $tool: ${wall}s wall, ${m} KiB peak RSS"
 }
 
+# The cross-CPU round trip of one cache line (bench/handoff_benchmark.cc), in ns: on a VM it
+# moves with where the hypervisor runs the vCPUs, and with it whether pairing on a thread of its
+# own pays (`iotrace report --threads auto` decides that as it runs; --threads 1 never does).
+cross_cpu_rt() {
+  "$repo/build/handoff_benchmark" --benchmark_filter=RoundTrip --benchmark_min_time=0.2 \
+    --benchmark_format=csv 2>/dev/null | awk -F, '/BM_CrossCpuRoundTrip/ {printf "%.0f", $3}'
+}
+round_trips=()
 for rep in $(seq 1 "$report_reps"); do
   log "report repetition $rep/$report_reps"
+  rt=$(cross_cpu_rt || true)
+  round_trips+=("${rt:-n/a}")
+  log "  cross-CPU round trip: ${rt:-n/a} ns"
   report_run "$rep" cat-perfdata "$pd_events" "$pd" cat "$pd"
   report_run "$rep" perf-script "$pd_events" "$pd" perf script -i "$pd"
   report_run "$rep" iotrace-report-perfdata "$pd_events" "$pd" "$iotrace" report -i "$pd"
+  report_run "$rep" iotrace-report-perfdata-t1 "$pd_events" "$pd" "$iotrace" report -i "$pd" \
+    --threads 1
   report_run "$rep" cat-tracedat "$td_events" "$td" cat "$td"
   report_run "$rep" trace-cmd-report "$td_events" "$td" trace-cmd report -i "$td"
   report_run "$rep" iotrace-report-tracedat "$td_events" "$td" "$iotrace" report -i "$td"
+  report_run "$rep" iotrace-report-tracedat-t1 "$td_events" "$td" "$iotrace" report -i "$td" \
+    --threads 1
   if command -v btt >/dev/null && [ -s "$work/report.blktrace" ]; then
     mkdir -p "$work/btt"
     report_run "$rep" btt "$td_events" "$work/report.blktrace" \
@@ -392,7 +407,8 @@ $(perf --version 2>/dev/null), trace-cmd $(trace-cmd --version 2>/dev/null | awk
 $(bpftrace --version 2>/dev/null || echo 'no bpftrace'), iotrace $(git -C "$repo" rev-parse --short HEAD). \
 fio 4k randread iodepth 16 libaio direct on a loop device (mq-deadline), pinned to CPU 0, \
 ${seconds}s per run, $reps repetitions interleaved; report phase on $pd_events events \
-(perf.data) / $td_events events (trace.dat), $report_reps repetitions. $(date -u '+%Y-%m-%d %H:%M UTC')."
+(perf.data) / $td_events events (trace.dat), $report_reps repetitions; cross-CPU round trip \
+before each report repetition: ${round_trips[*]} ns. $(date -u '+%Y-%m-%d %H:%M UTC')."
 python3 "$repo/bench/e2e_table.py" "$raw" --header "$header" >"$table"
 cat "$table"
 log "table: $table; raw numbers: $raw"
