@@ -100,9 +100,11 @@ class SortedRunMerger {
     uint64_t index = 0;      // scan index of the current record
     uint64_t last_time = 0;  // time of the run's last scanned record
     uint64_t seq = 0;        // creation order: breaks ties so equal times keep file order
-    // Where the first record Scan did not time lies in the run (no such record: ~0). Records
-    // before it are all timed: the cursor revisits them with PeekTimed.
+    // Where the next record Scan did not time lies in the run, at or after the cursor (none
+    // known: ~0), and its number in untimed_. Records before it are all timed: the cursor
+    // revisits them with PeekTimed, and only that record with Peek.
     uint64_t untimed_from = ~uint64_t{0};
+    uint64_t untimed_seq = 0;
     bool ready = false;      // has a current record (is in the heap)
     bool closed = false;     // a later run exists: this one gets no more records
   };
@@ -177,8 +179,15 @@ class SortedRunMerger {
     const uint64_t index = scanned_++;
     scan_pos_ = next;
     bool changed = false;
-    if (kind != ScanKind::kTimed && open_ != kNone && ring_[open_].untimed_from == ~uint64_t{0}) {
-      ring_[open_].untimed_from = pos;
+    if (kind != ScanKind::kTimed) {
+      // Remembered so that a cursor steps over it and goes on with PeekTimed (round marks fall
+      // inside runs: without this, the rest of such a run would be revisited with Peek).
+      const uint64_t seq = untimed_base_ + (untimed_.size() - untimed_head_);
+      untimed_.push_back(pos);
+      if (open_ != kNone && ring_[open_].untimed_from == ~uint64_t{0}) {
+        ring_[open_].untimed_from = pos;
+        ring_[open_].untimed_seq = seq;
+      }
     }
     if (kind == ScanKind::kRoundEnd) {
       // perf's ordered_events: a round mark makes final what was seen before the previous one
@@ -254,16 +263,19 @@ class SortedRunMerger {
       uint64_t p = r.next;
       uint64_t index = r.index + 1;
       bool found = false;
-      if (p < r.end && p < r.untimed_from) {
+      while (p < r.end) {
         uint64_t n = 0;
-        PeekTimed(p, &n, &r.item);
-        r.pos = p;
-        r.next = n;
-        r.index = index;
-        found = true;
-      }
-      while (!found && p < r.end) {
-        uint64_t n = 0;
+        if (p < r.untimed_from) {
+          PeekTimed(p, &n, &r.item);
+          r.pos = p;
+          r.next = n;
+          r.index = index;
+          found = true;
+          break;
+        }
+        // At the run's next untimed record (or past it, when the cursor jumped ahead while it
+        // waited for the scan): move the mark beyond p, and look this record over with Peek.
+        while (r.untimed_from <= p) NextUntimed(r);
         if (source_->Peek(p, &n, &r.item)) {
           r.pos = p;
           r.next = n;
@@ -316,6 +328,19 @@ class SortedRunMerger {
     }
   }
 
+  // Moves the run's untimed mark to the next untimed record the list holds for it, or to ~0 (the
+  // scan sets it again when it adds one to the open run). Marks only increase.
+  void NextUntimed(RunCursor& r) {
+    const uint64_t seq = std::max(r.untimed_seq + 1, untimed_base_);
+    const uint64_t i = untimed_head_ + (seq - untimed_base_);
+    if (i < untimed_.size() && untimed_[i] < r.end) {
+      r.untimed_from = untimed_[i];
+      r.untimed_seq = seq;
+    } else {
+      r.untimed_from = ~uint64_t{0};
+    }
+  }
+
   void PopExhaustedFront() {
     while (live_ > 0 && ring_[head_].closed && !ring_[head_].ready) {
       head_ = (head_ + 1) % ring_.size();
@@ -329,6 +354,18 @@ class SortedRunMerger {
     if (low >= released_ + limits_.release_step) {
       source_->Release(low);
       released_ = low;
+      // Untimed records below every cursor are behind every run; the list keeps its room.
+      while (untimed_head_ < untimed_.size() && untimed_[untimed_head_] < low) {
+        ++untimed_head_;
+        ++untimed_base_;
+      }
+      if (untimed_head_ == untimed_.size()) {
+        untimed_.clear();
+        untimed_head_ = 0;
+      } else if (untimed_head_ >= 1024 && 2 * untimed_head_ >= untimed_.size()) {
+        untimed_.erase(untimed_.begin(), untimed_.begin() + static_cast<ptrdiff_t>(untimed_head_));
+        untimed_head_ = 0;
+      }
     }
   }
 
@@ -376,6 +413,11 @@ class SortedRunMerger {
   size_t live_ = 0;
   uint32_t open_ = kNone;       // the run the scan extends
   std::vector<uint32_t> heap_;  // ready runs, earliest current record first
+  // Positions of the records Scan did not time, in stream order, from number untimed_base_ on
+  // (those below the oldest cursor are dropped as it moves).
+  std::vector<uint64_t> untimed_;
+  size_t untimed_head_ = 0;
+  uint64_t untimed_base_ = 0;
 
   bool rounds_seen_ = false;
   static constexpr int kRoundSlots = 9;

@@ -266,6 +266,34 @@ TEST(PerfDataMergerTest, StopEndsTheStreamAfterEmittingWhatCameBefore) {
   EXPECT_EQ(Tags(source), (std::vector<uint64_t>{2, 1}));
 }
 
+// Untimed records (round marks, COMM, ...) inside a run do not send the rest of it down the
+// slow path: every timed record is revisited with PeekTimed, only the untimed ones with Peek.
+// The stream is laid out as `perf record -a` writes it: per round, each CPU's drain, then the
+// mark; a CPU's drain often goes on from the previous CPU's in time, so runs cross the marks.
+TEST(PerfDataMergerTest, UntimedRecordsInsideARunKeepTheTimedOnesOnTheFastPath) {
+  std::vector<ToyRecord> records;
+  uint64_t tag = 0;
+  for (uint64_t round = 0; round < 20; ++round) {
+    for (uint64_t cpu = 0; cpu < 2; ++cpu) {
+      for (uint64_t i = 0; i < 5; ++i) {
+        records.push_back({ScanKind::kTimed, round * 10 + 2 * i + cpu, 16, ++tag});
+        if ((tag + round) % 7 == 0) records.push_back({ScanKind::kUntimed, 0, 24, 0});  // COMM
+      }
+    }
+    records.push_back({ScanKind::kRoundEnd, 0, 8, 0});
+  }
+  for (int lag : {1, 2}) {
+    MergeLimits limits;
+    limits.round_lag = lag;
+    ToySource source(records);
+    SortedRunMerger<ToySource> merger(&source, 0, source.end(), limits);
+    merger.Run();
+    EXPECT_EQ(Tags(source), StableOrder(records)) << "lag " << lag;
+    EXPECT_EQ(source.timed_peeks, 200) << "lag " << lag;
+    EXPECT_EQ(merger.counters().out_of_order, 0u);
+  }
+}
+
 TEST(PerfDataMergerTest, EmptyAndUntimedOnlyStreamsEmitNothing) {
   ToySource empty({});
   SortedRunMerger<ToySource> m1(&empty, 0, 0);
