@@ -220,6 +220,11 @@ class SortedRunMerger {
         }
         o.last_time = t;
       } else {
+        // Decoded before the closed runs are let go: with none left, their release reaches the
+        // scan position, past this record.
+        Item first;
+        uint64_t n = 0;
+        PeekTimed(pos, &n, &first);
         if (open_ != kNone) {
           ring_[open_].closed = true;
           PopExhaustedFront();
@@ -228,8 +233,7 @@ class SortedRunMerger {
         const uint32_t slot = static_cast<uint32_t>((head_ + live_) % ring_.size());
         ++live_;
         RunCursor& r = ring_[slot];
-        uint64_t n = 0;
-        PeekTimed(pos, &n, &r.item);
+        r.item = first;
         r.pos = pos;
         r.untimed_from = ~uint64_t{0};
         r.next = next;

@@ -294,6 +294,39 @@ TEST(PerfDataMergerTest, UntimedRecordsInsideARunKeepTheTimedOnesOnTheFastPath) 
   }
 }
 
+// Small release steps, windows and run caps with many untimed records: every timed record comes
+// out once, nothing released is looked at again (ToySource checks each Peek), the untimed list is
+// trimmed and compacted as cursors pass, and when nothing came out early (forced by a cap, or
+// out of order past the window) the order is a stable sort.
+TEST(PerfDataMergerTest, TightLimitsWithManyUntimedRecordsKeepEveryRecordAndReleaseNothingLive) {
+  std::mt19937 rng(11);
+  int in_order_trials = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const std::vector<ToyRecord> records = RandomRuns(&rng, 100 + trial * 5, 1000);
+    MergeLimits limits;
+    limits.release_step = 1 + rng() % 64;
+    if (trial % 3 == 0) limits.max_runs = 2 + rng() % 4;  // forced emission
+    if (trial % 3 == 1) {                                  // early emission, out of order
+      limits.window_bytes = 64 + rng() % 1024;
+      limits.window_records = 4 + rng() % 64;
+    }
+    ToySource source(records);
+    SortedRunMerger<ToySource> merger(&source, 0, source.end(), limits);
+    merger.Run();
+    std::vector<uint64_t> got = Tags(source);
+    std::vector<uint64_t> want = StableOrder(records);
+    if (merger.counters().forced == 0 && merger.counters().out_of_order == 0) {
+      EXPECT_EQ(got, want) << "trial " << trial;
+      ++in_order_trials;
+    }
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(got, want) << "trial " << trial;
+    EXPECT_GT(source.releases, 1) << "trial " << trial;
+  }
+  EXPECT_GE(in_order_trials, 20);  // every trial with the default window and run cap
+}
+
 TEST(PerfDataMergerTest, EmptyAndUntimedOnlyStreamsEmitNothing) {
   ToySource empty({});
   SortedRunMerger<ToySource> m1(&empty, 0, 0);
