@@ -255,9 +255,6 @@ uint64_t NowNs() {
 
 void LatencyReportBuilder::PublishBatch() {
   queue_->EndWrite();
-  // An apart stretch is timed from its first batch on: before that the pairing thread had
-  // nothing to do, which says nothing about how fast the two go together.
-  if (stretch_start_ns_ == 0) stretch_start_ns_ = NowNs();
   batch_ = queue_->BeginWrite();  // never nullptr: the pairing thread does not cancel
   batch_->size = 0;
 }
@@ -268,6 +265,9 @@ void LatencyReportBuilder::EndStretch() {
     if (batch_->size != 0) PublishBatch();
     queue_->WaitDrained();  // true: the pairing thread does not cancel
   }
+  // Both placements are timed the same way, from the end of the stretch before to the moment
+  // this one's last event is paired: an apart stretch pays for filling and draining the queue,
+  // as it would whenever it runs.
   const uint64_t now = NowNs();
   placement_->Finished(placement_->stretch_events(), now - std::min(stretch_start_ns_, now));
   if (placement_->apart()) {
@@ -275,12 +275,11 @@ void LatencyReportBuilder::EndStretch() {
     // waits for one; everything paired here happened before that batch is published).
     batch_ = queue_->BeginWrite();
     batch_->size = 0;
-    stretch_start_ns_ = 0;
   } else {
     // Pair here: the pairing thread has handed everything back and waits for a batch.
     batch_ = nullptr;
-    stretch_start_ns_ = now;
   }
+  stretch_start_ns_ = now;
   stretch_left_ = placement_->stretch_events();
 }
 
@@ -297,8 +296,9 @@ int UsableCpus() {
 
 absl::Status LatencyReportBuilder::ReadAll(TraceReader& reader) {
   int threads = options_.threads;
-  const bool adaptive = threads == 0 && UsableCpus() >= 2 && block_sink_ == nullptr;
-  if (threads == 0) threads = UsableCpus() >= 2 ? 3 : 1;
+  const bool two_cpus = UsableCpus() >= 2 || options_.placement_on_one_cpu;
+  const bool adaptive = threads == 0 && two_cpus && block_sink_ == nullptr;
+  if (threads == 0) threads = two_cpus ? 3 : 1;
   // 2 and up: the kernel's copy of the file into the reader's ring overlaps the parsing
   // (perf.data; ~10% faster on a 2-vCPU VM, bench/README.md).
   reader.set_read_ahead(threads >= 2);
@@ -321,7 +321,7 @@ absl::Status LatencyReportBuilder::ReadAll(TraceReader& reader) {
     if (options_.placement_hold_events != 0) po.hold_events = options_.placement_hold_events;
     placement_.emplace(po);
     stretch_left_ = placement_->stretch_events();
-    stretch_start_ns_ = 0;
+    stretch_start_ns_ = NowNs();
   }
   absl::Status read_status;
   std::thread reading([this, &reader, &read_status] {

@@ -67,11 +67,14 @@ struct ReportOptions {
   // 3 in addition reads and decodes on a thread other than the pairing one, which gets the
   // decoded events in batches. 0 (auto), when the process may run on two CPUs or more: reads
   // ahead, and pairs on the reading thread or apart, whichever measures faster while the report
-  // runs (PairingPlacement); else 1. The report is the same whatever the number.
+  // runs (PairingPlacement); with a block event sink (--events), as 2; on one CPU, as 1. The
+  // report is the same whatever the number.
   int threads = 0;
-  // Auto's stretches, in events (0: PairingPlacement's defaults); tests make them small.
+  // Auto's stretches, in events (0: PairingPlacement's defaults), and auto even when one CPU is
+  // usable: tests make the stretches small and run auto wherever they run.
   uint64_t placement_probe_events = 0;
   uint64_t placement_hold_events = 0;
+  bool placement_on_one_cpu = false;
 
   // Where device names come from (tests point these at fixtures).
   std::string sysfs_root = "/sys";
@@ -250,9 +253,10 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   void CloseInterval(Group* g);
   bool PassesProcessFilter(const RequestSample& s) const;
 
-  // With pairing on a thread of its own (threads 3), the members below fall into three
+  // With pairing on a thread of its own (threads 3, auto), the members below fall into three
   // groups: set up before the run and only read during it; written by the reading thread for
-  // every event; read or written by the pairing thread for every event or sample. The last two
+  // every event; read or written by whichever thread pairs, for every event or sample (under
+  // auto the reading thread too, in its stretches, while the pairing thread waits). The last two
   // groups start on cache lines of their own, so that neither thread's writes evict lines the
   // other reads all the time (false sharing).
   ReportOptions options_;
@@ -271,7 +275,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   SpscQueue<EventBatch>* queue_ = nullptr;
   EventBatch* batch_ = nullptr;
   // Auto: where pairing runs now (batch_ != nullptr: apart), events left in this stretch, and
-  // when its timing started (0: at the first batch published, for an apart stretch).
+  // when it started (the end of the stretch before).
   std::optional<PairingPlacement> placement_;
   uint64_t stretch_left_ = 0;
   uint64_t stretch_start_ns_ = 0;
