@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "iotrace/clock.h"
 #include "iotrace/fd.h"
 #include "iotrace/perf_capture.h"
 #include "iotrace/status.h"
@@ -24,11 +25,7 @@
 namespace iotrace {
 namespace {
 
-uint64_t NowMs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1000000;
-}
+uint64_t NowMs() { return MonotonicNs() / 1000000; }
 
 // The check events this kernel offers (all of them: each catches other idle-time contexts),
 // or just `wanted`.

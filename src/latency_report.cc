@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -12,6 +11,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "iotrace/clock.h"
 #include "iotrace/status.h"
 
 namespace iotrace {
@@ -243,16 +243,6 @@ void LatencyReportBuilder::OnEvent(const RawEvent& event) {
   if (placement_.has_value() && --stretch_left_ == 0) EndStretch();
 }
 
-namespace {
-
-uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
-}  // namespace
-
 void LatencyReportBuilder::PublishBatch() {
   queue_->EndWrite();
   batch_ = queue_->BeginWrite();  // never nullptr: the pairing thread does not cancel
@@ -268,7 +258,7 @@ void LatencyReportBuilder::EndStretch() {
   // Both placements are timed the same way, from the end of the stretch before to the moment
   // this one's last event is paired: an apart stretch pays for filling and draining the queue,
   // as it would whenever it runs.
-  const uint64_t now = NowNs();
+  const uint64_t now = MonotonicNs();
   placement_->Finished(placement_->stretch_events(), now - std::min(stretch_start_ns_, now));
   if (placement_->apart()) {
     // The pairing thread takes the matcher back with the next batch (the queue is empty and it
@@ -321,7 +311,7 @@ absl::Status LatencyReportBuilder::ReadAll(TraceReader& reader) {
     if (options_.placement_hold_events != 0) po.hold_events = options_.placement_hold_events;
     placement_.emplace(po);
     stretch_left_ = placement_->stretch_events();
-    stretch_start_ns_ = NowNs();
+    stretch_start_ns_ = MonotonicNs();
   }
   absl::Status read_status;
   std::thread reading([this, &reader, &read_status] {

@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "iotrace/backend_check.h"
 #include "iotrace/block_dev.h"
+#include "iotrace/clock.h"
 #include "iotrace/ftrace_capture.h"
 #include "iotrace/perf_capture.h"
 #include "iotrace/perf_data_writer.h"
@@ -29,12 +30,6 @@
 
 namespace iotrace {
 namespace {
-
-uint64_t NowNs(clockid_t clock) {
-  struct timespec ts;
-  clock_gettime(clock, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
 
 
 // Blocks the signals the recorder handles and reads them from a signalfd instead, so that the
@@ -183,7 +178,7 @@ absl::Status RunLoop(const RecordOptions& opt, RunningCapture& cap, SignalGuard&
   uint64_t last_check_ns = start_ns;
   absl::Status failure;
   for (;;) {
-    uint64_t now = NowNs(CLOCK_MONOTONIC);
+    uint64_t now = MonotonicNs();
     double elapsed = (now - start_ns) / 1e9;
     if (opt.duration_s > 0 && elapsed >= opt.duration_s) {
       summary->stop_reason = "duration";
@@ -211,7 +206,7 @@ absl::Status RunLoop(const RecordOptions& opt, RunningCapture& cap, SignalGuard&
       summary->stop_reason = "command exit";
       break;
     }
-    now = NowNs(CLOCK_MONOTONIC);
+    now = MonotonicNs();
     bool check = now - last_check_ns >= 1000000000ull;
     if (check) last_check_ns = now;
     failure = cap.Drain(check);
@@ -257,7 +252,7 @@ class PerfRun : public RunningCapture {
     IOTRACE_RETURN_IF_ERROR(
         cap_.DrainAll([&](int, ByteView a, ByteView b) { return writer_.AppendData(a, b); }));
     IOTRACE_RETURN_IF_ERROR(writer_.AppendFinishedRound());
-    if (check) IOTRACE_RETURN_IF_ERROR(WriteSilentDrops(NowNs(CLOCK_MONOTONIC)));
+    if (check) IOTRACE_RETURN_IF_ERROR(WriteSilentDrops(MonotonicNs()));
     return absl::OkStatus();
   }
 
@@ -284,7 +279,7 @@ class PerfRun : public RunningCapture {
       s = cap_.DrainAll([&](int, ByteView a, ByteView b) { return writer_.AppendData(a, b); });
       if (failure.ok()) failure = s;
       if (!writer_.disk_full()) {
-        s = WriteSilentDrops(NowNs(CLOCK_MONOTONIC));
+        s = WriteSilentDrops(MonotonicNs());
         if (failure.ok()) failure = s;
       }
     }
@@ -374,7 +369,7 @@ absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& 
   IOTRACE_RETURN_IF_ERROR(run.WatchFd(signals.fd()));
   AnnounceBackend(*summary);
   IOTRACE_RETURN_IF_ERROR(cap->Enable());
-  const uint64_t start_ns = NowNs(CLOCK_MONOTONIC);
+  const uint64_t start_ns = MonotonicNs();
   if (child) {
     absl::Status s = child->Release();
     if (!s.ok()) {
@@ -386,7 +381,7 @@ absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& 
   absl::Status failure = RunLoop(opt, run, signals, child ? &*child : nullptr, start_ns, summary);
   absl::Status s = run.Stop();
   if (failure.ok()) failure = s;
-  const uint64_t end_ns = NowNs(CLOCK_MONOTONIC);
+  const uint64_t end_ns = MonotonicNs();
   s = writer->Finish();
   if (failure.ok()) failure = s;
 
@@ -456,7 +451,7 @@ absl::StatusOr<int> RecordWithFtrace(const RecordOptions& opt, const std::string
   IOTRACE_RETURN_IF_ERROR(run.WatchFd(signals.fd()));
   AnnounceBackend(*summary);
   IOTRACE_RETURN_IF_ERROR(cap->Start());
-  const uint64_t start_ns = NowNs(CLOCK_MONOTONIC);
+  const uint64_t start_ns = MonotonicNs();
   if (child) {
     absl::Status s = child->Release();
     if (!s.ok()) {
@@ -467,7 +462,7 @@ absl::StatusOr<int> RecordWithFtrace(const RecordOptions& opt, const std::string
   absl::Status failure = RunLoop(opt, run, signals, child ? &*child : nullptr, start_ns, summary);
   absl::Status s = cap->Stop();
   if (failure.ok()) failure = s;
-  const uint64_t end_ns = NowNs(CLOCK_MONOTONIC);
+  const uint64_t end_ns = MonotonicNs();
   absl::StatusOr<FtraceCaptureResult> result = cap->Finish();
   if (child) child->Wait();
   summary->seconds = (end_ns - start_ns) / 1e9;

@@ -28,7 +28,7 @@ std::string JsonReport(const std::string& path, ReportOptions options, int threa
   return out.str();
 }
 
-// How often auto moved pairing between the threads on `path` (0 when it did not run: one CPU).
+// How often auto moved pairing between the threads on `path` (0 if auto did not run).
 uint64_t AutoSwitches(const std::string& path, ReportOptions options) {
   options.threads = 0;
   options.placement_on_one_cpu = true;
