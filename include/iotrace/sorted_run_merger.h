@@ -72,8 +72,8 @@ class SortedRunMerger {
     limits_.max_runs = std::max<size_t>(limits_.max_runs, 2);
     ring_.resize(std::min<size_t>(limits_.max_runs, 16));
     heap_.reserve(ring_.size());
-    // 32 KiB: the list holds at most twice the untimed records live at once (plus 256), and a
-    // 3 M-event `perf record -a` file keeps up to ~400 live.
+    // 32 KiB: room for the untimed records between two releases in any usual file (a 3 M-event
+    // `perf record -a` file keeps up to ~400); more grows the list, like the cursor ring.
     untimed_.reserve(4096);
   }
 
@@ -104,10 +104,9 @@ class SortedRunMerger {
     uint64_t last_time = 0;  // time of the run's last scanned record
     uint64_t seq = 0;        // creation order: breaks ties so equal times keep file order
     // Where the next record Scan did not time lies in the run, at or after the cursor (none
-    // known: ~0), and its number in untimed_. Records before it are all timed: the cursor
-    // revisits them with PeekTimed, and only that record with Peek.
+    // known: ~0). Records before it are all timed: the cursor revisits them with PeekTimed, and
+    // only that record with Peek.
     uint64_t untimed_from = ~uint64_t{0};
-    uint64_t untimed_seq = 0;
     bool ready = false;      // has a current record (is in the heap)
     bool closed = false;     // a later run exists: this one gets no more records
   };
@@ -185,11 +184,9 @@ class SortedRunMerger {
     if (kind != ScanKind::kTimed) {
       // Remembered so that a cursor steps over it and goes on with PeekTimed (round marks fall
       // inside runs: without this, the rest of such a run would be revisited with Peek).
-      const uint64_t seq = untimed_base_ + (untimed_.size() - untimed_head_);
       untimed_.push_back(pos);
       if (open_ != kNone && ring_[open_].untimed_from == ~uint64_t{0}) {
         ring_[open_].untimed_from = pos;
-        ring_[open_].untimed_seq = seq;
       }
     }
     if (kind == ScanKind::kRoundEnd) {
@@ -270,7 +267,15 @@ class SortedRunMerger {
       uint64_t p = r.next;
       uint64_t index = r.index + 1;
       bool found = false;
-      while (p < r.end) {
+      if (p < r.end && p < r.untimed_from) {
+        uint64_t n = 0;
+        PeekTimed(p, &n, &r.item);
+        r.pos = p;
+        r.next = n;
+        r.index = index;
+        found = true;
+      }
+      while (!found && p < r.end) {
         uint64_t n = 0;
         if (p < r.untimed_from) {
           PeekTimed(p, &n, &r.item);
@@ -282,7 +287,7 @@ class SortedRunMerger {
         }
         // At the run's next untimed record (or past it, when the cursor jumped ahead while it
         // waited for the scan): move the mark beyond p, and look this record over with Peek.
-        while (r.untimed_from <= p) NextUntimed(r);
+        UntimedAfter(r, p);
         if (source_->Peek(p, &n, &r.item)) {
           r.pos = p;
           r.next = n;
@@ -335,17 +340,13 @@ class SortedRunMerger {
     }
   }
 
-  // Moves the run's untimed mark to the next untimed record the list holds for it, or to ~0 (the
-  // scan sets it again when it adds one to the open run). Marks only increase.
-  void NextUntimed(RunCursor& r) {
-    const uint64_t seq = std::max(r.untimed_seq + 1, untimed_base_);
-    const uint64_t i = untimed_head_ + (seq - untimed_base_);
-    if (i < untimed_.size() && untimed_[i] < r.end) {
-      r.untimed_from = untimed_[i];
-      r.untimed_seq = seq;
-    } else {
-      r.untimed_from = ~uint64_t{0};
-    }
+  // Moves the run's untimed mark to the first untimed record of the run after `p`, or to ~0
+  // (the scan sets it again when it adds one to the open run). A binary search, once per
+  // untimed record a cursor meets: the list holds those between the oldest cursor and the scan.
+  void UntimedAfter(RunCursor& r, uint64_t p) {
+    const auto it = std::upper_bound(untimed_.begin() + static_cast<ptrdiff_t>(untimed_head_),
+                                     untimed_.end(), p);
+    r.untimed_from = it != untimed_.end() && *it < r.end ? *it : ~uint64_t{0};
   }
 
   void PopExhaustedFront() {
@@ -358,23 +359,20 @@ class SortedRunMerger {
 
   void MaybeRelease() {
     const uint64_t low = LowPos();
-    // Untimed records below every cursor are behind every run: dropped as soon as the oldest
-    // cursor passes them, so the list holds only those between it and the scan (it keeps its
-    // room: no allocation once it has grown to what the stream keeps live).
-    while (untimed_head_ < untimed_.size() && untimed_[untimed_head_] < low) {
-      ++untimed_head_;
-      ++untimed_base_;
-    }
-    if (untimed_head_ == untimed_.size()) {
-      untimed_.clear();
-      untimed_head_ = 0;
-    } else if (untimed_head_ >= 256 && 2 * untimed_head_ >= untimed_.size()) {
-      untimed_.erase(untimed_.begin(), untimed_.begin() + static_cast<ptrdiff_t>(untimed_head_));
-      untimed_head_ = 0;
-    }
     if (low >= released_ + limits_.release_step) {
       source_->Release(low);
       released_ = low;
+      // Untimed records below every cursor are behind every run: dropped with the bytes. The
+      // list keeps its room (no allocation once it holds what the stream keeps between
+      // releases: a few hundred in a 3 M-event `perf record -a` file).
+      while (untimed_head_ < untimed_.size() && untimed_[untimed_head_] < low) ++untimed_head_;
+      if (untimed_head_ == untimed_.size()) {
+        untimed_.clear();
+        untimed_head_ = 0;
+      } else if (untimed_head_ >= 256 && 2 * untimed_head_ >= untimed_.size()) {
+        untimed_.erase(untimed_.begin(), untimed_.begin() + static_cast<ptrdiff_t>(untimed_head_));
+        untimed_head_ = 0;
+      }
     }
   }
 
@@ -422,11 +420,10 @@ class SortedRunMerger {
   size_t live_ = 0;
   uint32_t open_ = kNone;       // the run the scan extends
   std::vector<uint32_t> heap_;  // ready runs, earliest current record first
-  // Positions of the records Scan did not time, in stream order, from number untimed_base_ on
-  // (those below the oldest cursor are dropped as it moves).
+  // Positions of the records Scan did not time, in stream order, from untimed_head_ on (those
+  // below the oldest cursor are dropped as it moves).
   std::vector<uint64_t> untimed_;
   size_t untimed_head_ = 0;
-  uint64_t untimed_base_ = 0;
 
   bool rounds_seen_ = false;
   static constexpr int kRoundSlots = 9;

@@ -102,22 +102,25 @@ TEST(SpscQueueTest, WaitDrainedHandsTheConsumersWorkBack) {
       q.EndRead();
     }
   });
+  // Failures end the loop rather than the test, so that the consumer is always joined.
   uint64_t expected = 0;
-  for (uint64_t round = 0; round < 500; ++round) {
+  bool ok = true;
+  for (uint64_t round = 0; round < 500 && ok; ++round) {
     for (uint64_t i = 0; i < 1 + round % 7; ++i) {
       Batch* b = q.BeginWrite();
-      ASSERT_NE(b, nullptr);
       b->size = 16;
       for (size_t k = 0; k < 16; ++k) expected += b->values[k] = round * 100 + i * 16 + k;
       q.EndWrite();
     }
-    ASSERT_TRUE(q.WaitDrained());
-    ASSERT_EQ(sum, expected) << "round " << round;
+    EXPECT_TRUE(ok = q.WaitDrained());
+    EXPECT_EQ(sum, expected) << "round " << round;
+    ok = ok && sum == expected;
     sum += 1;  // the producer's own turn on the shared state
     ++expected;
   }
   q.Close();
   consumer.join();
+  EXPECT_TRUE(ok);
   EXPECT_EQ(sum, expected);
 }
 
