@@ -77,6 +77,7 @@ FileRing& FileRing::operator=(FileRing&& other) noexcept {
     released_ = other.released_;
     filled_ = other.filled_;
     published_ = other.published_;
+    publish_step_ = other.publish_step_;
     error_ = std::move(other.error_);
     async_ = std::move(other.async_);  // its thread knows only the (unmoved) ring memory
   }
@@ -90,10 +91,11 @@ bool FileRing::StartReadAhead() {
   a->base = const_cast<uint8_t*>(base_);
   a->mask = mask_;
   a->end = end_;
-  a->step = step_;
+  a->step = std::max<uint64_t>(step_, capacity() / 4);
   a->filled.value.store(filled_);
   a->released.value.store(released_);
   published_ = released_;
+  publish_step_ = capacity() / 2;
   try {
     a->thread = std::thread(ReadAheadLoop, a.get());
   } catch (const std::system_error&) {

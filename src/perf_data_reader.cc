@@ -553,7 +553,8 @@ void PerfDataReader::ParseFeature(int feature, ByteView bytes) {
 absl::Status PerfDataReader::ReadAll(EventSink* sink) {
   stats_ = ReadStats();
   IOTRACE_ASSIGN_OR_RETURN(ring_, FileRing::Create(fd_.get(), data_begin_, data_end_,
-                                                   options_.read_ring_bytes,
+                                                   read_ahead_ ? options_.read_ahead_ring_bytes
+                                                               : options_.read_ring_bytes,
                                                    options_.read_step_bytes));
   if (read_ahead_) ring_.StartReadAhead();
   Stream stream(this, sink);

@@ -37,6 +37,9 @@ struct PerfReadOptions {
   // `read_step_bytes`; the ring doubles when the merge holds more than it.
   size_t read_ring_bytes = size_t{2} << 20;
   size_t read_step_bytes = size_t{128} << 10;
+  // With read-ahead (set_read_ahead): the reading thread is told of room half a ring at a time
+  // (FileRing), so the ring must hold that on top of what the merge keeps live.
+  size_t read_ahead_ring_bytes = size_t{8} << 20;
 };
 
 absl::StatusOr<std::unique_ptr<TraceReader>> OpenPerfData(const std::string& path);
