@@ -309,6 +309,9 @@ absl::Status LatencyReportBuilder::ReadAll(TraceReader& reader) {
     PairingPlacement::Options po;
     if (options_.placement_probe_events != 0) po.probe_events = options_.placement_probe_events;
     if (options_.placement_hold_events != 0) po.hold_events = options_.placement_hold_events;
+    if (options_.placement_max_hold_events != 0) {
+      po.max_hold_events = options_.placement_max_hold_events;
+    }
     placement_.emplace(po);
     stretch_left_ = placement_->stretch_events();
     stretch_start_ns_ = MonotonicNs();

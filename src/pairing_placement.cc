@@ -7,6 +7,8 @@ namespace iotrace {
 PairingPlacement::PairingPlacement(const Options& options) : options_(options) {
   options_.probe_events = std::max<uint64_t>(options_.probe_events, 1);
   options_.hold_events = std::max<uint64_t>(options_.hold_events, 1);
+  options_.max_hold_events = std::max(options_.max_hold_events, options_.hold_events);
+  hold_ = options_.hold_events;
 }
 
 void PairingPlacement::Finished(uint64_t events, uint64_t ns) {
@@ -22,6 +24,11 @@ void PairingPlacement::Finished(uint64_t events, uint64_t ns) {
     // stay apart, which leaves the reading thread free).
     probing_ = false;
     next_apart = cost_[1] <= cost_[0];
+    // The hold before it won again: hold it twice as long (the probes of the slower placement
+    // are what auto pays for measuring); else back to the shortest hold.
+    hold_ = held_ && next_apart != apart_ ? std::min(hold_ * 2, options_.max_hold_events)
+                                          : options_.hold_events;
+    held_ = true;
   } else {
     // A hold ends (its measure refreshed above): probe the other placement.
     probing_ = true;

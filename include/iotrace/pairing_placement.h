@@ -5,7 +5,8 @@
 // (bench/README.md), with no change to the program. So the report measures both as it goes and
 // keeps the faster: it runs stretches of events in one placement, times each (an apart stretch
 // until its last event is paired), and after a short probe of each placement holds the faster
-// for a long stretch, then probes the other again, and so on.
+// for a long stretch, then probes the other again, and so on; a hold that wins again is held
+// twice as long the next time.
 //
 // This class is only the decision; LatencyReportBuilder moves the events. Times are whatever
 // the caller measures (nanoseconds of wall time); only their ratios matter.
@@ -20,9 +21,10 @@ class PairingPlacement {
  public:
   struct Options {
     // A probe of one placement (~5 ms). An apart probe pays for filling and draining the queue
-    // (about one batch of 8192 events that does not overlap): 16 batches keep that near 6%.
+    // (about one batch of 16384 events that does not overlap): 8 batches.
     uint64_t probe_events = uint64_t{1} << 17;
     uint64_t hold_events = uint64_t{1} << 20;  // a stretch in the faster one (~40 ms)
+    uint64_t max_hold_events = uint64_t{1} << 24;  // after holds that kept winning
   };
 
   PairingPlacement() : PairingPlacement(Options{}) {}
@@ -30,7 +32,7 @@ class PairingPlacement {
 
   // The placement of the current stretch, and its length in events.
   bool apart() const { return apart_; }
-  uint64_t stretch_events() const { return probing_ ? options_.probe_events : options_.hold_events; }
+  uint64_t stretch_events() const { return probing_ ? options_.probe_events : hold_; }
 
   // The current stretch ran `events` events in `ns`: record its cost, move to the next one.
   void Finished(uint64_t events, uint64_t ns);
@@ -43,10 +45,13 @@ class PairingPlacement {
  private:
   Options options_;
   // The sequence: probe apart, probe here, hold the faster; then probe the other, hold the
-  // faster of its probe and the last hold; and so on.
+  // faster of its probe and the last hold (twice as long when that is the hold's placement
+  // again, up to max_hold_events; hold_events when it changes); and so on.
   bool apart_ = true;
   bool probing_ = true;
   bool first_probe_ = true;
+  uint64_t hold_ = 0;   // the next hold's length
+  bool held_ = false;  // a hold came before the current probe
   double cost_[2] = {0, 0};
   uint64_t stretches_ = 0;
   uint64_t switches_ = 0;

@@ -43,9 +43,33 @@ TEST(PairingPlacementTest, HoldsHereWhenTheHandOffCostsMore) {
     lengths.push_back(p.stretch_events());
     p.Finished(p.stretch_events(), p.stretch_events() * (p.apart() ? 50 : 30));
   }
-  // probe apart, probe here, hold here, probe apart, hold here, probe apart
+  // probe apart, probe here, hold here, probe apart, hold here (won again: twice as long), ...
   EXPECT_EQ(seen, (std::vector<bool>{true, false, false, true, false, true}));
-  EXPECT_EQ(lengths, (std::vector<uint64_t>{100, 100, 1000, 100, 1000, 100}));
+  EXPECT_EQ(lengths, (std::vector<uint64_t>{100, 100, 1000, 100, 2000, 100}));
+}
+
+TEST(PairingPlacementTest, HoldsThatKeepWinningGrowToTheCapAndShrinkWhenTheOtherWins) {
+  PairingPlacement::Options o;
+  o.probe_events = 10;
+  o.hold_events = 100;
+  o.max_hold_events = 500;
+  PairingPlacement p(o);
+  std::vector<uint64_t> holds;
+  for (int i = 0; i < 12; ++i) {
+    if (i % 2 == 0 && i >= 2) holds.push_back(p.stretch_events());  // holds: stretches 2, 4, ...
+    const uint64_t n = p.stretch_events();
+    p.Finished(n, n * (p.apart() ? 20 : 30));
+  }
+  EXPECT_EQ(holds, (std::vector<uint64_t>{100, 200, 400, 500, 500}));
+  ASSERT_TRUE(p.apart());  // holding apart (stretch 12)
+  EXPECT_EQ(p.stretch_events(), 500u);
+  // The machine changes: this hold measures 60 per event, the here probe after it 30 and wins;
+  // its hold starts at the shortest again.
+  p.Finished(500, 500 * 60);
+  ASSERT_FALSE(p.apart());
+  p.Finished(10, 10 * 30);
+  EXPECT_FALSE(p.apart());
+  EXPECT_EQ(p.stretch_events(), 100u);
 }
 
 TEST(PairingPlacementTest, FollowsTheMachineWhenItChanges) {

@@ -65,6 +65,7 @@ TEST_P(ReportPipelineTest, MoreThreadsGiveTheSingleThreadReport) {
     ReportOptions often = o;
     often.placement_probe_events = 7;
     often.placement_hold_events = 29;
+    often.placement_max_hold_events = 29;  // and no longer when they win again
     often.placement_on_one_cpu = true;  // auto wherever the test runs (taskset, one CPU)
     EXPECT_EQ(JsonReport(path, often, 0), one);
     EXPECT_GE(AutoSwitches(path, often), 8u);
