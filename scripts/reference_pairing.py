@@ -36,7 +36,10 @@ def op_of(rwbs):
     return {"R": "read", "W": "write", "F": "flush", "D": "discard"}.get(c, "other")
 
 
-def parse(lines):
+def parse(lines, counters=None):
+    """Block events in time order. A line equal to another in CPU, time, event and text is one
+    record printed twice (perf record writes some samples again in its next drain of the same
+    CPU's ring): kept once, and counted in counters["duplicates"] when given."""
     events = []
     for line in lines:
         m = PERF_RE.search(line)
@@ -53,9 +56,21 @@ def parse(lines):
         sec, frac = ts.split(".")
         ns = int(sec) * 10**9 + int(frac.ljust(9, "0")[:9])
         kind = name[3:] if name.startswith("rq_") else name  # insert, issue, ..., bio_queue
-        events.append((ns, kind, (int(major), int(minor)), rwbs, int(sector), int(nr)))
+        events.append((ns, kind, (int(major), int(minor)), rwbs, int(sector), int(nr),
+                       (int(cpu), name, trace)))
     events.sort(key=lambda e: e[0])  # stable: equal times keep file order
-    return events
+    unique = []
+    same_time = set()  # the lines at unique[-1]'s time
+    for e in events:
+        if not unique or e[0] != unique[-1][0]:
+            same_time = set()
+        if e[6] in same_time:
+            if counters is not None:
+                counters["duplicates"] += 1
+            continue
+        same_time.add(e[6])
+        unique.append(e)
+    return [e[:6] for e in unique]
 
 
 class Entry:
@@ -184,7 +199,8 @@ def percentile(sorted_values, p):
 
 
 def main():
-    events = parse(sys.stdin)
+    dups = collections.Counter()
+    events = parse(sys.stdin, dups)
     if "--requests" in sys.argv[1:]:
         # One line per request that completed: dev,sector,op,insert_ns,issue_ns,complete_ns.
         requests = []
@@ -194,6 +210,7 @@ def main():
                                           "" if ins is None else ins, iss, done))
         return
     samples, counters = pair(events)
+    counters.update(dups)
     print("dev,device,op,phase,count,min_ns,mean_ns,p50_ns,p90_ns,p99_ns,p999_ns,max_ns")
     order = {p: i for i, p in enumerate(PHASES)}
     for (dev, op, phase) in sorted(samples, key=lambda k: (k[0], k[1], order[k[2]])):

@@ -638,11 +638,19 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
   if (!c.recorded[static_cast<int>(BlockEventKind::kBioQueue)]) {
     r.notes.push_back("no Q2D/Q2C: block_bio_queue was not recorded");
   }
-  if (!reader_stats.problems.empty()) {
-    std::vector<std::string> parts;
-    for (const auto& [name, count] : reader_stats.problems) {
+  std::vector<std::string> parts;
+  for (const auto& [name, count] : reader_stats.problems) {
+    if (name == "duplicate_record") {
+      // Dropped whole: what is left is what the kernel produced, so nothing is incomplete.
+      r.notes.push_back(absl::StrFormat(
+          "%u records appear twice in the file, byte for byte (perf record writes some samples "
+          "again in its next drain of the same CPU's ring): each was used once",
+          count));
+    } else {
       parts.push_back(absl::StrFormat("%s %u", name, count));
     }
+  }
+  if (!parts.empty()) {
     r.notes.push_back(absl::StrFormat("the reader met problems in the file (%s); pairing may be "
                                       "affected",
                                       absl::StrJoin(parts, ", ")));

@@ -6,7 +6,9 @@
 // seen before the previous mark is final), else by a window (bytes and records scanned past it).
 // Memory caps (live runs, bytes between the oldest cursor and the scan) force emission in
 // pathological streams; records that then arrive older than what was emitted are still
-// delivered, flagged out of order.
+// delivered, flagged out of order. A record that is the same, byte for byte, as one emitted
+// just before it with the same time (perf record on this machine writes some samples twice, in
+// consecutive drains of a CPU's ring) is dropped and counted, when the source can compare.
 #ifndef IOTRACE_SORTED_RUN_MERGER_H_
 #define IOTRACE_SORTED_RUN_MERGER_H_
 
@@ -41,6 +43,7 @@ struct MergeCounters {
   uint64_t forced = 0;        // emitted because a memory cap was reached
   uint64_t runs = 0;          // runs found in the stream
   uint64_t max_live_runs = 0;
+  uint64_t duplicates = 0;    // dropped: the same bytes as a record emitted just before
 };
 
 enum class ScanKind : uint8_t { kTimed, kUntimed, kRoundEnd, kStop };
@@ -56,6 +59,10 @@ enum class ScanKind : uint8_t { kTimed, kUntimed, kRoundEnd, kStop };
 //   // stands in when the source has no PeekTimed.
 //   void PeekTimed(uint64_t pos, uint64_t* next, Item* item);
 //   void Emit(const Item& item, bool out_of_order);
+//   // Optional: true when the scanned records at `a` and `b` hold the same bytes. Asked only of
+//   // records with equal times: the next one and those emitted last with its time (kept from
+//   // Release until a later time is emitted).
+//   bool SameRecord(uint64_t a, uint64_t b);
 //   void Release(uint64_t below);  // nothing before `below` will be read again
 template <typename Source>
 class SortedRunMerger {
@@ -139,6 +146,84 @@ class SortedRunMerger {
     } else {
       source_->Peek(pos, next, item);
     }
+  }
+
+  static constexpr bool kComparesRecords =
+      requires(Source* s, uint64_t a, uint64_t b) { s->SameRecord(a, b); };
+
+  // Emits the cursor's record, unless it repeats one of the last records emitted with its time.
+  // Per record only the time is compared, with the last emitted one's (as for out_of_order);
+  // equal times are rare (one in several thousand records in a recording of this workload).
+  void EmitOne(const RunCursor& r) {
+    const uint64_t t = r.item.time;
+    if constexpr (kComparesRecords) {
+      if (t <= last_emitted_) [[unlikely]] {
+        EmitNotLater(r);
+        return;
+      }
+      source_->Emit(r.item, false);
+      ++counters_.emitted;
+      last_emitted_ = t;
+      last_pos_ = r.pos;
+    } else {
+      const bool out_of_order = t < last_emitted_;
+      source_->Emit(r.item, out_of_order);
+      ++counters_.emitted;
+      if (out_of_order) {
+        ++counters_.out_of_order;
+      } else {
+        last_emitted_ = t;
+      }
+    }
+  }
+
+  // EmitOne for a record no later than the last emitted: a possible copy, or out of order.
+  [[gnu::noinline]] void EmitNotLater(const RunCursor& r) {
+    const uint64_t t = r.item.time;
+    if (t == last_emitted_ && last_pos_ != kNoPos) {
+      if (IsRepeat(t, r.pos)) {
+        ++counters_.duplicates;
+        return;
+      }
+      // The record emitted before this one joins the others with this time.
+      if (same_time_ != t || same_time_count_ == 0) {
+        same_time_ = t;
+        same_time_count_ = 0;
+      }
+      same_time_pos_[same_time_count_++ % kSameTimeKept] = last_pos_;
+    }
+    const bool out_of_order = t < last_emitted_;
+    source_->Emit(r.item, out_of_order);
+    ++counters_.emitted;
+    if (out_of_order) {
+      ++counters_.out_of_order;
+    } else {
+      last_pos_ = r.pos;
+    }
+  }
+
+  bool IsRepeat(uint64_t t, uint64_t pos) {
+    if (source_->SameRecord(last_pos_, pos)) return true;
+    if (same_time_ != t) return false;
+    const uint64_t n = std::min<uint64_t>(same_time_count_, kSameTimeKept);
+    for (uint64_t i = 0; i < n; ++i) {
+      if (source_->SameRecord(same_time_pos_[i], pos)) return true;
+    }
+    return false;
+  }
+
+  // Nothing below this may be released: the oldest cursor's record, and the records emitted
+  // last with the latest time, while the next ones may be compared with them.
+  uint64_t KeepPos() const {
+    uint64_t low = LowPos();
+    if constexpr (kComparesRecords) {
+      low = std::min(low, last_pos_);  // kNoPos when none
+      if (same_time_count_ != 0 && same_time_ == last_emitted_) {
+        const uint64_t n = std::min<uint64_t>(same_time_count_, kSameTimeKept);
+        for (uint64_t i = 0; i < n; ++i) low = std::min(low, same_time_pos_[i]);
+      }
+    }
+    return low;
   }
 
   static uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > ~b ? ~uint64_t{0} : a + b; }
@@ -256,14 +341,7 @@ class SortedRunMerger {
     const uint32_t slot = heap_[0];
     RunCursor& r = ring_[slot];
     for (;;) {
-      const bool out_of_order = r.item.time < last_emitted_;
-      source_->Emit(r.item, out_of_order);
-      ++counters_.emitted;
-      if (out_of_order) {
-        ++counters_.out_of_order;
-      } else {
-        last_emitted_ = r.item.time;
-      }
+      EmitOne(r);
       uint64_t p = r.next;
       uint64_t index = r.index + 1;
       bool found = false;
@@ -358,7 +436,9 @@ class SortedRunMerger {
   }
 
   void MaybeRelease() {
-    const uint64_t low = LowPos();
+    // KeepPos is never above LowPos: the cheaper test first, on every emitted record.
+    if (LowPos() < released_ + limits_.release_step) return;
+    const uint64_t low = KeepPos();
     if (low >= released_ + limits_.release_step) {
       source_->Release(low);
       released_ = low;
@@ -434,6 +514,15 @@ class SortedRunMerger {
   uint64_t round_limit_ = 0;
   uint64_t max_time_ = 0;
   uint64_t last_emitted_ = 0;
+  // For IsRepeat, only with a source that compares records: where the last record emitted in
+  // order lies, and before it the last kSameTimeKept ones emitted with the same time (a ring;
+  // a copy follows its original closely).
+  static constexpr uint64_t kNoPos = ~uint64_t{0};
+  static constexpr uint64_t kSameTimeKept = 8;
+  uint64_t last_pos_ = kNoPos;
+  uint64_t same_time_ = 0;
+  uint64_t same_time_count_ = 0;
+  uint64_t same_time_pos_[kSameTimeKept] = {};
   MergeCounters counters_;
 };
 

@@ -358,6 +358,34 @@ TEST(LatencyReportTest, ReaderProblemsBecomeANote) {
   EXPECT_TRUE(noted);
 }
 
+TEST(LatencyReportTest, DuplicateRecordsGetTheirOwnNoteAndLeaveThePhasesComplete) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8);
+  t.stats().AddProblem("duplicate_record", 3);
+  LatencyReport r = Build(t);
+  ASSERT_EQ(r.completeness.reader_problems.size(), 1u);
+  EXPECT_EQ(r.completeness.reader_problems[0].second, 3u);
+  int duplicate_notes = 0;
+  for (const std::string& n : r.notes) {
+    duplicate_notes += n.find("3 records appear twice in the file") != std::string::npos;
+    EXPECT_EQ(n.find("the reader met problems"), std::string::npos) << n;
+  }
+  EXPECT_EQ(duplicate_notes, 1);
+  EXPECT_TRUE(r.warnings.empty());
+
+  // With another problem beside it, that one still gets the general note, alone.
+  t.stats().AddProblem("truncated_record", 1);
+  LatencyReport r2 = Build(t);
+  bool general = false;
+  for (const std::string& n : r2.notes) {
+    if (n.find("the reader met problems") == std::string::npos) continue;
+    general = true;
+    EXPECT_NE(n.find("truncated_record 1"), std::string::npos) << n;
+    EXPECT_EQ(n.find("duplicate_record"), std::string::npos) << n;
+  }
+  EXPECT_TRUE(general);
+}
+
 TEST(LatencyReportTest, WorksOnOlderKernelLayouts) {
   for (const char* dir : {"report/formats-6.10", "report/formats-3.x"}) {
     SyntheticTrace t(

@@ -15,6 +15,7 @@ struct ToyRecord {
   uint64_t time = 0;
   uint64_t size = 16;
   uint64_t tag = 0;  // identifies the record in the output
+  uint64_t content = 0;  // with time and size: what ComparingSource compares
 };
 
 // A stream of toy records laid out back to back; checks that the merger never touches bytes it
@@ -74,6 +75,9 @@ class ToySource {
     released_ = below;
     ++releases;
   }
+
+  const ToyRecord& RecordAt(uint64_t pos) const { return records_[IndexOf(pos)]; }
+  uint64_t released() const { return released_; }
 
   std::vector<Item> out;
   std::vector<bool> flags;
@@ -336,6 +340,91 @@ TEST(PerfDataMergerTest, EmptyAndUntimedOnlyStreamsEmitNothing) {
   SortedRunMerger<ToySource> m2(&untimed, 0, untimed.end());
   m2.Run();
   EXPECT_TRUE(untimed.out.empty());
+}
+
+// A source that can compare records (as the perf.data reader does, byte for byte): equal when
+// their time, size and content are.
+class ComparingSource : public ToySource {
+ public:
+  using ToySource::ToySource;
+  bool SameRecord(uint64_t a, uint64_t b) {
+    EXPECT_GE(a, released()) << "compared a released record";
+    EXPECT_GE(b, released()) << "compared a released record";
+    ++compares;
+    const ToyRecord& x = RecordAt(a);
+    const ToyRecord& y = RecordAt(b);
+    return x.time == y.time && x.size == y.size && x.content == y.content;
+  }
+  int compares = 0;
+};
+
+TEST(PerfDataMergerTest, ARecordRepeatedAtTheStartOfTheNextRunIsDroppedAndCounted) {
+  // perf record's pattern here: a drain's last records written again at the start of the next
+  // drain of that CPU. Records 3 and 30 repeat; 50/51 share a time but differ.
+  std::vector<ToyRecord> records = {
+      {ScanKind::kTimed, 10, 16, 1, 1},  {ScanKind::kTimed, 20, 16, 2, 2},
+      {ScanKind::kTimed, 30, 16, 3, 3},  {ScanKind::kTimed, 30, 16, 4, 3},   // copy of 3
+      {ScanKind::kTimed, 40, 16, 5, 5},  {ScanKind::kTimed, 50, 16, 6, 6},
+      {ScanKind::kTimed, 5, 16, 7, 7},   {ScanKind::kTimed, 50, 16, 8, 8},   // other CPU
+      {ScanKind::kTimed, 40, 16, 9, 5},  {ScanKind::kTimed, 50, 16, 10, 6},  // copies of 5, 6
+      {ScanKind::kTimed, 60, 16, 11, 11},
+  };
+  ComparingSource source(records);
+  SortedRunMerger<ComparingSource> merger(&source, 0, source.end());
+  merger.Run();
+  EXPECT_EQ(Tags(source), (std::vector<uint64_t>{7, 1, 2, 3, 5, 6, 8, 11}));
+  EXPECT_EQ(merger.counters().duplicates, 3u);
+  EXPECT_EQ(merger.counters().emitted, 8u);
+  EXPECT_EQ(merger.counters().out_of_order, 0u);
+  // Only records with the time of the one emitted before them are compared: 4 with 3, 9 with 5,
+  // 8 with 6, 10 with 8 and then with 6.
+  EXPECT_EQ(source.compares, 5);
+
+  // A source that cannot compare records delivers every copy.
+  ToySource plain(records);
+  SortedRunMerger<ToySource> plain_merger(&plain, 0, plain.end());
+  plain_merger.Run();
+  EXPECT_EQ(plain.out.size(), records.size());
+  EXPECT_EQ(plain_merger.counters().duplicates, 0u);
+}
+
+TEST(PerfDataMergerTest, RandomRunsWithRepeatedTailsMergeLikeAStableSortOfTheOriginals) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<ToyRecord> originals = RandomRuns(&rng, 2 + trial % 30, 1 + rng() % 1000);
+    for (ToyRecord& r : originals) r.content = r.tag;
+    // Cut where time goes down (a new drain) and repeat 1-3 timed records from before the cut.
+    std::vector<ToyRecord> records;
+    uint64_t next_tag = 1000000, repeats = 0, last_time = 0;
+    std::vector<ToyRecord> tail;  // the timed records since the last cut, at most 3
+    for (const ToyRecord& r : originals) {
+      if (r.kind == ScanKind::kTimed && r.time < last_time && rng() % 2 == 0) {
+        const size_t n = std::min<size_t>(tail.size(), 1 + rng() % 3);
+        for (size_t i = tail.size() - n; i < tail.size(); ++i) {
+          ToyRecord copy = tail[i];
+          copy.tag = next_tag++;
+          records.push_back(copy);
+          ++repeats;
+        }
+        tail.clear();
+      }
+      if (r.kind == ScanKind::kTimed) {
+        if (r.time < last_time) tail.clear();
+        last_time = r.time;
+        tail.push_back(r);
+        if (tail.size() > 3) tail.erase(tail.begin());
+      }
+      records.push_back(r);
+    }
+    ComparingSource source(records);
+    MergeLimits limits;
+    limits.release_step = 16;  // release as often as possible: compared records must stay
+    SortedRunMerger<ComparingSource> merger(&source, 0, source.end(), limits);
+    merger.Run();
+    ASSERT_EQ(Tags(source), StableOrder(originals)) << "trial " << trial;
+    EXPECT_EQ(merger.counters().duplicates, repeats) << "trial " << trial;
+    EXPECT_EQ(merger.counters().out_of_order, 0u);
+  }
 }
 
 }  // namespace

@@ -79,6 +79,30 @@ TEST_F(PerfDataRoundTripTest, DeliversInterleavedCpuDrainsInTimeOrder) {
   }
 }
 
+TEST_F(PerfDataRoundTripTest, SamplesWrittenAgainInTheNextDrainAreDeliveredOnceAndCounted) {
+  for (uint32_t records : {1u, 3u}) {
+    SCOPED_TRACE(records);
+    std::string path = Path("repeats" + std::to_string(records));
+    test::SyntheticOptions o;
+    o.samples = 6000;
+    o.repeat_every = 3;
+    o.repeat_records = records;
+    uint64_t repeated = 0;
+    o.repeated = &repeated;
+    std::vector<test::ExpectedEvent> expected;
+    ASSERT_TRUE(test::WriteSyntheticBlockFile(path, o, &expected).ok());
+    ASSERT_GT(repeated, 20u);
+    auto reader = OpenPerfData(path);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    CollectingSink sink;
+    ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+    ExpectEvents(setup_, sink, expected);
+    EXPECT_EQ((*reader)->stats().events, expected.size());
+    EXPECT_EQ((*reader)->stats().Problem("duplicate_record"), repeated);
+    EXPECT_EQ((*reader)->stats().Problem("out_of_order_beyond_window"), 0u);
+  }
+}
+
 TEST_F(PerfDataRoundTripTest, ReadsTheSameEventsTwice) {
   std::string path = Path("twice");
   test::SyntheticOptions o;
