@@ -89,6 +89,20 @@ def pair(events, requests=None):
     flushq = collections.defaultdict(collections.deque)
     devs_with_insert = set()
     queued = {}  # (dev, sector) -> time a bio was queued there (block_bio_queue)
+    # Issued requests moved aside when a request of another size or op came to their sector
+    # while they were in flight (a read and a write of one block): a completion of their size
+    # and op is theirs.
+    apart = collections.defaultdict(list)
+
+    def move_apart(key, nr, op):
+        """Moves the issued request at key aside if (nr, op) tells a new one from it."""
+        old = table.get(key)
+        if old is None or old.iss is None or (old.nr, old.op) == (nr, op):
+            return False
+        apart[key].append(table.pop(key))
+        c["overlapping"] += 1
+        return True
+
     for ts, kind, dev, rwbs, sector, nr in events:
         c["events_" + kind] += 1
         op = op_of(rwbs)
@@ -115,7 +129,7 @@ def pair(events, requests=None):
             continue
         elif kind == "insert":
             devs_with_insert.add(dev)
-            if key in table:
+            if key in table and not move_apart(key, nr, op):
                 c["collisions"] += 1
             table[key] = Entry(ts, None, nr, op, queued.pop(key, None))
         elif kind == "issue":
@@ -123,6 +137,7 @@ def pair(events, requests=None):
                 flushq[dev].append(ts)
                 c["flushes"] += 1
                 continue
+            move_apart(key, nr, op)
             e = table.get(key)
             if e is None:
                 e = table[key] = Entry(None, ts, nr, op, queued.pop(key, None))
@@ -165,6 +180,19 @@ def pair(events, requests=None):
                 c["preflush_completions"] += 1
                 continue
             e = table.get(key)
+            mine = e is not None and e.iss is not None and (e.nr, e.op) == (nr, op)
+            others = [a for a in apart.get(key, ()) if (a.nr, a.op) == (nr, op)]
+            if others and not mine:
+                a = min(others, key=lambda a: a.iss)
+                apart[key].remove(a)
+                samples[(dev, a.op, "D2C")].append(ts - a.iss)
+                if requests is not None:
+                    requests.append((dev, sector, a.op, a.ins, a.iss, ts))
+                if a.q is not None:
+                    samples[(dev, a.op, "Q2C")].append(ts - a.q)
+                if a.ins is not None:
+                    samples[(dev, a.op, "I2C")].append(ts - a.ins)
+                continue
             if e is None:
                 c["complete_without_issue"] += 1
                 continue
@@ -189,7 +217,8 @@ def pair(events, requests=None):
                 samples[(dev, e.op, "Q2C")].append(ts - e.q)
             if e.ins is not None:
                 samples[(dev, e.op, "I2C")].append(ts - e.ins)
-    c["in_flight_at_end"] = len(table) + sum(len(q) for q in flushq.values())
+    c["in_flight_at_end"] = (len(table) + sum(len(q) for q in flushq.values()) +
+                             sum(len(a) for a in apart.values()))
     return samples, c
 
 

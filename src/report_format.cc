@@ -157,11 +157,11 @@ void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
   out << absl::StrFormat(
       "  flushes %u, requeues %u (unmatched %u), merges %u (+%u merged while being inserted, "
       "%u of requests not seen), bio merges front %u back %u, partial completions %u, "
-      "collisions %u, completion errors %u\n",
+      "collisions %u (+%u kept apart), completion errors %u\n",
       m.flushes, m.requeues, m.requeues_unmatched, m.merges, m.merges_before_insert,
       m.merges_unmatched,
       m.bio_front_merges, m.bio_back_merges, m.partial_completions, m.collisions,
-      m.completion_errors);
+      m.overlapping, m.completion_errors);
   out << absl::StrFormat("  expired (idle > %s s):   %s\n", FormatSeconds(r.expiry_s),
                          StateCounts(m.expired));
   out << absl::StrFormat("  evicted (table full):    %s\n", StateCounts(m.evicted));
@@ -395,6 +395,7 @@ void WriteJsonReport(const LatencyReport& r, std::ostream& out) {
       << ",\n    \"bio_back_merges\": " << m.bio_back_merges
       << ",\n    \"partial_completions\": " << m.partial_completions
       << ",\n    \"collisions\": " << m.collisions
+      << ",\n    \"overlapping\": " << m.overlapping
       << ",\n    \"bio_queue_on_live_request\": " << m.bio_queue_on_live
       << ",\n    \"completion_errors\": " << m.completion_errors
       << ",\n    \"negative_latency\": " << m.negative_latency;

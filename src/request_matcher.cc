@@ -40,6 +40,7 @@ RequestMatcher::RequestMatcher(const MatcherOptions& options, RequestSampleSink*
       queued_(options.max_entries / 4 + 1) {
   if (options_.flush_depth == 0) options_.flush_depth = 1;
   device_index_.reserve(64);
+  overlapped_.reserve(kMaxOverlapping);
 }
 
 RequestMatcher::~RequestMatcher() = default;
@@ -179,9 +180,12 @@ inline void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
         return;
       case RequestState::kInserted:
       case RequestState::kIssued: {
-        // A second live request on the key: the older one is given up.
-        ++stats_.collisions;
-        RemoveRequest(table_, ent);
+        // A second live request on the key: the older one is kept apart when the two can be
+        // told apart at completion, else given up.
+        if (!KeepApart(ent, e)) {
+          ++stats_.collisions;
+          RemoveRequest(table_, ent);
+        }
         ent = nullptr;
         break;
       }
@@ -204,9 +208,12 @@ inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
   RequestEntry* ent = table_.Find(e.dev, e.sector);
   bool emit_queue_phases = false;
   if (ent != nullptr && ent->state == RequestState::kIssued) {
-    // Issued twice without a completion between: the first one's completion was not seen.
-    ++stats_.collisions;
-    RemoveRequest(table_, ent);
+    // Issued twice without a completion between: another request of another size or op (kept
+    // apart), or the first one's completion was not seen (given up).
+    if (!KeepApart(ent, e)) {
+      ++stats_.collisions;
+      RemoveRequest(table_, ent);
+    }
     ent = nullptr;
   }
   if (ent == nullptr) {
@@ -247,6 +254,7 @@ inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
 inline void RequestMatcher::OnComplete(const BlockEvent& e) {
   if (e.error != 0) ++stats_.completion_errors;
   RequestEntry* ent = table_.Find(e.dev, e.sector);
+  if (!overlapped_.empty() && CompleteOverlapped(e, ent)) [[unlikely]] return;
   if (ent == nullptr) {
     // A zero-length completion on no live request is the flush machinery ending a request
     // (blk_flush_complete_seq in block/blk-flush.c): an empty preflush request, never issued
@@ -283,6 +291,43 @@ inline void RequestMatcher::OnComplete(const BlockEvent& e) {
   if (ent->has & kHasQueue) s.phases |= PhaseBit(Phase::kQ2C);
   table_.Remove(ent);
   Emit(&s);
+}
+
+bool RequestMatcher::KeepApart(RequestEntry* ent, const BlockEvent& e) {
+  if (ent->state != RequestState::kIssued || overlapped_.size() == kMaxOverlapping ||
+      (ent->outstanding == e.nr_sector && ent->op == e.op)) {
+    return false;
+  }
+  overlapped_.push_back(*ent);  // issue phases not sent yet travel with it
+  table_.Remove(ent);
+  ++stats_.overlapping;
+  return true;
+}
+
+bool RequestMatcher::CompleteOverlapped(const BlockEvent& e, const RequestEntry* in_table) {
+  if (in_table != nullptr && in_table->state == RequestState::kIssued &&
+      in_table->outstanding == e.nr_sector && in_table->op == e.op) {
+    return false;  // the request in the table is of this size and op
+  }
+  size_t best = overlapped_.size();
+  for (size_t i = 0; i < overlapped_.size(); ++i) {
+    const RequestEntry& o = overlapped_[i];
+    if (o.dev == e.dev && o.sector == e.sector && o.outstanding == e.nr_sector &&
+        o.op == e.op && (best == overlapped_.size() || o.issue_ts < overlapped_[best].issue_ts)) {
+      best = i;
+    }
+  }
+  if (best == overlapped_.size()) return false;
+  RequestEntry& o = overlapped_[best];
+  RequestSample s = SampleOf(o);
+  s.complete_ts = e.ts;
+  s.phases = o.pending_phases | PhaseBit(Phase::kD2C);
+  if (o.has & kHasInsert) s.phases |= PhaseBit(Phase::kI2C);
+  if (o.has & kHasQueue) s.phases |= PhaseBit(Phase::kQ2C);
+  Emit(&s);  // before the entry goes: the sample points at its comms
+  o = overlapped_.back();
+  overlapped_.pop_back();
+  return true;
 }
 
 void RequestMatcher::OnRequeue(const BlockEvent& e) {
@@ -473,6 +518,11 @@ void RequestMatcher::Finish() {
       ++stats_.in_flight_at_end[StateIndex(ent.state)];
     });
   }
+  for (RequestEntry& o : overlapped_) {
+    ++stats_.in_flight_at_end[StateIndex(o.state)];
+    if (o.pending_phases != 0) FlushPending(&o);
+  }
+  overlapped_.clear();
   for (auto& d : devices_) {
     for (const FlushSlot& f : d->flushes) ++stats_.in_flight_at_end[StateIndex(f.state)];
     d->flushes.clear();

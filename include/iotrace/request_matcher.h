@@ -119,6 +119,10 @@ struct MatchStats {
   uint64_t bio_back_merges = 0;
   uint64_t partial_completions = 0;
   uint64_t collisions = 0;         // insert/issue on a key held by a live request
+  // Issued requests kept apart when a request of another size or op came to their sector
+  // while they were in flight (a read and a write of one block): each completion then goes to
+  // the one of its size and op. Not collisions: nothing is given up.
+  uint64_t overlapping = 0;
   uint64_t bio_queue_on_live = 0;  // block_bio_queue on a key held by a live request
   uint64_t completion_errors = 0;  // completions with error != 0 (still sampled)
   uint64_t negative_latency = 0;   // phases dropped because the end preceded the start
@@ -198,6 +202,12 @@ class RequestMatcher {
   void OnBioBackMerge(const BlockEvent& e);
   void OnFlush(Device& d, const BlockEvent& e);
   void Emit(RequestSample* s);
+  // Moves the issued request `ent` out of the table into overlapped_ when `e` (an insert or
+  // issue at its sector) is for a request of another size or op and there is room.
+  bool KeepApart(RequestEntry* ent, const BlockEvent& e);
+  // A completion for a request kept apart (its size and op, not those of the request in the
+  // table at that sector): completes it and returns true.
+  bool CompleteOverlapped(const BlockEvent& e, const RequestEntry* in_table);
   // Sends the issue phases still held by `ent` (combine_samples), then removes it from table.
   void FlushPending(RequestEntry* ent);
   void RemoveRequest(RequestTable& table, RequestEntry* ent) {
@@ -212,6 +222,9 @@ class RequestMatcher {
   // requests so that a bio queued at the sector of a request still tracked (say, one whose
   // completion was lost) keeps its own queue time.
   RequestTable queued_;
+  // Requests kept apart (KeepApart), at most kMaxOverlapping: rare, searched linearly.
+  static constexpr size_t kMaxOverlapping = 256;
+  std::vector<RequestEntry> overlapped_;
   bool insert_recorded_ = true;
   std::vector<std::unique_ptr<Device>> devices_;
   absl::flat_hash_map<uint32_t, uint32_t> device_index_;
