@@ -74,10 +74,11 @@ def parse(lines, counters=None):
 
 
 class Entry:
-    __slots__ = ("ins", "iss", "nr", "op", "q")
+    __slots__ = ("ins", "iss", "nr", "op", "q", "rq")
 
     def __init__(self, ins, iss, nr, op, q=None):
         self.ins, self.iss, self.nr, self.op, self.q = ins, iss, nr, op, q
+        self.rq = False  # requeued: its next insert and issue are its own again
 
 
 def pair(events, requests=None):
@@ -89,15 +90,16 @@ def pair(events, requests=None):
     flushq = collections.defaultdict(collections.deque)
     devs_with_insert = set()
     queued = {}  # (dev, sector) -> time a bio was queued there (block_bio_queue)
-    # Issued requests moved aside when a request of another size or op came to their sector
-    # while they were in flight (a read and a write of one block): a completion of their size
-    # and op is theirs.
+    # Issued requests moved aside when another request came to their sector while they were
+    # in flight (a read and a write of one block, two reads of it), at most 256: a completion
+    # of their size and op that the request now at the sector cannot take goes to the one of
+    # them issued last (one whose completion was lost then stays behind).
     apart = collections.defaultdict(list)
 
-    def move_apart(key, nr, op):
-        """Moves the issued request at key aside if (nr, op) tells a new one from it."""
+    def move_apart(key):
+        """Moves the issued request at key aside, if there is room."""
         old = table.get(key)
-        if old is None or old.iss is None or (old.nr, old.op) == (nr, op):
+        if old is None or old.iss is None or sum(len(a) for a in apart.values()) >= 256:
             return False
         apart[key].append(table.pop(key))
         c["overlapping"] += 1
@@ -129,7 +131,9 @@ def pair(events, requests=None):
             continue
         elif kind == "insert":
             devs_with_insert.add(dev)
-            if key in table and not move_apart(key, nr, op):
+            if key in table and table[key].rq:
+                continue  # the kernel inserts a requeued request again: the same request
+            if key in table and not move_apart(key):
                 c["collisions"] += 1
             table[key] = Entry(ts, None, nr, op, queued.pop(key, None))
         elif kind == "issue":
@@ -137,8 +141,12 @@ def pair(events, requests=None):
                 flushq[dev].append(ts)
                 c["flushes"] += 1
                 continue
-            move_apart(key, nr, op)
             e = table.get(key)
+            if e is not None and e.iss is not None and not e.rq:
+                if not move_apart(key):  # no room: the older one is given up
+                    c["collisions"] += 1
+                    del table[key]
+                e = None
             if e is None:
                 e = table[key] = Entry(None, ts, nr, op, queued.pop(key, None))
                 if e.q is not None:
@@ -155,11 +163,15 @@ def pair(events, requests=None):
                 e.op = op
                 e.nr = nr  # merges since insert grew it: the size at issue is what completes
             else:
-                c["reissues"] += 1
+                c["reissues"] += 1  # after a requeue: D2C runs from this issue
+                e.rq = False
                 e.iss = ts
                 e.nr = nr
         elif kind == "requeue":
             c["requeues"] += 1
+            e = table.get(key)
+            if e is not None and e.iss is not None:
+                e.rq = True
         elif kind == "merge":
             if table.pop(key, None) is not None:
                 c["merges"] += 1
@@ -183,7 +195,7 @@ def pair(events, requests=None):
             mine = e is not None and e.iss is not None and (e.nr, e.op) == (nr, op)
             others = [a for a in apart.get(key, ()) if (a.nr, a.op) == (nr, op)]
             if others and not mine:
-                a = min(others, key=lambda a: a.iss)
+                a = max(reversed(others), key=lambda a: a.iss)  # ties: the last moved
                 apart[key].remove(a)
                 samples[(dev, a.op, "D2C")].append(ts - a.iss)
                 if requests is not None:

@@ -180,9 +180,9 @@ inline void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
         return;
       case RequestState::kInserted:
       case RequestState::kIssued: {
-        // A second live request on the key: the older one is kept apart when the two can be
-        // told apart at completion, else given up.
-        if (!KeepApart(ent, e)) {
+        // A second live request on the key: an issued one is kept apart (while there is room),
+        // an inserted one given up.
+        if (!KeepApart(ent)) {
           ++stats_.collisions;
           RemoveRequest(table_, ent);
         }
@@ -208,9 +208,9 @@ inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
   RequestEntry* ent = table_.Find(e.dev, e.sector);
   bool emit_queue_phases = false;
   if (ent != nullptr && ent->state == RequestState::kIssued) {
-    // Issued twice without a completion between: another request of another size or op (kept
-    // apart), or the first one's completion was not seen (given up).
-    if (!KeepApart(ent, e)) {
+    // Issued twice without a completion between: another request at the same sector, or the
+    // first one's completion was not seen. Kept apart while there is room, else given up.
+    if (!KeepApart(ent)) {
       ++stats_.collisions;
       RemoveRequest(table_, ent);
     }
@@ -293,11 +293,8 @@ inline void RequestMatcher::OnComplete(const BlockEvent& e) {
   Emit(&s);
 }
 
-bool RequestMatcher::KeepApart(RequestEntry* ent, const BlockEvent& e) {
-  if (ent->state != RequestState::kIssued || overlapped_.size() == kMaxOverlapping ||
-      (ent->outstanding == e.nr_sector && ent->op == e.op)) {
-    return false;
-  }
+bool RequestMatcher::KeepApart(RequestEntry* ent) {
+  if (ent->state != RequestState::kIssued || overlapped_.size() == kMaxOverlapping) return false;
   overlapped_.push_back(*ent);  // issue phases not sent yet travel with it
   table_.Remove(ent);
   ++stats_.overlapping;
@@ -309,11 +306,13 @@ bool RequestMatcher::CompleteOverlapped(const BlockEvent& e, const RequestEntry*
       in_table->outstanding == e.nr_sector && in_table->op == e.op) {
     return false;  // the request in the table is of this size and op
   }
+  // The latest issued of those that fit: with a completion lost, the request it belonged to
+  // stays behind rather than taking a later request's completion.
   size_t best = overlapped_.size();
   for (size_t i = 0; i < overlapped_.size(); ++i) {
     const RequestEntry& o = overlapped_[i];
     if (o.dev == e.dev && o.sector == e.sector && o.outstanding == e.nr_sector &&
-        o.op == e.op && (best == overlapped_.size() || o.issue_ts < overlapped_[best].issue_ts)) {
+        o.op == e.op && (best == overlapped_.size() || o.issue_ts >= overlapped_[best].issue_ts)) {
       best = i;
     }
   }

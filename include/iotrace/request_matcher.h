@@ -119,9 +119,9 @@ struct MatchStats {
   uint64_t bio_back_merges = 0;
   uint64_t partial_completions = 0;
   uint64_t collisions = 0;         // insert/issue on a key held by a live request
-  // Issued requests kept apart when a request of another size or op came to their sector
-  // while they were in flight (a read and a write of one block): each completion then goes to
-  // the one of its size and op. Not collisions: nothing is given up.
+  // Issued requests kept apart when another request came to their sector while they were in
+  // flight (a read and a write of one block, two reads of it): a completion goes to the request
+  // of its size and op, the latest issued first. Not collisions: nothing is given up.
   uint64_t overlapping = 0;
   uint64_t bio_queue_on_live = 0;  // block_bio_queue on a key held by a live request
   uint64_t completion_errors = 0;  // completions with error != 0 (still sampled)
@@ -202,11 +202,11 @@ class RequestMatcher {
   void OnBioBackMerge(const BlockEvent& e);
   void OnFlush(Device& d, const BlockEvent& e);
   void Emit(RequestSample* s);
-  // Moves the issued request `ent` out of the table into overlapped_ when `e` (an insert or
-  // issue at its sector) is for a request of another size or op and there is room.
-  bool KeepApart(RequestEntry* ent, const BlockEvent& e);
+  // Moves the issued request `ent` out of the table into overlapped_ (a new request came to its
+  // sector), when there is room.
+  bool KeepApart(RequestEntry* ent);
   // A completion for a request kept apart (its size and op, not those of the request in the
-  // table at that sector): completes it and returns true.
+  // table at that sector, or none there): completes it and returns true.
   bool CompleteOverlapped(const BlockEvent& e, const RequestEntry* in_table);
   // Sends the issue phases still held by `ent` (combine_samples), then removes it from table.
   void FlushPending(RequestEntry* ent);

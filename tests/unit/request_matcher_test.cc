@@ -292,7 +292,10 @@ TEST_F(RequestMatcherTest, BioQueuedAtTheSectorOfAStaleRequestKeepsItsQueueTime)
   matcher_.Finish();
   EXPECT_EQ(sink_.Latencies(Phase::kQ2D), (std::vector<uint64_t>{2, 7}));
   EXPECT_EQ(sink_.Latencies(Phase::kQ2C), std::vector<uint64_t>{50});
-  EXPECT_EQ(matcher_.stats().collisions, 1u);
+  // The first request is kept apart (issued, not given up) and left in flight at the end.
+  EXPECT_EQ(matcher_.stats().collisions, 0u);
+  EXPECT_EQ(matcher_.stats().overlapping, 1u);
+  EXPECT_EQ(matcher_.stats().in_flight_at_end[static_cast<int>(RequestState::kIssued)], 1u);
   EXPECT_EQ(matcher_.stats().bio_queue_on_live, 1u);
 }
 
@@ -405,8 +408,8 @@ TEST_F(RequestMatcherTest, ARequestKeptApartKeepsItsInsertAndQueueTimes) {
 }
 
 TEST_F(RequestMatcherTest, RequestsKeptApartAreBoundedAndLeftInFlightAtTheEnd) {
-  // Sizes alternate at one sector and nothing completes: kept apart until the room is used
-  // up, given up as collisions after that; at the end all of them are in flight.
+  // Issues at one sector and nothing completes (lost completions): kept apart until the room
+  // is used up, given up as collisions after that; at the end the kept ones are in flight.
   const int n = 600;
   for (int i = 0; i < n; ++i) {
     matcher_.OnEvent(Issue(10 * static_cast<uint64_t>(i), 64, 8 + 8 * (i % 2), "R"));
@@ -441,13 +444,30 @@ TEST(RequestMatcherCombineTest, RequestsKeptApartSendTheirIssuePhasesOnce) {
   }
 }
 
-TEST_F(RequestMatcherTest, SecondIssueWithoutCompletionIsACollision) {
-  // The first completion was lost: the second issue starts a new request on the key.
+TEST_F(RequestMatcherTest, SecondIssueWithoutCompletionKeepsTheFirstApartAndPairsTheLatest) {
+  // The first completion was lost: the second issue starts a new request on the key, which
+  // takes the completion; the first is kept apart and left in flight.
   Feed({Insert(0, 64), Issue(5, 64), Issue(100, 64), Complete(130, 64)});
   matcher_.Finish();
-  EXPECT_EQ(matcher_.stats().collisions, 1u);
+  EXPECT_EQ(matcher_.stats().collisions, 0u);
+  EXPECT_EQ(matcher_.stats().overlapping, 1u);
   EXPECT_EQ(sink_.Latencies(Phase::kD2C), std::vector<uint64_t>{30});
   EXPECT_EQ(sink_.Latencies(Phase::kI2C).size(), 0u);
+  EXPECT_EQ(matcher_.stats().in_flight_at_end[static_cast<int>(RequestState::kIssued)], 1u);
+}
+
+TEST_F(RequestMatcherTest, TwoReadsOfOneBlockInFlightAreBothPaired) {
+  // fio --norandommap: the same block read twice at once. Both completions are used, the
+  // latest issued request taking the first (the pair of latencies may be swapped; their sum and
+  // the count are right).
+  Feed({Issue(0, 64, 8, "R"), Issue(5, 64, 8, "R"), Complete(20, 64, 8, "R"),
+        Complete(30, 64, 8, "R")});
+  matcher_.Finish();
+  EXPECT_EQ(sink_.Latencies(Phase::kD2C), (std::vector<uint64_t>{15, 30}));
+  EXPECT_EQ(matcher_.stats().overlapping, 1u);
+  EXPECT_EQ(matcher_.stats().collisions, 0u);
+  EXPECT_EQ(matcher_.stats().completes_without_issue, 0u);
+  for (uint64_t n : matcher_.stats().in_flight_at_end) EXPECT_EQ(n, 0u);
 }
 
 TEST_F(RequestMatcherTest, CompletionWithoutIssueIsCountedAndInsertedOnlyGivesI2C) {
@@ -676,6 +696,8 @@ TEST(RequestMatcherCombineTest, CombinedSamplesCarryTheSamePhasesAndCounters) {
     EXPECT_EQ(a.negative_latency, b.negative_latency);
     EXPECT_EQ(a.collisions, b.collisions);
     EXPECT_GT(a.collisions, 0u);
+    EXPECT_EQ(a.overlapping, b.overlapping);
+    EXPECT_GT(a.overlapping, 0u);
     EXPECT_EQ(a.requeues, b.requeues);
     EXPECT_EQ(a.merges, b.merges);
     EXPECT_EQ(a.partial_completions, b.partial_completions);
