@@ -96,6 +96,16 @@ def pair(events, requests=None):
     # them issued last (one whose completion was lost then stays behind).
     apart = collections.defaultdict(list)
 
+    def completed(e, dev, sector, ts):
+        """The samples of issued request e, completed at ts."""
+        samples[(dev, e.op, "D2C")].append(ts - e.iss)
+        if requests is not None:
+            requests.append((dev, sector, e.op, e.ins, e.iss, ts))
+        if e.q is not None:
+            samples[(dev, e.op, "Q2C")].append(ts - e.q)
+        if e.ins is not None:
+            samples[(dev, e.op, "I2C")].append(ts - e.ins)
+
     def move_apart(key):
         """Moves the issued request at key aside, if there is room."""
         old = table.get(key)
@@ -197,13 +207,7 @@ def pair(events, requests=None):
             if others and not mine:
                 a = max(reversed(others), key=lambda a: a.iss)  # ties: the last moved
                 apart[key].remove(a)
-                samples[(dev, a.op, "D2C")].append(ts - a.iss)
-                if requests is not None:
-                    requests.append((dev, sector, a.op, a.ins, a.iss, ts))
-                if a.q is not None:
-                    samples[(dev, a.op, "Q2C")].append(ts - a.q)
-                if a.ins is not None:
-                    samples[(dev, a.op, "I2C")].append(ts - a.ins)
+                completed(a, dev, sector, ts)
                 continue
             if e is None:
                 c["complete_without_issue"] += 1
@@ -222,13 +226,7 @@ def pair(events, requests=None):
                 e.nr -= nr
                 table[(dev, sector + nr)] = e
                 continue
-            samples[(dev, e.op, "D2C")].append(ts - e.iss)
-            if requests is not None:
-                requests.append((dev, sector, e.op, e.ins, e.iss, ts))
-            if e.q is not None:
-                samples[(dev, e.op, "Q2C")].append(ts - e.q)
-            if e.ins is not None:
-                samples[(dev, e.op, "I2C")].append(ts - e.ins)
+            completed(e, dev, sector, ts)
     c["in_flight_at_end"] = (len(table) + sum(len(q) for q in flushq.values()) +
                              sum(len(a) for a in apart.values()))
     return samples, c

@@ -155,26 +155,13 @@ class SortedRunMerger {
   // Per record only the time is compared, with the last emitted one's (as for out_of_order);
   // equal times are rare (one in several thousand records in a recording of this workload).
   void EmitOne(const RunCursor& r) {
-    const uint64_t t = r.item.time;
     if constexpr (kComparesRecords) {
-      if (t <= last_emitted_) [[unlikely]] {
+      if (r.item.time <= last_emitted_) [[unlikely]] {
         EmitNotLater(r);
         return;
       }
-      source_->Emit(r.item, false);
-      ++counters_.emitted;
-      last_emitted_ = t;
-      last_pos_ = r.pos;
-    } else {
-      const bool out_of_order = t < last_emitted_;
-      source_->Emit(r.item, out_of_order);
-      ++counters_.emitted;
-      if (out_of_order) {
-        ++counters_.out_of_order;
-      } else {
-        last_emitted_ = t;
-      }
     }
+    Deliver(r);
   }
 
   // EmitOne for a record no later than the last emitted: a possible copy, or out of order.
@@ -192,13 +179,19 @@ class SortedRunMerger {
       }
       same_time_pos_[same_time_count_++ % kSameTimeKept] = last_pos_;
     }
+    Deliver(r);
+  }
+
+  void Deliver(const RunCursor& r) {
+    const uint64_t t = r.item.time;
     const bool out_of_order = t < last_emitted_;
     source_->Emit(r.item, out_of_order);
     ++counters_.emitted;
     if (out_of_order) {
       ++counters_.out_of_order;
     } else {
-      last_pos_ = r.pos;
+      last_emitted_ = t;
+      if constexpr (kComparesRecords) last_pos_ = r.pos;
     }
   }
 
