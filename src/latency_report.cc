@@ -562,6 +562,7 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
   const bool unfinished = reader_stats.Problem(kProblemUnfinishedFile) != 0;
   const int issued = static_cast<int>(RequestState::kIssued);
   const int inserted = static_cast<int>(RequestState::kInserted);
+  const int requeued = static_cast<int>(RequestState::kRequeued);
   for (int p = 0; p < kPhaseCount; ++p) {
     // A phase with no histogram at all is still reported when both of its events were recorded:
     // losing every completion must not read as "no D2C to show".
@@ -588,14 +589,22 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
       why.push_back("the file was not finished (its writer was killed?): the losses it counts "
                     "last are not in it");
     }
+    // Requests given up in a state the phase had started in and not ended: inserted ones for
+    // the phases that end at the issue, issued (or requeued) ones for D2C, both for I2C / Q2C.
     const Phase phase = static_cast<Phase>(p);
     const bool ends_at_issue = phase == Phase::kI2D || phase == Phase::kQ2D;
-    const int state = ends_at_issue ? inserted : issued;
-    const uint64_t given_up = ms.expired[state] + ms.evicted[state];
-    if (given_up != 0) {
-      why.push_back(absl::StrFormat("%u %s requests never %s (expired or evicted from the table)",
-                                    given_up, ends_at_issue ? "inserted" : "issued",
-                                    ends_at_issue ? "issued" : "completed"));
+    const bool starts_at_issue = phase == Phase::kD2C;
+    auto given_up_in = [&ms](int state) {
+      return ms.expired[state] + ms.evicted[state] + ms.collided[state];
+    };
+    const uint64_t given_up_inserted = starts_at_issue ? 0 : given_up_in(inserted);
+    const uint64_t given_up_issued = ends_at_issue ? 0 : given_up_in(issued) + given_up_in(requeued);
+    if (given_up_inserted + given_up_issued != 0) {
+      why.push_back(absl::StrFormat(
+          "%u %s requests never %s (expired, evicted from the table or given up at a collision)",
+          given_up_inserted + given_up_issued,
+          ends_at_issue ? "inserted" : starts_at_issue ? "issued" : "inserted or issued",
+          ends_at_issue ? "issued" : "completed"));
     }
     if (why.empty()) continue;
     r.warnings.push_back(

@@ -184,6 +184,7 @@ inline void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
         // an inserted one given up.
         if (!KeepApart(ent)) {
           ++stats_.collisions;
+          ++stats_.collided[StateIndex(ent->state)];
           RemoveRequest(table_, ent);
         }
         ent = nullptr;
@@ -212,6 +213,7 @@ inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
     // first one's completion was not seen. Kept apart while there is room, else given up.
     if (!KeepApart(ent)) {
       ++stats_.collisions;
+      ++stats_.collided[StateIndex(ent->state)];
       RemoveRequest(table_, ent);
     }
     ent = nullptr;

@@ -128,6 +128,7 @@ struct MatchStats {
   uint64_t negative_latency = 0;   // phases dropped because the end preceded the start
   std::array<uint64_t, kRequestStateCount> expired{};           // idle past expiry_ns
   std::array<uint64_t, kRequestStateCount> evicted{};           // table or flush FIFO full
+  std::array<uint64_t, kRequestStateCount> collided{};          // given up at a collision
   std::array<uint64_t, kRequestStateCount> in_flight_at_end{};  // left when the file ended
 };
 

@@ -438,6 +438,30 @@ TEST(LatencyReportTest, ExpiredRequestsMakeTheirPhaseIncomplete) {
   EXPECT_TRUE(d2c_warned);
 }
 
+TEST(LatencyReportTest, ARequestGivenUpAtACollisionMakesItsPhaseIncomplete) {
+  // Two inserts at one sector before either is issued: the older request is given up, so I2D
+  // and I2C miss it; D2C, which it never reached, is whole.
+  SyntheticTrace t;
+  t.Insert(0, 8).Insert(5, 8).Issue(10, 8).Complete(50, 8);
+  LatencyReport r = Build(t);
+  EXPECT_EQ(r.completeness.match.collisions, 1u);
+  EXPECT_EQ(r.completeness.match.collided[static_cast<int>(RequestState::kInserted)], 1u);
+  bool i2d_warned = false, i2c_warned = false;
+  for (const PhaseWarning& w : r.warnings) {
+    EXPECT_NE(w.phase, Phase::kD2C) << w.message;
+    if (w.phase == Phase::kI2D) {
+      i2d_warned = w.message.find("1 inserted requests never issued (expired, evicted from the "
+                                  "table or given up at a collision)") != std::string::npos;
+    }
+    if (w.phase == Phase::kI2C) {
+      i2c_warned = w.message.find("1 inserted or issued requests never completed") !=
+                   std::string::npos;
+    }
+  }
+  EXPECT_TRUE(i2d_warned);
+  EXPECT_TRUE(i2c_warned);
+}
+
 class CountingBlockSink : public BlockEventSink {
  public:
   void OnBlockEvent(const BlockEvent& e) override { ++count[static_cast<int>(e.kind)]; }
