@@ -129,6 +129,26 @@ absl::StatusOr<PerfRecordParser> PerfRecordParser::Create(std::vector<PerfAttrIn
     p.layouts_.push_back(l);
   }
 
+  // Samples that passed CheckSample are decoded with no id lookup when every usable attr puts
+  // the fields FillSample reads at the same offsets (perf record gives all its events one
+  // sample_type).
+  const Layout* first_usable = nullptr;
+  bool uniform = true;
+  for (const Layout& l : p.layouts_) {
+    if (!l.usable) continue;
+    if (l.variable) uniform = false;
+    if (first_usable == nullptr) {
+      first_usable = &l;
+    } else if (l.time_off != first_usable->time_off || l.tid_off != first_usable->tid_off ||
+               l.cpu_off != first_usable->cpu_off || l.raw_off != first_usable->raw_off) {
+      uniform = false;
+    }
+  }
+  if (first_usable != nullptr && uniform) {
+    p.checked_layout_ = *first_usable;
+    p.has_checked_layout_ = true;
+  }
+
   uint64_t lo = UINT64_MAX, hi = 0, count = 0;
   for (const PerfAttrInfo& a : p.attrs_) {
     for (uint64_t id : a.ids) {

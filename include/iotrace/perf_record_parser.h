@@ -121,6 +121,10 @@ class PerfRecordParser {
 
   std::vector<PerfAttrInfo> attrs_;
   std::vector<Layout> layouts_;
+  // Set when every usable layout has the fixed fields at the same offsets and RAW at a fixed
+  // place: ParseCheckedSample reads with it instead of looking the id up again.
+  bool has_checked_layout_ = false;
+  Layout checked_layout_;
   int id_pos_ = -1;       // u64 index of the id in samples (after the header)
   int trailer_pos_ = -1;  // u64 index from the end of the id in trailers
   bool sample_id_all_ = false;
@@ -193,7 +197,9 @@ inline PerfProblem PerfRecordParser::ParseSample(ByteView record, PerfRecord* ou
 
 inline void PerfRecordParser::ParseCheckedSample(ByteView record, PerfRecord* out) const {
   const Layout* l;
-  if (layouts_.size() == 1) {
+  if (has_checked_layout_) {
+    l = &checked_layout_;
+  } else if (layouts_.size() == 1) {
     l = &layouts_[0];
   } else {
     uint64_t id;

@@ -329,10 +329,29 @@ class SortedRunMerger {
 
   // Emits the top run's current record, then its following ones for as long as the run stays
   // the earliest and its record final: exactly what Run's loop would do one record at a time,
-  // without the heap work in between (per-CPU runs are thousands of records long).
+  // without the heap work in between (per-CPU runs are thousands of records long). Nothing the
+  // loop asks about but the cursor itself changes while it runs (the scan stands still), so the
+  // other runs' earliest record and the final-time limit are read once, into locals that the
+  // source's Emit (an opaque call) cannot make the compiler load again.
   void EmitTop() {
     const uint32_t slot = heap_[0];
     RunCursor& r = ring_[slot];
+    const bool at_head = slot == head_;
+    // The earlier of the top's two children (the heap's runs other than this one do not move).
+    const size_t heap_size = heap_.size();
+    const RunCursor* next_run = nullptr;
+    if (heap_size > 1) {
+      uint32_t c = heap_[1];
+      if (heap_size > 2 && Before(heap_[2], c)) c = heap_[2];
+      next_run = &ring_[c];
+    }
+    const uint64_t next_time = next_run != nullptr ? next_run->item.time : ~uint64_t{0};
+    const uint64_t next_seq = next_run != nullptr ? next_run->seq : ~uint64_t{0};
+    // CanEmit's answers that hold for any record of the streak: the scan has ended, or a record
+    // at or below the round limit is final.
+    const bool all_final = scan_done_;
+    const uint64_t final_up_to = has_round_limit_ ? round_limit_ : 0;
+    const bool has_final_limit = has_round_limit_;
     for (;;) {
       EmitOne(r);
       uint64_t p = r.next;
@@ -379,14 +398,15 @@ class SortedRunMerger {
         return;
       }
       // The low position is the oldest run's cursor: only its moves can release anything.
-      if (slot == head_) MaybeRelease();
-      // Still before both children: SiftDown would leave the heap as it is.
-      const size_t n = heap_.size();
-      if ((n > 1 && !Before(slot, heap_[1])) || (n > 2 && !Before(slot, heap_[2]))) {
+      if (at_head) MaybeRelease();
+      // No longer before the other runs' earliest record: SiftDown puts it in its place.
+      const uint64_t t = r.item.time;
+      if (t > next_time || (t == next_time && r.seq > next_seq)) {
         SiftDown(0);
         return;
       }
       // Run's next turn would ask the same (CanEmit changes nothing when it says no).
+      if (all_final || (has_final_limit && t <= final_up_to)) continue;
       if (!CanEmit(r)) return;
     }
   }

@@ -26,6 +26,8 @@ struct LayoutCase {
   uint64_t sample_type;
   uint64_t read_format = 0;
   int attrs = 2;
+  // Added to the second attr's sample_type: attrs whose fields lie at different offsets.
+  uint64_t second_attr_extra = 0;
 };
 
 class PerfDataLayoutTest : public ::testing::TestWithParam<LayoutCase> {
@@ -68,7 +70,8 @@ TEST_P(PerfDataLayoutTest, DecodesEverySampleOfTheLayout) {
   std::vector<PerfEventSpec> specs;
   for (int e = 0; e < c.attrs; ++e) {
     PerfEventSpec spec;
-    spec.attr = test::IotraceAttr(setup_.formats[e].id, c.sample_type);
+    spec.attr =
+        test::IotraceAttr(setup_.formats[e].id, c.sample_type | (e == 1 ? c.second_attr_extra : 0));
     spec.attr.read_format = c.read_format;
     spec.name = setup_.formats[e].FullName();
     spec.ids = {test::SyntheticId(e, 0, 2), test::SyntheticId(e, 1, 2)};
@@ -160,7 +163,12 @@ INSTANTIATE_TEST_SUITE_P(
                        PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_READ |
                        PERF_SAMPLE_CALLCHAIN | kRaw | PERF_SAMPLE_BRANCH_STACK,
                    PERF_FORMAT_GROUP | PERF_FORMAT_ID | PERF_FORMAT_LOST},
-        LayoutCase{"time_raw_only_one_attr", kTime | kRaw, 0, 1}),
+        LayoutCase{"time_raw_only_one_attr", kTime | kRaw, 0, 1},
+        // The reader decodes samples with one layout when every attr shares it; here the
+        // second attr's CPU and RAW lie 16 bytes further on.
+        LayoutCase{"attrs_with_different_layouts",
+                   PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | kTime | PERF_SAMPLE_CPU | kRaw, 0, 2,
+                   PERF_SAMPLE_ADDR | PERF_SAMPLE_PERIOD}),
     [](const ::testing::TestParamInfo<LayoutCase>& info) { return info.param.name; });
 
 class PerfDataSkipTest : public ::testing::Test {
