@@ -145,6 +145,13 @@ uint64_t CompletenessCheck::TotalLost() const {
   return n;
 }
 
+std::string AutoBackend(bool ftrace_works, CheckVerdict ftrace, bool perf_works,
+                        CheckVerdict perf) {
+  if (ftrace_works && ftrace != CheckVerdict::kLossy) return "ftrace";
+  if (perf_works && (!ftrace_works || perf != CheckVerdict::kLossy)) return "perf";
+  return ftrace_works ? "ftrace" : "";
+}
+
 void JudgeCompleteness(CompletenessCheck* check) {
   const uint64_t counted = check->TotalCounted();
   uint64_t silent = 0, reported = 0;

@@ -237,6 +237,8 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
   bool perf_works = false, ftrace_works = false;
   std::string perf_summary;
   CheckVerdict perf_verdict = CheckVerdict::kInconclusive;
+  std::string ftrace_summary;
+  CheckVerdict ftrace_verdict = CheckVerdict::kInconclusive;
   const bool can_check = tracefs.ok() && priv.ok() && options.check_ms > 0;
   if (can_check) {
     auto per_cpu = [](const CompletenessCheck& c) {
@@ -266,6 +268,8 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
     auto ftrace = CheckFtraceCompleteness(options.check_ms, *tracefs);
     if (ftrace.ok()) {
       ftrace_works = true;
+      ftrace_verdict = ftrace->verdict;
+      ftrace_summary = ftrace->summary;
       std::vector<std::string> d = per_cpu(*ftrace);
       d.insert(d.begin(), absl::StrFormat("%d ms on %s in instance iotrace_check_<pid>",
                                           ftrace->duration_ms, ftrace->events));
@@ -283,17 +287,15 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
                               : "skipped: needs tracefs and recording privileges");
   }
 
-  // What record --backend auto would do (the rule record uses: perf only where it loses
-  // nothing, ftrace otherwise).
-  if (perf_works && perf_verdict != CheckVerdict::kLossy) {
-    report.auto_backend = "perf";
-    report.auto_reason = can_check ? (perf_verdict == CheckVerdict::kComplete
-                                          ? "perf lost nothing in the check"
-                                          : "perf check inconclusive (no event fired)")
-                                   : "no live check run";
-  } else if (ftrace_works) {
-    report.auto_backend = "ftrace";
-    report.auto_reason = perf_works ? perf_summary : "perf does not work here";
+  // What record --backend auto would do.
+  report.auto_backend = AutoBackend(ftrace_works, ftrace_verdict, perf_works, perf_verdict);
+  if (!can_check) {
+    report.auto_reason = "no live check run";
+  } else if (report.auto_backend == "ftrace" && ftrace_verdict != CheckVerdict::kLossy) {
+    report.auto_reason = ftrace_summary + "; perf can drop samples silently";
+  } else if (!report.auto_backend.empty()) {
+    report.auto_reason = (ftrace_works ? ftrace_summary : "ftrace does not work here") + "; " +
+                         (perf_works ? perf_summary : "perf does not work here");
   }
   report.recording_works = tracefs.ok() && priv.ok() && block_ok && !report.auto_backend.empty();
   return report;

@@ -64,6 +64,12 @@ const std::vector<std::string>& CompletenessCheckEvents();
 // Judges per-CPU books: complete when nothing was lost on any CPU and something was counted.
 void JudgeCompleteness(CompletenessCheck* check);
 
+// The rule of `record --backend auto` (and of what `doctor` says it would do), from the two
+// checks: "ftrace" wherever ftrace records without loss (it keeps the samples perf drops
+// silently here, and costs less per event); "perf" where ftrace cannot record, or lost events
+// in its check while perf lost none; "" when neither works.
+std::string AutoBackend(bool ftrace_works, CheckVerdict ftrace, bool perf_works, CheckVerdict perf);
+
 // Opens a sampling perf event (sample_period 1) per CPU on a check event and runs
 // `duration_ms` while making interrupts arrive on idle CPUs (1 ms sleeps pinned per CPU, and
 // O_DIRECT reads of the running binary), draining the rings; then compares the kernel's counts

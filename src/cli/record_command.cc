@@ -45,7 +45,7 @@ int RecordCommand(const std::vector<std::string>& args) {
               return absl::OkStatus();
             });
   flags.Add("backend", 'b', true, "auto|perf|ftrace",
-            "capture backend (default auto: perf only where it loses nothing)",
+            "capture backend (default auto: ftrace wherever it records, else perf)",
             [&](const std::string& v) {
               if (v == "auto") opt.backend = Backend::kAuto;
               else if (v == "perf") opt.backend = Backend::kPerf;
