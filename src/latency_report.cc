@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <new>
 #include <thread>
+#include <type_traits>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -243,10 +245,26 @@ void LatencyReportBuilder::OnEvent(const RawEvent& event) {
   if (placement_.has_value() && --stretch_left_ == 0) EndStretch();
 }
 
+// The batches' raw storage holds BlockEvents without constructing them: an aggregate that
+// operator new's storage implicitly holds, as aligned as operator new's memory is.
+static_assert(std::is_aggregate_v<BlockEvent> && std::is_trivially_copyable_v<BlockEvent> &&
+              std::is_trivially_destructible_v<BlockEvent>);
+static_assert(alignof(BlockEvent) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+
+LatencyReportBuilder::EventBatch* LatencyReportBuilder::BeginBatch() {
+  EventBatch* b = queue_->BeginWrite();  // never nullptr: the pairing thread does not cancel
+  if (b->events == nullptr) {
+    // Each of the queue's slots once, in turn.
+    b->events = static_cast<BlockEvent*>(batch_storage_.get()) +
+                std::min(batches_given_++, kQueueBatches - 1) * EventBatch::kCapacity;
+  }
+  b->size = 0;
+  return b;
+}
+
 void LatencyReportBuilder::PublishBatch() {
   queue_->EndWrite();
-  batch_ = queue_->BeginWrite();  // never nullptr: the pairing thread does not cancel
-  batch_->size = 0;
+  batch_ = BeginBatch();
 }
 
 void LatencyReportBuilder::EndStretch() {
@@ -263,8 +281,7 @@ void LatencyReportBuilder::EndStretch() {
   if (placement_->apart()) {
     // The pairing thread takes the matcher back with the next batch (the queue is empty and it
     // waits for one; everything paired here happened before that batch is published).
-    batch_ = queue_->BeginWrite();
-    batch_->size = 0;
+    batch_ = BeginBatch();
   } else {
     // Pair here: the pairing thread has handed everything back and waits for a batch.
     batch_ = nullptr;
@@ -301,10 +318,11 @@ absl::Status LatencyReportBuilder::ReadAll(TraceReader& reader) {
   // shared until the join. Auto also pairs on the reading thread, in the stretches where that
   // measures faster: the queue is drained first, so the matcher has one user at a time, and the
   // queue's hand-over orders its uses.
-  SpscQueue<EventBatch> queue(4);
+  SpscQueue<EventBatch> queue(kQueueBatches);
   queue_ = &queue;
-  batch_ = queue.BeginWrite();
-  batch_->size = 0;
+  batch_storage_.reset(::operator new(kQueueBatches* EventBatch::kCapacity * sizeof(BlockEvent)));
+  batches_given_ = 0;
+  batch_ = BeginBatch();
   if (adaptive) {
     PairingPlacement::Options po;
     if (options_.placement_probe_events != 0) po.probe_events = options_.placement_probe_events;
@@ -329,6 +347,7 @@ absl::Status LatencyReportBuilder::ReadAll(TraceReader& reader) {
   reading.join();
   queue_ = nullptr;
   batch_ = nullptr;
+  batch_storage_.reset();
   return read_status;
 }
 
