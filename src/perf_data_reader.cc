@@ -427,7 +427,8 @@ void PerfDataReader::FindUnfinishedTracingData(uint64_t from, uint64_t to) {
   int tries = 0;
   for (size_t at = region.find(magic); at != std::string_view::npos && tries++ < 16;
        at = region.find(magic, at + 1)) {
-    auto decoded = DecodeTracingData(ByteView(base_ + from + at, to - from - at));
+    auto decoded =
+        DecodeTracingData(ByteView(base_ + from + at, to - from - at), /*keep_kallsyms=*/false);
     if (decoded.ok()) {
       AdoptTracingData(std::move(decoded->meta));
       return;
@@ -457,7 +458,7 @@ absl::Status PerfDataReader::ParseFeatures(const perf::FileHeader& h) {
           "re-record without -z");
     }
     if (feature == perf::kFeatTracingData) {
-      auto decoded = DecodeTracingData(ByteView(base_ + s.offset, s.size));
+      auto decoded = DecodeTracingData(ByteView(base_ + s.offset, s.size), /*keep_kallsyms=*/false);
       if (!decoded.ok()) {
         return Error(absl::StrCat("tracing data: ", decoded.status().message()));
       }

@@ -170,7 +170,7 @@ class PipeConverter {
                       "record tracepoints with perf record -e SYSTEM:EVENT (perf then sends "
                       "their formats in the stream)");
     }
-    auto decoded = DecodeTracingData(tracing_);
+    auto decoded = DecodeTracingData(tracing_, /*keep_kallsyms=*/false);
     if (!decoded.ok()) return Annotate(decoded.status(), "pipe-mode perf.data");
     // Names for EVENT_DESC: the tracepoint's, from the formats; "attrN" for anything else.
     std::vector<std::pair<uint32_t, std::string>> names;

@@ -243,7 +243,7 @@ absl::Status TraceDatReader::Open() {
 }
 
 absl::Status TraceDatReader::ParseV6(ByteView file, size_t pos) {
-  auto decoded = DecodeTracingData(file);
+  auto decoded = DecodeTracingData(file, /*keep_kallsyms=*/false);
   if (!decoded.ok()) return Annotate(decoded.status(), absl::StrCat("read trace.dat ", path_));
   meta_ = std::move(decoded->meta);
   ByteReader r(file);
@@ -423,7 +423,7 @@ absl::Status TraceDatReader::ParseV7(ByteView file, size_t pos) {
                                         &body));
     block.append(reinterpret_cast<const char*>(body.data), body.size);
   }
-  auto decoded = DecodeTracingData(ByteView(block.data(), block.size()));
+  auto decoded = DecodeTracingData(ByteView(block.data(), block.size()), /*keep_kallsyms=*/false);
   if (!decoded.ok()) return Annotate(decoded.status(), absl::StrCat("read trace.dat ", path_));
   meta_ = std::move(decoded->meta);
   // A buffer's flyrecord section header says whether its CPU data is compressed (in chunks).

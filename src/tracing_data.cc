@@ -86,7 +86,7 @@ std::string EncodeTracingData(const TracingMetadata& meta, std::string_view vers
   return out;
 }
 
-absl::StatusOr<DecodedTracingData> DecodeTracingData(ByteView data) {
+absl::StatusOr<DecodedTracingData> DecodeTracingData(ByteView data, bool keep_kallsyms) {
   DecodedTracingData result;
   TracingMetadata& meta = result.meta;
   ByteReader r(data);
@@ -143,7 +143,7 @@ absl::StatusOr<DecodedTracingData> DecodeTracingData(ByteView data) {
   }
 
   if (!ReadSized(&r, false, &text)) return Truncated("kallsyms");
-  meta.kallsyms = std::string(text);
+  if (keep_kallsyms) meta.kallsyms = std::string(text);
   if (!ReadSized(&r, false, &text)) return Truncated("printk formats");
   meta.printk_formats = std::string(text);
   // Saved cmdlines exist from perf's "0.6" and in every trace.dat version.

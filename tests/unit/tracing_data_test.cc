@@ -45,6 +45,27 @@ TEST(TracingDataTest, RoundTripsEveryPart) {
   EXPECT_EQ(decoded->consumed, blob.size() - std::string("trailing bytes that belong to the next section").size());
 }
 
+// The readers skip kallsyms (megabytes they never use): everything after it still decodes.
+TEST(TracingDataTest, KallsymsIsKeptOnlyWhenAskedFor) {
+  TracingMetadata meta = SampleMeta();
+  meta.kallsyms = "ffffffff81000000 T _text\nffffffff81001000 T do_one_initcall\n";
+  std::string blob = EncodeTracingData(meta, "6");
+  auto kept = DecodeTracingData(ByteView(blob.data(), blob.size()));
+  auto skipped = DecodeTracingData(ByteView(blob.data(), blob.size()), /*keep_kallsyms=*/false);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_TRUE(skipped.ok()) << skipped.status();
+  EXPECT_EQ(kept->meta.kallsyms, meta.kallsyms);
+  EXPECT_EQ(skipped->meta.kallsyms, "");
+  EXPECT_EQ(skipped->meta.printk_formats, meta.printk_formats);
+  EXPECT_EQ(skipped->meta.saved_cmdlines, meta.saved_cmdlines);
+  EXPECT_EQ(skipped->consumed, kept->consumed);
+  EXPECT_EQ(skipped->consumed, blob.size());
+  // A kallsyms size running past the block is still an error when it is skipped.
+  for (size_t len = 0; len < blob.size(); ++len) {
+    EXPECT_FALSE(DecodeTracingData(ByteView(blob.data(), len), false).ok()) << len;
+  }
+}
+
 TEST(TracingDataTest, EveryTruncationIsAnErrorNotACrash) {
   std::string blob = EncodeTracingData(SampleMeta(), "6");
   for (size_t len = 0; len < blob.size(); ++len) {
