@@ -325,7 +325,9 @@ absl::Status LatencyReportBuilder::ReadAll(TraceReader& reader) {
   batch_ = BeginBatch();
   if (adaptive) {
     PairingPlacement::Options po;
-    if (options_.placement_probe_events != 0) po.probe_events = options_.placement_probe_events;
+    if (options_.placement_probe_events != 0) {
+      po.probe_events = po.warmup_events = options_.placement_probe_events;
+    }
     if (options_.placement_hold_events != 0) po.hold_events = options_.placement_hold_events;
     if (options_.placement_max_hold_events != 0) {
       po.max_hold_events = options_.placement_max_hold_events;

@@ -9,10 +9,18 @@ PairingPlacement::PairingPlacement(const Options& options) : options_(options) {
   options_.hold_events = std::max<uint64_t>(options_.hold_events, 1);
   options_.max_hold_events = std::max(options_.max_hold_events, options_.hold_events);
   hold_ = options_.hold_events;
+  warming_ = options_.warmup_events != 0;
 }
 
 void PairingPlacement::Finished(uint64_t events, uint64_t ns) {
   ++stretches_;
+  if (warming_) {
+    // Its time says how the start went, not what a placement costs: probe here, then apart.
+    warming_ = false;
+    apart_ = false;
+    ++switches_;
+    return;
+  }
   cost_[apart_ ? 1 : 0] = static_cast<double>(ns) / static_cast<double>(std::max<uint64_t>(events, 1));
   bool next_apart;
   if (probing_ && first_probe_) {

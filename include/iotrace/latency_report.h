@@ -70,9 +70,9 @@ struct ReportOptions {
   // runs (PairingPlacement); with a block event sink (--events), as 2; on one CPU, as 1. The
   // report is the same whatever the number.
   int threads = 0;
-  // Auto's stretches, in events (0: PairingPlacement's defaults: probe, first hold, longest
-  // hold), and auto even when one CPU is usable: tests make the stretches small and run auto
-  // wherever they run.
+  // Auto's stretches, in events (0: PairingPlacement's defaults: probe (and warm-up), first
+  // hold, longest hold), and auto even when one CPU is usable: tests make the stretches small
+  // and run auto wherever they run.
   uint64_t placement_probe_events = 0;
   uint64_t placement_hold_events = 0;
   uint64_t placement_max_hold_events = 0;

@@ -20,6 +20,7 @@ std::vector<bool> Drive(PairingPlacement& p, double apart_ns, double here_ns, in
 
 TEST(PairingPlacementTest, ProbesBothThenHoldsTheFasterAndProbesTheOtherBetweenHolds) {
   PairingPlacement::Options o;
+  o.warmup_events = 0;  // the sequence after the warm-up (WarmsUpApartWithoutMeasuring)
   o.probe_events = 100;
   o.hold_events = 1000;
   PairingPlacement p(o);
@@ -33,6 +34,7 @@ TEST(PairingPlacementTest, ProbesBothThenHoldsTheFasterAndProbesTheOtherBetweenH
 
 TEST(PairingPlacementTest, HoldsHereWhenTheHandOffCostsMore) {
   PairingPlacement::Options o;
+  o.warmup_events = 0;  // the sequence after the warm-up (WarmsUpApartWithoutMeasuring)
   o.probe_events = 100;
   o.hold_events = 1000;
   PairingPlacement p(o);
@@ -50,6 +52,7 @@ TEST(PairingPlacementTest, HoldsHereWhenTheHandOffCostsMore) {
 
 TEST(PairingPlacementTest, HoldsThatKeepWinningGrowToTheCapAndShrinkWhenTheOtherWins) {
   PairingPlacement::Options o;
+  o.warmup_events = 0;  // the sequence after the warm-up (WarmsUpApartWithoutMeasuring)
   o.probe_events = 10;
   o.hold_events = 100;
   o.max_hold_events = 500;
@@ -74,6 +77,7 @@ TEST(PairingPlacementTest, HoldsThatKeepWinningGrowToTheCapAndShrinkWhenTheOther
 
 TEST(PairingPlacementTest, FollowsTheMachineWhenItChanges) {
   PairingPlacement::Options o;
+  o.warmup_events = 0;  // the sequence after the warm-up (WarmsUpApartWithoutMeasuring)
   o.probe_events = 10;
   o.hold_events = 100;
   PairingPlacement p(o);
@@ -88,8 +92,35 @@ TEST(PairingPlacementTest, FollowsTheMachineWhenItChanges) {
   EXPECT_EQ(p.stretch_events(), 100u);  // holding here
 }
 
+// The first stretch runs apart and its time is not a measure: a slow start (here 10x the
+// steady cost) does not make apart lose its first probe.
+TEST(PairingPlacementTest, WarmsUpApartWithoutMeasuring) {
+  PairingPlacement::Options o;
+  o.warmup_events = 50;
+  o.probe_events = 100;
+  o.hold_events = 1000;
+  PairingPlacement p(o);
+  ASSERT_TRUE(p.apart());
+  EXPECT_EQ(p.stretch_events(), 50u);
+  p.Finished(50, 50 * 200);
+  EXPECT_DOUBLE_EQ(p.ns_per_event(true), 0);  // not measured
+  // Then the probes, here first, and the faster is held.
+  const std::vector<bool> seen = Drive(p, 20, 30, 4);
+  EXPECT_EQ(seen, (std::vector<bool>{false, true, true, false}));
+  EXPECT_DOUBLE_EQ(p.ns_per_event(true), 20);
+  EXPECT_EQ(p.stretches(), 5u);
+  // With the default options too.
+  PairingPlacement d;
+  EXPECT_TRUE(d.apart());
+  EXPECT_EQ(d.stretch_events(), PairingPlacement::Options().warmup_events);
+  d.Finished(d.stretch_events(), 1);
+  EXPECT_FALSE(d.apart());
+  EXPECT_EQ(d.stretch_events(), PairingPlacement::Options().probe_events);
+}
+
 TEST(PairingPlacementTest, CountsSwitchesAndNeverStretchesZeroEvents) {
   PairingPlacement::Options o;
+  o.warmup_events = 0;  // the sequence after the warm-up (WarmsUpApartWithoutMeasuring)
   o.probe_events = 0;
   o.hold_events = 0;
   PairingPlacement p(o);
