@@ -2,12 +2,31 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 
 #include "iotrace/status.h"
 
 namespace iotrace {
+
+absl::StatusOr<UniqueMapping> MapHugeAnonymous(size_t size) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t want = (std::max<size_t>(size, 1) + kHuge - 1) & ~(kHuge - 1);
+  void* area = ::mmap(nullptr, want + kHuge, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (area == MAP_FAILED) return ErrnoError(errno, "map", "anonymous memory");
+  // Keep the 2 MiB-aligned part: a huge page needs an aligned range.
+  const uintptr_t start = reinterpret_cast<uintptr_t>(area);
+  const uintptr_t aligned = (start + kHuge - 1) & ~uintptr_t{kHuge - 1};
+  if (aligned > start) ::munmap(area, aligned - start);
+  const size_t tail = kHuge - (aligned - start);
+  if (tail > 0) ::munmap(reinterpret_cast<void*>(aligned + want), tail);
+  void* at = reinterpret_cast<void*>(aligned);
+  ::madvise(at, want, MADV_HUGEPAGE);  // a hint: without THP, plain pages
+  return UniqueMapping(at, want);
+}
 
 absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));

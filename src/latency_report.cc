@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 #include <map>
-#include <new>
 #include <thread>
 #include <type_traits>
 
@@ -245,17 +244,16 @@ void LatencyReportBuilder::OnEvent(const RawEvent& event) {
   if (placement_.has_value() && --stretch_left_ == 0) EndStretch();
 }
 
-// The batches' raw storage holds BlockEvents without constructing them: an aggregate that
-// operator new's storage implicitly holds, as aligned as operator new's memory is.
+// The batches' raw memory holds BlockEvents without constructing them: an aggregate of
+// trivial members, which mapped memory holds as any other bytes (page-aligned).
 static_assert(std::is_aggregate_v<BlockEvent> && std::is_trivially_copyable_v<BlockEvent> &&
               std::is_trivially_destructible_v<BlockEvent>);
-static_assert(alignof(BlockEvent) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
 
 LatencyReportBuilder::EventBatch* LatencyReportBuilder::BeginBatch() {
   EventBatch* b = queue_->BeginWrite();  // never nullptr: the pairing thread does not cancel
   if (b->events == nullptr) {
     // Each of the queue's slots once, in turn.
-    b->events = static_cast<BlockEvent*>(batch_storage_.get()) +
+    b->events = static_cast<BlockEvent*>(batch_storage_.addr()) +
                 std::min(batches_given_++, kQueueBatches - 1) * EventBatch::kCapacity;
   }
   b->size = 0;
@@ -318,9 +316,11 @@ absl::Status LatencyReportBuilder::ReadAll(TraceReader& reader) {
   // shared until the join. Auto also pairs on the reading thread, in the stretches where that
   // measures faster: the queue is drained first, so the matcher has one user at a time, and the
   // queue's hand-over orders its uses.
+  auto storage = MapHugeAnonymous(kQueueBatches * EventBatch::kCapacity * sizeof(BlockEvent));
+  if (!storage.ok()) return storage.status();
   SpscQueue<EventBatch> queue(kQueueBatches);
   queue_ = &queue;
-  batch_storage_.reset(::operator new(kQueueBatches* EventBatch::kCapacity * sizeof(BlockEvent)));
+  batch_storage_ = std::move(*storage);
   batches_given_ = 0;
   batch_ = BeginBatch();
   if (adaptive) {
@@ -349,7 +349,7 @@ absl::Status LatencyReportBuilder::ReadAll(TraceReader& reader) {
   reading.join();
   queue_ = nullptr;
   batch_ = nullptr;
-  batch_storage_.reset();
+  batch_storage_.Reset();
   return read_status;
 }
 

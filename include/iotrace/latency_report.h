@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "iotrace/block_event.h"
 #include "iotrace/device_names.h"
+#include "iotrace/fd.h"
 #include "iotrace/histogram.h"
 #include "iotrace/pairing_placement.h"
 #include "iotrace/request_matcher.h"
@@ -240,13 +241,10 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
     size_t size = 0;
     BlockEvent* events = nullptr;  // kCapacity events in batch_storage_, given at first use
   };
-  // Where the queue's batches keep their events: raw storage, in which the decoder writes each
-  // event before it is read (BlockEvent is an implicit-lifetime type). Value-initialized batches
-  // cost every report ~10 ms on this VM, zeroing 4 MiB and faulting its pages in, even when a
-  // small file filled a sliver of one batch.
-  struct FreeStorage {
-    void operator()(void* p) const { ::operator delete(p); }
-  };
+  // Where the queue's batches keep their events: raw memory in huge pages (MapHugeAnonymous),
+  // in which the decoder writes each event before it is read (BlockEvent is an implicit-lifetime
+  // type). Value-initialized batches in 4 KiB pages cost every threaded report 10-20 ms on this
+  // VM, zeroing 4 MiB and faulting its pages in, even when a small file filled a sliver of one.
   static constexpr size_t kQueueBatches = 4;
   // The queue's next free batch, with its storage (assigned the first time a slot comes round).
   EventBatch* BeginBatch();
@@ -288,7 +286,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // that OnEvent decodes into (nullptr otherwise).
   SpscQueue<EventBatch>* queue_ = nullptr;
   EventBatch* batch_ = nullptr;
-  std::unique_ptr<void, FreeStorage> batch_storage_;
+  UniqueMapping batch_storage_;
   size_t batches_given_ = 0;
   // Auto: where pairing runs now (batch_ != nullptr: apart), events left in this stretch, and
   // when it started (the end of the stretch before).
