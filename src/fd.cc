@@ -24,7 +24,10 @@ absl::StatusOr<UniqueMapping> MapHugeAnonymous(size_t size) {
   const size_t tail = kHuge - (aligned - start);
   if (tail > 0) ::munmap(reinterpret_cast<void*>(aligned + want), tail);
   void* at = reinterpret_cast<void*>(aligned);
-  ::madvise(at, want, MADV_HUGEPAGE);  // a hint: without THP, plain pages
+  // A hint (without THP, plain pages), for the whole huge pages of `size` only: a tail of a few
+  // pages does not take a 2 MiB page of memory.
+  const size_t whole = size & ~(kHuge - 1);
+  if (whole > 0) ::madvise(at, whole, MADV_HUGEPAGE);
   return UniqueMapping(at, want);
 }
 

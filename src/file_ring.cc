@@ -1,6 +1,7 @@
 #include "iotrace/file_ring.h"
 
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "iotrace/fd.h"
 #include "iotrace/futex.h"
 #include "iotrace/status.h"
 
@@ -50,6 +52,7 @@ struct FileRing::Async {
   int fd = -1;
   uint8_t* base = nullptr;
   uint64_t mask = 0;
+  uint64_t mirror = 0;
   uint64_t end = 0;
   uint64_t step = 0;
   alignas(64) Signal filled;    // thread -> caller
@@ -74,6 +77,7 @@ FileRing& FileRing::operator=(FileRing&& other) noexcept {
     retired_ = std::move(other.retired_);
     base_ = std::exchange(other.base_, nullptr);
     mask_ = std::exchange(other.mask_, 0);
+    mirror_ = std::exchange(other.mirror_, 0);
     released_ = other.released_;
     filled_ = other.filled_;
     published_ = other.published_;
@@ -90,6 +94,7 @@ bool FileRing::StartReadAhead() {
   a->fd = fd_;
   a->base = const_cast<uint8_t*>(base_);
   a->mask = mask_;
+  a->mirror = mirror_;
   a->end = end_;
   a->step = std::max<uint64_t>(step_, capacity() / 4);
   a->filled.value.store(filled_);
@@ -118,7 +123,7 @@ void FileRing::ReadAheadLoop(Async* a) {
       continue;
     }
     const uint64_t want = std::min({a->step, a->end - f, room});
-    const ssize_t n = ::pread(a->fd, a->base + (f & a->mask), want, static_cast<off_t>(f));
+    const ssize_t n = ReadInto(a->fd, a->base, a->mask, a->mirror, f, want);
     if (n > 0) {
       f += static_cast<uint64_t>(n);
       a->filled.Publish(f);
@@ -162,32 +167,41 @@ uint64_t FileRing::FillAhead(uint64_t offset, uint64_t want) {
   return FillSlow(offset, want);
 }
 
-absl::StatusOr<UniqueMapping> FileRing::MapRing(size_t size) {
-  UniqueFd mem(::memfd_create("iotrace-read-ring", MFD_CLOEXEC));
-  if (!mem.valid()) return ErrnoError(errno, "memfd_create", "the read buffer");
-  if (::ftruncate(mem.get(), static_cast<off_t>(size)) != 0) {
-    return ErrnoError(errno, "size", "the read buffer");
+absl::StatusOr<UniqueMapping> FileRing::MapRing(size_t size, size_t mirror) {
+  UniqueMapping ring;
+  if (size >= (size_t{2} << 20)) {
+    IOTRACE_ASSIGN_OR_RETURN(ring, MapHugeAnonymous(size + mirror));
+  } else {
+    void* area = ::mmap(nullptr, size + mirror, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (area == MAP_FAILED) return ErrnoError(errno, "map", "the read buffer");
+    ring = UniqueMapping(area, size + mirror);
   }
-  // Reserve twice the size, then put the same pages in both halves.
-  void* area = ::mmap(nullptr, 2 * size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (area == MAP_FAILED) return ErrnoError(errno, "reserve", "the read buffer");
-  UniqueMapping ring(area, 2 * size);
-  for (int half = 0; half < 2; ++half) {
-    void* at = static_cast<uint8_t*>(area) + half * size;
-    if (::mmap(at, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, mem.get(), 0) ==
-        MAP_FAILED) {
-      return ErrnoError(errno, "map", "the read buffer");
-    }
-  }
+  // Named in /proc/PID/smaps ("[anon:iotrace-read-ring]") where the kernel can name anonymous
+  // memory (CONFIG_ANON_VMA_NAME): a hint for whoever looks at the process's memory.
+  ::prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, ring.addr(), ring.size(), "iotrace-read-ring");
   return ring;
 }
 
+ssize_t FileRing::ReadInto(int fd, uint8_t* base, uint64_t mask, uint64_t mirror, uint64_t off,
+                           uint64_t want) {
+  const uint64_t p = off & mask;
+  const uint64_t len = std::min(want, mask + 1 - p);
+  const ssize_t n = ::pread(fd, base + p, len, static_cast<off_t>(off));
+  if (n > 0 && p < mirror) {
+    std::memcpy(base + mask + 1 + p, base + p, std::min(p + static_cast<uint64_t>(n), mirror) - p);
+  }
+  return n;
+}
+
 absl::StatusOr<FileRing> FileRing::Create(int fd, uint64_t begin, uint64_t end, size_t capacity,
-                                          size_t step) {
+                                          size_t step, size_t max_span) {
   static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t size = std::bit_ceil(std::max({capacity, page, size_t{64} << 10}));
+  const size_t mirror = std::min(size, (std::max<size_t>(max_span, 1) + page - 1) & ~(page - 1));
   FileRing r;
-  IOTRACE_ASSIGN_OR_RETURN(r.ring_, MapRing(size));
+  IOTRACE_ASSIGN_OR_RETURN(r.ring_, MapRing(size, mirror));
+  r.mirror_ = mirror;
   r.fd_ = fd;
   r.end_ = std::max(begin, end);
   r.step_ = std::max<size_t>(step, 1);
@@ -210,9 +224,8 @@ uint64_t FileRing::FillSlow(uint64_t offset, uint64_t want) {
     if (need - released_ > capacity()) Grow(need - released_ + step_);
     target = std::min(target, released_ + capacity());
     while (filled_ < target) {
-      // Contiguous in the doubled mapping: at most a ring's size from a position inside it.
-      const ssize_t n = ::pread(fd_, const_cast<uint8_t*>(At(filled_)), target - filled_,
-                                static_cast<off_t>(filled_));
+      const ssize_t n =
+          ReadInto(fd_, const_cast<uint8_t*>(base_), mask_, mirror_, filled_, target - filled_);
       if (n > 0) {
         filled_ += static_cast<uint64_t>(n);
         continue;
@@ -228,12 +241,18 @@ uint64_t FileRing::FillSlow(uint64_t offset, uint64_t want) {
 
 bool FileRing::Grow(uint64_t size) {
   const uint64_t bigger = std::bit_ceil(std::max(size, 2 * capacity()));
-  absl::StatusOr<UniqueMapping> ring = MapRing(static_cast<size_t>(bigger));
+  absl::StatusOr<UniqueMapping> ring = MapRing(static_cast<size_t>(bigger), mirror_);
   if (!ring.ok()) return false;  // the reads stay within the old ring; the caller sees less
   uint8_t* base = static_cast<uint8_t*>(ring->addr());
   const uint64_t mask = bigger - 1;
-  if (filled_ > released_) {
-    std::memcpy(base + (released_ & mask), At(released_), filled_ - released_);
+  // The live bytes, in pieces that wrap in neither ring, each mirrored where it must be.
+  for (uint64_t off = released_; off < filled_;) {
+    const uint64_t from = off & mask_;
+    const uint64_t to = off & mask;
+    const uint64_t n = std::min({filled_ - off, mask_ + 1 - from, mask + 1 - to});
+    std::memcpy(base + to, base_ + from, n);
+    if (to < mirror_) std::memcpy(base + mask + 1 + to, base + to, std::min(to + n, mirror_) - to);
+    off += n;
   }
   retired_.push_back(std::move(ring_));
   ring_ = std::move(*ring);

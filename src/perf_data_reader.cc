@@ -568,7 +568,7 @@ absl::Status PerfDataReader::ReadAll(EventSink* sink) {
   IOTRACE_ASSIGN_OR_RETURN(ring_, FileRing::Create(fd_.get(), data_begin_, data_end_,
                                                    read_ahead_ ? options_.read_ahead_ring_bytes
                                                                : options_.read_ring_bytes,
-                                                   options_.read_step_bytes));
+                                                   options_.read_step_bytes, kMaxRecordBytes));
   if (read_ahead_) ring_.StartReadAhead();
   Stream stream(this, sink);
   // The ring reuses room as the oldest cursor moves on: tell it often.

@@ -804,7 +804,7 @@ absl::Status TraceDatReader::ReadAll(EventSink* sink) {
     IOTRACE_ASSIGN_OR_RETURN(
         c.ring, FileRing::Create(data_fd_.get(), s.offset, c.end_off,
                                  std::max<size_t>(ring_bytes, 2 * size_t{s.layout.page_size}),
-                                 ring_bytes / 2));
+                                 ring_bytes / 2, s.layout.page_size));
   }
 
   // A binary min-heap of cursors on (timestamp, stream order): ties go to the lower CPU, as in

@@ -73,9 +73,10 @@ class UniqueMapping {
 };
 
 // Reads a whole (small) file such as a tracefs or procfs file.
-// Zeroed anonymous memory of `size` bytes, 2 MiB-aligned and asked for transparent huge pages
-// (MADV_HUGEPAGE; ignored where THP is off). On this VM (shadow page tables) the first touch
-// of each 4 KiB page costs ~10 us: 8 MiB took 20 ms in 4 KiB pages, 0.6 ms in huge pages.
+// Zeroed anonymous memory of `size` bytes, 2 MiB-aligned, its whole 2 MiB stretches asked for
+// transparent huge pages (MADV_HUGEPAGE; ignored where THP is off). On this VM (shadow page tables)
+// the first touch of each 4 KiB page costs ~10 us: 8 MiB took 20 ms in 4 KiB pages, 0.6 ms in huge
+// pages.
 absl::StatusOr<UniqueMapping> MapHugeAnonymous(size_t size);
 
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
