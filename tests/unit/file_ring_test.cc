@@ -66,6 +66,42 @@ TEST_P(FileRingTest, RecordsAcrossTheWrapAreContiguous) {
   EXPECT_TRUE(ring->error().empty()) << ring->error();
 }
 
+// Records up to max_span (here far below the ring's size) are contiguous wherever they wrap:
+// they end in the mirror after the ring. Also after the ring grew, which copies the live bytes
+// over (into the new ring's first bytes too).
+TEST_P(FileRingTest, RecordsUpToMaxSpanAcrossTheWrapAreContiguousAfterGrowingToo) {
+  constexpr size_t kSpan = 4096;
+  auto made = FileRing::Create(fd_.get(), 100, kSize, 64 << 10, 16 << 10, kSpan);
+  ASSERT_TRUE(made.ok()) << made.status();
+  FileRing ring = std::move(*made);
+  if (GetParam()) ASSERT_TRUE(ring.StartReadAhead());
+  uint64_t pos = 100;
+  uint64_t wrapped = 0;
+  uint64_t n = 0;
+  auto walk = [&](uint64_t until, bool release) {
+    for (; pos + kSpan <= until; ++n) {
+      const uint64_t size = kSpan - (n * 337) % 3000;  // 1096 to 4096 bytes
+      if (release) ring.Release(pos);
+      ASSERT_GE(ring.Fill(pos, size), size) << pos;
+      ASSERT_TRUE(Same(ring, pos, size)) << "record of " << size << " at " << pos;
+      if ((pos & (ring.capacity() - 1)) + size > ring.capacity()) ++wrapped;
+      pos += size;
+    }
+  };
+  walk(100 << 10, true);
+  EXPECT_EQ(ring.capacity(), size_t{64} << 10);
+  EXPECT_GE(wrapped, 1u);
+  // Nothing released for a while: the ring grows, with everything from 100 KiB on live.
+  const uint64_t held = pos;
+  walk(held + (200 << 10), false);
+  EXPECT_GE(ring.capacity(), size_t{256} << 10);
+  EXPECT_TRUE(Same(ring, held, 4096)) << "the first live record, copied into the bigger ring";
+  const uint64_t wrapped_before = wrapped;
+  walk(kSize, true);
+  EXPECT_GE(wrapped - wrapped_before, 8u) << "the grown ring wraps too";
+  EXPECT_TRUE(ring.error().empty()) << ring.error();
+}
+
 TEST_P(FileRingTest, GrowsWhenNothingIsReleasedAndKeepsOldPointersValid) {
   FileRing r = Make(0, 64 << 10, 16 << 10);
   FileRing* ring = &r;
