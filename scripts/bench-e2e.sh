@@ -393,8 +393,9 @@ for rep in $(seq 1 "$report_reps"); do
     --threads 1
   if command -v btt >/dev/null && [ -s "$work/report.blktrace" ]; then
     mkdir -p "$work/btt"
+    # From inside the work dir: btt writes its *_iops_fp.dat / *_mbps_fp.dat to the current one.
     report_run "$rep" btt "$td_events" "$work/report.blktrace" \
-      btt -i "$work/report.blktrace" -o "$work/btt/out"
+      env -C "$work/btt" btt -i "$work/report.blktrace" -o "$work/btt/out"
   else
     csv_row report "$rep" btt n/a "btt is not installed or its input could not be made"
   fi
