@@ -179,18 +179,28 @@ absl::StatusOr<UniqueMapping> FileRing::MapRing(size_t size, size_t mirror) {
   }
   // Named in /proc/PID/smaps ("[anon:iotrace-read-ring]") where the kernel can name anonymous
   // memory (CONFIG_ANON_VMA_NAME): a hint for whoever looks at the process's memory.
+#ifdef PR_SET_VMA_ANON_NAME
   ::prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, ring.addr(), ring.size(), "iotrace-read-ring");
+#endif
   return ring;
 }
+
+namespace {
+
+// The ring's bytes [p, p + n) (not past its end) were just written: the part of them among its
+// first `mirror` bytes goes to the mirror after the ring too.
+void Mirror(uint8_t* base, uint64_t mask, uint64_t mirror, uint64_t p, uint64_t n) {
+  if (p < mirror) std::memcpy(base + mask + 1 + p, base + p, std::min(p + n, mirror) - p);
+}
+
+}  // namespace
 
 ssize_t FileRing::ReadInto(int fd, uint8_t* base, uint64_t mask, uint64_t mirror, uint64_t off,
                            uint64_t want) {
   const uint64_t p = off & mask;
   const uint64_t len = std::min(want, mask + 1 - p);
   const ssize_t n = ::pread(fd, base + p, len, static_cast<off_t>(off));
-  if (n > 0 && p < mirror) {
-    std::memcpy(base + mask + 1 + p, base + p, std::min(p + static_cast<uint64_t>(n), mirror) - p);
-  }
+  if (n > 0) Mirror(base, mask, mirror, p, static_cast<uint64_t>(n));
   return n;
 }
 
@@ -251,7 +261,7 @@ bool FileRing::Grow(uint64_t size) {
     const uint64_t to = off & mask;
     const uint64_t n = std::min({filled_ - off, mask_ + 1 - from, mask + 1 - to});
     std::memcpy(base + to, base_ + from, n);
-    if (to < mirror_) std::memcpy(base + mask + 1 + to, base + to, std::min(to + n, mirror_) - to);
+    Mirror(base, mask, mirror_, to, n);
     off += n;
   }
   retired_.push_back(std::move(ring_));
