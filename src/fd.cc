@@ -13,22 +13,24 @@ namespace iotrace {
 
 absl::StatusOr<UniqueMapping> MapHugeAnonymous(size_t size) {
   constexpr size_t kHuge = size_t{2} << 20;
-  const size_t want = (std::max<size_t>(size, 1) + kHuge - 1) & ~(kHuge - 1);
-  void* area = ::mmap(nullptr, want + kHuge, PROT_READ | PROT_WRITE,
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t keep = (std::max<size_t>(size, 1) + page - 1) & ~(page - 1);
+  const size_t total = keep + kHuge;  // room to start on a 2 MiB boundary
+  void* area = ::mmap(nullptr, total, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (area == MAP_FAILED) return ErrnoError(errno, "map", "anonymous memory");
-  // Keep the 2 MiB-aligned part: a huge page needs an aligned range.
+  // Keep `keep` bytes from the first 2 MiB boundary, nothing more: with THP "always", a 2 MiB
+  // stretch of the mapping past `size` would take a huge page at its first touch.
   const uintptr_t start = reinterpret_cast<uintptr_t>(area);
   const uintptr_t aligned = (start + kHuge - 1) & ~uintptr_t{kHuge - 1};
   if (aligned > start) ::munmap(area, aligned - start);
-  const size_t tail = kHuge - (aligned - start);
-  if (tail > 0) ::munmap(reinterpret_cast<void*>(aligned + want), tail);
+  const uintptr_t end = start + total;
+  if (end > aligned + keep) ::munmap(reinterpret_cast<void*>(aligned + keep), end - aligned - keep);
   void* at = reinterpret_cast<void*>(aligned);
-  // A hint (without THP, plain pages), for the whole huge pages of `size` only: a tail of a few
-  // pages does not take a 2 MiB page of memory.
+  // A hint (without THP, plain pages), for the whole huge pages of `size` only.
   const size_t whole = size & ~(kHuge - 1);
   if (whole > 0) ::madvise(at, whole, MADV_HUGEPAGE);
-  return UniqueMapping(at, want);
+  return UniqueMapping(at, keep);
 }
 
 absl::StatusOr<std::string> ReadFileToString(const std::string& path) {

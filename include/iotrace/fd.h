@@ -72,13 +72,13 @@ class UniqueMapping {
   size_t size_ = 0;
 };
 
-// Reads a whole (small) file such as a tracefs or procfs file.
-// Zeroed anonymous memory of `size` bytes, 2 MiB-aligned, its whole 2 MiB stretches asked for
-// transparent huge pages (MADV_HUGEPAGE; ignored where THP is off). On this VM (shadow page tables)
-// the first touch of each 4 KiB page costs ~10 us: 8 MiB took 20 ms in 4 KiB pages, 0.6 ms in huge
-// pages.
+// Zeroed anonymous memory of `size` bytes (rounded up to whole pages), 2 MiB-aligned, its whole
+// 2 MiB stretches asked for transparent huge pages (MADV_HUGEPAGE; ignored where THP is off).
+// On this VM (shadow page tables) the first touch of each 4 KiB page costs ~10 us: 8 MiB took
+// 20 ms in 4 KiB pages, 0.6 ms in huge pages.
 absl::StatusOr<UniqueMapping> MapHugeAnonymous(size_t size);
 
+// Reads a whole (small) file such as a tracefs or procfs file.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 // Writes `contents` to an existing file (tracefs control files), one write() call.
 absl::Status WriteStringToFile(const std::string& path, std::string_view contents);
