@@ -168,15 +168,8 @@ uint64_t FileRing::FillAhead(uint64_t offset, uint64_t want) {
 }
 
 absl::StatusOr<UniqueMapping> FileRing::MapRing(size_t size, size_t mirror) {
-  UniqueMapping ring;
-  if (size >= (size_t{2} << 20)) {
-    IOTRACE_ASSIGN_OR_RETURN(ring, MapHugeAnonymous(size + mirror));
-  } else {
-    void* area = ::mmap(nullptr, size + mirror, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (area == MAP_FAILED) return ErrnoError(errno, "map", "the read buffer");
-    ring = UniqueMapping(area, size + mirror);
-  }
+  // Huge pages for the ring's whole 2 MiB stretches; a smaller ring stays in plain pages.
+  IOTRACE_ASSIGN_OR_RETURN(UniqueMapping ring, MapHugeAnonymous(size + mirror));
   // Named in /proc/PID/smaps ("[anon:iotrace-read-ring]") where the kernel can name anonymous
   // memory (CONFIG_ANON_VMA_NAME): a hint for whoever looks at the process's memory.
 #ifdef PR_SET_VMA_ANON_NAME

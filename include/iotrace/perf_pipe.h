@@ -31,7 +31,9 @@ struct PipeConversion {
 // Fails (InvalidArgument) when the stream has no attrs or no tracing data: the tracepoints
 // could not be decoded. A stream cut short keeps every whole record before the cut. One pass;
 // `release(offset)`, when given, is called once the bytes before `offset` are no longer
-// needed (the caller's mapping can drop them, which keeps memory bounded).
+// needed (the caller's mapping can drop them, which keeps memory bounded). The tracing data is
+// written without the stream's kallsyms: the file is a scratch file for the report, whose
+// readers do not use it.
 absl::Status ConvertPipePerfData(ByteView stream, const std::string& out_path,
                                  PipeConversion* result,
                                  const std::function<void(uint64_t)>& release = {});
