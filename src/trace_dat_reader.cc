@@ -111,7 +111,8 @@ std::string CurrentClock(std::string_view text) {
 
 class TraceDatReader final : public TraceReader {
  public:
-  explicit TraceDatReader(std::string path) : path_(std::move(path)) {}
+  TraceDatReader(std::string path, TraceDatReaderOptions options)
+      : path_(std::move(path)), options_(options) {}
 
   absl::Status Open();
 
@@ -125,6 +126,7 @@ class TraceDatReader final : public TraceReader {
     return it == comms_.end() ? std::string() : it->second;
   }
   absl::Status ReadAll(EventSink* sink) override;
+  void set_read_ahead(bool on) override { read_ahead_ = on; }
   const ReadStats& stats() const override { return stats_; }
 
  private:
@@ -172,6 +174,8 @@ class TraceDatReader final : public TraceReader {
   bool AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* problems);
 
   std::string path_;
+  TraceDatReaderOptions options_;
+  bool read_ahead_ = false;
   UniqueMapping map_;
   ByteView file_;
   UniqueFd data_fd_;  // the file the per-CPU streams are read from (the inflated one for v7)
@@ -794,6 +798,14 @@ absl::Status TraceDatReader::ReadAll(EventSink* sink) {
   std::array<uint64_t, kHotCount> problems{};
   std::vector<Cursor> cursors;
   cursors.reserve(streams_.size());
+  // Read ahead: the streams long enough to gain from a thread of their own, when their rings
+  // fit in the budget (a thread each, asleep but for a wake-up per half ring). The kernel's copy
+  // of the file then runs on the other CPU: on this 2-vCPU VM it was a third of the reading
+  // thread's time on trace.dat (the 5.85 M-event file in the host's slow state: 0.26 -> 0.21 s).
+  const size_t ahead_bytes = std::max<size_t>(options_.read_ahead_ring_bytes, 1);
+  size_t long_streams = 0;
+  for (const Stream& s : streams_) long_streams += s.size > ahead_bytes / 2 ? 1 : 0;
+  const bool ahead = read_ahead_ && long_streams > 0 && long_streams <= kRingBudget / ahead_bytes;
   const size_t ring_bytes =
       std::min(kRingBytes, kRingBudget / std::max<size_t>(streams_.size(), 1));
   for (const Stream& s : streams_) {
@@ -801,10 +813,13 @@ absl::Status TraceDatReader::ReadAll(EventSink* sink) {
     c.page_off = c.next_off = s.offset;
     c.end_off = s.offset + s.size;
     c.order = static_cast<uint32_t>(cursors.size() - 1);
+    const bool stream_ahead = ahead && s.size > ahead_bytes / 2;
+    const size_t bytes = stream_ahead ? ahead_bytes : ring_bytes;
     IOTRACE_ASSIGN_OR_RETURN(
         c.ring, FileRing::Create(data_fd_.get(), s.offset, c.end_off,
-                                 std::max<size_t>(ring_bytes, 2 * size_t{s.layout.page_size}),
-                                 ring_bytes / 2, s.layout.page_size));
+                                 std::max<size_t>(bytes, 2 * size_t{s.layout.page_size}),
+                                 bytes / 2, s.layout.page_size));
+    if (stream_ahead) c.ring.StartReadAhead();  // false: read in this thread, as without
   }
 
   // A binary min-heap of cursors on (timestamp, stream order): ties go to the lower CPU, as in
@@ -905,8 +920,9 @@ absl::Status TraceDatReader::ReadAll(EventSink* sink) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenTraceDat(const std::string& path) {
-  auto reader = std::make_unique<TraceDatReader>(path);
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenTraceDat(const std::string& path,
+                                                          TraceDatReaderOptions options) {
+  auto reader = std::make_unique<TraceDatReader>(path, options);
   IOTRACE_RETURN_IF_ERROR(reader->Open());
   return std::unique_ptr<TraceReader>(std::move(reader));
 }

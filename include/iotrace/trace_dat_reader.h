@@ -1,5 +1,6 @@
 // Reader of trace-cmd trace.dat files: ftrace ring-buffer pages read into a small ring per CPU
-// (FileRing) and walked there, the per-CPU streams merged in timestamp order.
+// (FileRing) and walked there, the per-CPU streams merged in timestamp order. With read-ahead,
+// each CPU's ring is filled by a thread of its own (see TraceDatReaderOptions).
 //
 // Versions: 6 (what `iotrace record --backend ftrace` and `trace-cmd record --file-version 6`
 // write) and 7, uncompressed (`--compression none`) or zstd/zlib-compressed (trace-cmd 3.x's
@@ -38,7 +39,17 @@
 
 namespace iotrace {
 
-absl::StatusOr<std::unique_ptr<TraceReader>> OpenTraceDat(const std::string& path);
+struct TraceDatReaderOptions {
+  // With read-ahead (TraceReader::set_read_ahead), each CPU stream with more data than half this
+  // is read through a ring this large, filled by a thread of its own (FileRing::StartReadAhead),
+  // while all of them fit in the readers' ring budget (16 MiB: up to 4 such streams at 4 MiB);
+  // otherwise, and without read-ahead, the streams share the budget in rings of at most 256 KiB
+  // read in the caller's thread.
+  size_t read_ahead_ring_bytes = size_t{4} << 20;
+};
+
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenTraceDat(const std::string& path,
+                                                          TraceDatReaderOptions options = {});
 
 }  // namespace iotrace
 

@@ -83,7 +83,8 @@ class TraceReader {
   // Problems inside the data are counted in stats(), not returned, unless reading cannot go on.
   virtual absl::Status ReadAll(EventSink* sink) = 0;
   // Lets the reader read the file ahead on a thread of its own during ReadAll (FileRing's
-  // read-ahead), where that pays: perf.data's one stream. A hint; readers may ignore it.
+  // read-ahead), where that pays: perf.data's one stream, a trace.dat's long CPU streams (see
+  // TraceDatReaderOptions). A hint; readers may ignore it.
   virtual void set_read_ahead(bool on) {}
   virtual const ReadStats& stats() const = 0;
 };

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -317,6 +318,50 @@ class NonAllocatingSink : public EventSink {
   void OnLoss(const LossRecord& loss) override { sum += loss.count; }
   uint64_t sum = 0;
 };
+
+// Read-ahead (a thread per CPU stream filling its ring) through rings of 4 pages, over streams
+// of 300 pages each: the rings wrap ~75 times while their threads read, and every event and
+// loss comes out as when the caller's thread reads. The second CPU's stream is too short to
+// read ahead (half a ring or less) and is read in the caller's thread beside the first's.
+TEST(TraceDatReaderTest, ReadAheadDeliversTheSameSequenceThroughSmallRings) {
+  SyntheticFile f;
+  uint64_t sector = 0;
+  for (int i = 0; i < 300; ++i) {
+    std::vector<uint64_t> times;
+    for (int e = 0; e < 40; ++e) times.push_back(uint64_t(i) * 100000 + e * 1000);
+    testing::FtracePageBuilder page = f.Page(times.front(), times, sector, 0);
+    if (i == 150) page.SetMissedEvents(7, true);
+    f.Add(0, page.Build());
+    sector += times.size();
+  }
+  for (int i = 0; i < 2; ++i) {
+    std::vector<uint64_t> times;
+    for (int e = 0; e < 40; ++e) times.push_back(uint64_t(i) * 13000000 + e * 777 + 1);
+    f.Add(1, f.Page(times.front(), times, sector, 1).Build());
+    sector += times.size();
+  }
+  const std::string path = f.Write();
+  auto read = [&](bool ahead) {
+    TraceDatReaderOptions options;
+    options.read_ahead_ring_bytes = 4 * 4096;
+    auto reader = OpenTraceDat(path, options);
+    EXPECT_TRUE(reader.ok()) << reader.status();
+    (*reader)->set_read_ahead(ahead);
+    SequenceSink sink;
+    EXPECT_TRUE((*reader)->ReadAll(&sink).ok());
+    EXPECT_EQ((*reader)->stats().events, 302u * 40);
+    EXPECT_TRUE((*reader)->stats().problems.empty());
+    return sink.items;
+  };
+  const std::vector<std::string> here = read(false);
+  const std::vector<std::string> ahead = read(true);
+  ASSERT_EQ(here.size(), 302u * 40 + 1);
+  EXPECT_EQ(ahead, here);
+  // In time order: the second CPU's events fall between the first's.
+  EXPECT_EQ(std::vector<std::string>(here.begin(), here.begin() + 4),
+            Items({"e0:0", "e1:12000", "e1:12001", "e0:1"}));
+  EXPECT_EQ(std::count(here.begin(), here.end(), "dropped0:7"), 1);
+}
 
 TEST(TraceDatReaderTest, ReadAllAllocatesNothingPerEvent) {
   IOTRACE_REQUIRE_ALLOCATION_COUNTER();
