@@ -35,9 +35,9 @@ std::string_view NoInsertReasonName(NoInsertReason reason) {
 RequestMatcher::RequestMatcher(const MatcherOptions& options, RequestSampleSink* sink)
     : options_(options),
       sink_(sink),
-      table_(options.max_entries),
+      table_(options.max_entries, options.expiry_ns),
       // Bios wait only while plugged or being turned into requests: a quarter is plenty.
-      queued_(options.max_entries / 4 + 1) {
+      queued_(options.max_entries / 4 + 1, options.expiry_ns) {
   if (options_.flush_depth == 0) options_.flush_depth = 1;
   device_index_.reserve(64);
   overlapped_.reserve(kMaxOverlapping);

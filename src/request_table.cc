@@ -16,10 +16,11 @@ std::string_view RequestStateName(RequestState state) {
   return kStateNames[static_cast<int>(state)];
 }
 
-RequestTable::RequestTable(size_t max_entries)
+RequestTable::RequestTable(size_t max_entries, uint64_t expiry_ns)
     : capacity_(max_entries < 1 ? 1 : max_entries),
       // Default-initialized: RequestEntry is trivial, so the pages stay untouched until used.
-      slots_(new RequestEntry[capacity_]) {
+      slots_(new RequestEntry[capacity_]),
+      expiry_ns_(expiry_ns) {
   max_index_size_ = 16;
   while (max_index_size_ < 2 * capacity_) max_index_size_ <<= 1;
   const size_t n = std::min(max_index_size_, kInitialIndexSize);

@@ -179,10 +179,11 @@ class RequestMatcher {
     return *last_device_;
   }
   Device& DeviceForSlow(uint32_t dev);
-  // Runs for every event: an inline look at each table's oldest entry, the loop out of line.
+  // Runs for every event: an inline comparison with each table's expiry time (Expires of its
+  // oldest entry, kept by the table), the loop out of line.
   void Expire(uint64_t now) {
-    if (Expires(table_.Oldest(), now)) ExpireIn(table_, now);
-    if (Expires(queued_.Oldest(), now)) ExpireIn(queued_, now);
+    if (now > table_.expires_after()) ExpireIn(table_, now);
+    if (now > queued_.expires_after()) ExpireIn(queued_, now);
   }
   bool Expires(const RequestEntry* oldest, uint64_t now) const {
     return oldest != nullptr && now > oldest->last_ts && now - oldest->last_ts > options_.expiry_ns;

@@ -64,8 +64,9 @@ struct RequestEntry {
 
 class RequestTable {
  public:
-  // Room for `max_entries` requests; the memory is reserved now and never grows.
-  explicit RequestTable(size_t max_entries);
+  // Room for `max_entries` requests; the memory is reserved now and never grows. An entry
+  // idle for more than `expiry_ns` (trace time) has expired: see expires_after().
+  explicit RequestTable(size_t max_entries, uint64_t expiry_ns = ~uint64_t{0});
   RequestTable(const RequestTable&) = delete;
   RequestTable& operator=(const RequestTable&) = delete;
 
@@ -81,6 +82,10 @@ class RequestTable {
   void Touch(RequestEntry* entry, uint64_t ts);
   // The entry with the oldest activity, nullptr when empty.
   RequestEntry* Oldest() { return head_ == kNil ? nullptr : &slots_[head_]; }
+  // The time after which the oldest entry has expired: its last activity + expiry_ns (~0 when
+  // that overflows, and when the table is empty). Kept as the oldest entry changes, so that a
+  // look for expired entries, made for every event, is one comparison.
+  uint64_t expires_after() const { return expires_after_; }
 
   size_t size() const { return size_; }
   size_t capacity() const { return capacity_; }
@@ -119,6 +124,11 @@ class RequestTable {
   void GrowIndex();
   void Unlink(uint32_t slot);
   void LinkLast(uint32_t slot);
+  // After the oldest entry, or its last activity, changed.
+  void OldestChanged() {
+    const uint64_t ts = head_ == kNil ? ~uint64_t{0} : slots_[head_].last_ts;
+    expires_after_ = ts > ~uint64_t{0} - expiry_ns_ ? ~uint64_t{0} : ts + expiry_ns_;
+  }
 
   size_t capacity_;
   size_t size_ = 0;
@@ -131,6 +141,8 @@ class RequestTable {
   size_t max_index_size_ = 0;  // the smallest power of two >= 2 * capacity
   uint32_t head_ = kNil;  // oldest activity
   uint32_t tail_ = kNil;  // newest activity
+  uint64_t expiry_ns_;
+  uint64_t expires_after_ = ~uint64_t{0};
   // Where the last Find ended: a request is usually removed right after it was found, and
   // Remove then need not probe again (it checks that the bucket still holds the entry).
   size_t last_found_ = 0;
@@ -153,7 +165,12 @@ inline size_t RequestTable::Probe(uint32_t dev, uint64_t sector, uint32_t hash) 
 
 inline void RequestTable::Unlink(uint32_t slot) {
   RequestEntry& e = slots_[slot];
-  if (e.prev != kNil) slots_[e.prev].next = e.next; else head_ = e.next;
+  if (e.prev != kNil) {
+    slots_[e.prev].next = e.next;
+  } else {
+    head_ = e.next;
+    OldestChanged();
+  }
   if (e.next != kNil) slots_[e.next].prev = e.prev; else tail_ = e.prev;
   e.prev = e.next = kNil;
 }
@@ -162,15 +179,23 @@ inline void RequestTable::LinkLast(uint32_t slot) {
   RequestEntry& e = slots_[slot];
   e.prev = tail_;
   e.next = kNil;
-  if (tail_ != kNil) slots_[tail_].next = slot; else head_ = slot;
   tail_ = slot;
+  if (e.prev != kNil) {
+    slots_[e.prev].next = slot;
+  } else {
+    head_ = slot;
+    OldestChanged();
+  }
 }
 
 inline void RequestTable::Touch(RequestEntry* entry, uint64_t ts) {
   entry->last_ts = ts;
   uint32_t slot = static_cast<uint32_t>(entry - slots_.get());
-  if (slot == tail_) return;
-  Unlink(slot);
+  if (slot == tail_) {
+    if (slot == head_) OldestChanged();  // the only entry
+    return;
+  }
+  Unlink(slot);  // the next one becomes the oldest if this one was
   LinkLast(slot);
 }
 

@@ -52,6 +52,37 @@ TEST(RequestTableTest, OldestFollowsLastActivity) {
   EXPECT_EQ(order, (std::vector<uint64_t>{16, 0}));
 }
 
+TEST(RequestTableTest, ExpiresAfterFollowsTheOldestEntry) {
+  constexpr uint64_t kNever = ~uint64_t{0};
+  RequestTable t(8, 100);
+  EXPECT_EQ(t.expires_after(), kNever);  // empty
+  RequestEntry* a = t.Add(1, 0, 10);
+  EXPECT_EQ(t.expires_after(), 110u);
+  t.Touch(a, 15);  // the only entry: oldest and newest at once
+  EXPECT_EQ(t.expires_after(), 115u);
+  RequestEntry* b = t.Add(1, 8, 20);
+  EXPECT_EQ(t.expires_after(), 115u);
+  t.Touch(b, 25);  // the newest: the oldest stays
+  EXPECT_EQ(t.expires_after(), 115u);
+  t.Touch(a, 30);  // the oldest becomes the newest
+  EXPECT_EQ(t.expires_after(), 125u);
+  t.Remove(b);
+  EXPECT_EQ(t.expires_after(), 130u);
+  t.Remove(a);
+  EXPECT_EQ(t.expires_after(), kNever);
+  // Past the end of time: never.
+  RequestEntry* c = t.Add(1, 16, kNever - 50);
+  EXPECT_EQ(t.expires_after(), kNever);
+  t.Touch(c, kNever - 100);
+  EXPECT_EQ(t.expires_after(), kNever);
+  t.Touch(c, kNever - 101);
+  EXPECT_EQ(t.expires_after(), kNever - 1);
+  // Without an expiry (the default), entries never expire.
+  RequestTable forever(4);
+  forever.Add(1, 0, 0);
+  EXPECT_EQ(forever.expires_after(), kNever);
+}
+
 TEST(RequestTableTest, RekeyMovesAnEntryUnlessTheKeyIsTaken) {
   RequestTable t(8);
   RequestEntry* a = t.Add(1, 100, 0);
@@ -73,7 +104,8 @@ TEST(RequestTableTest, RekeyMovesAnEntryUnlessTheKeyIsTaken) {
 void AgreesWithAReferenceMap(size_t capacity, uint64_t sectors, int steps) {
   for (uint64_t seed : {1, 2, 3}) {
     std::mt19937_64 rng(seed);
-    RequestTable t(capacity);
+    constexpr uint64_t kExpiry = 1000;
+    RequestTable t(capacity, kExpiry);
     std::map<std::pair<uint32_t, uint64_t>, uint64_t> ref;  // key -> a tag stored in bytes
     for (int step = 0; step < steps; ++step) {
       // Few devices and a small sector space: many collisions of home positions.
@@ -119,6 +151,9 @@ void AgreesWithAReferenceMap(size_t capacity, uint64_t sectors, int steps) {
           break;
       }
       ASSERT_EQ(t.size(), ref.size());
+      const RequestEntry* oldest = t.Oldest();
+      ASSERT_EQ(t.expires_after(), oldest == nullptr ? ~uint64_t{0} : oldest->last_ts + kExpiry)
+          << "seed " << seed << " step " << step;
     }
     size_t visited = 0;
     t.ForEach([&](const RequestEntry& e) {
