@@ -147,6 +147,10 @@ absl::StatusOr<PerfRecordParser> PerfRecordParser::Create(std::vector<PerfAttrIn
   if (first_usable != nullptr && uniform) {
     p.checked_layout_ = *first_usable;
     p.has_checked_layout_ = true;
+    // More than one attr: every sample carries its id at id_pos_ (checked above).
+    const uint32_t id_end =
+        p.layouts_.size() == 1 ? 0 : uint32_t(sizeof(perf::EventHeader)) + 8 * uint32_t(p.id_pos_) + 8;
+    p.checked_min_size_ = std::max(p.checked_layout_.raw_off + 4, id_end);
   }
 
   uint64_t lo = UINT64_MAX, hi = 0, count = 0;
