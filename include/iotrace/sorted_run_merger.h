@@ -239,6 +239,9 @@ class SortedRunMerger {
     }
     while (!ScanOne() && scan_pos_ < stop_pos && scanned_ < stop_index) {
     }
+    // The open run reaches the scan position (kept here rather than per record: only the
+    // cursors read it, and they move between scans).
+    if (open_ != kNone) ring_[open_].end = scan_pos_;
   }
 
   // Scans one record. True when the state CanEmit looks at changed beyond the scan position:
@@ -271,6 +274,7 @@ class SortedRunMerger {
       // perf's ordered_events: a round mark makes final what was seen before the previous one
       // (round_lag 1), or before the one round_lag marks back.
       ++rounds_;
+      if (open_ != kNone) max_time_ = std::max(max_time_, ring_[open_].last_time);
       round_max_[rounds_ % kRoundSlots] = max_time_;
       if (rounds_ > static_cast<uint64_t>(round_lag_)) {
         has_round_limit_ = true;
@@ -279,7 +283,8 @@ class SortedRunMerger {
       rounds_seen_ = true;
       changed = true;
     } else if (kind == ScanKind::kTimed) {
-      max_time_ = std::max(max_time_, t);
+      // The open run's times do not decrease: its last one is its largest, taken into max_time_
+      // when the run closes or a round mark needs it.
       if (open_ != kNone && t >= ring_[open_].last_time) {
         RunCursor& o = ring_[open_];
         if (!o.ready) {
@@ -301,7 +306,10 @@ class SortedRunMerger {
         uint64_t n = 0;
         PeekTimed(pos, &n, &first);
         if (open_ != kNone) {
-          ring_[open_].closed = true;
+          RunCursor& o = ring_[open_];
+          max_time_ = std::max(max_time_, o.last_time);
+          o.end = pos;
+          o.closed = true;
           PopExhaustedFront();
         }
         if (live_ == ring_.size()) Grow();
@@ -323,7 +331,6 @@ class SortedRunMerger {
         changed = true;
       }
     }
-    if (open_ != kNone) ring_[open_].end = scan_pos_;
     return changed;
   }
 
@@ -532,7 +539,7 @@ class SortedRunMerger {
   uint64_t round_max_[kRoundSlots] = {};  // max time seen at each of the last marks
   bool has_round_limit_ = false;
   uint64_t round_limit_ = 0;
-  uint64_t max_time_ = 0;
+  uint64_t max_time_ = 0;  // the largest time of the closed runs (the open run: its last_time)
   uint64_t last_emitted_ = 0;
   // For IsRepeat, only with a source that compares records: where the last record emitted in
   // order lies, and before it the last kSameTimeKept ones emitted with the same time (a ring;
