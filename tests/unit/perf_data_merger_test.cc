@@ -194,6 +194,27 @@ TEST(PerfDataMergerTest, RoundLagToleratesRecordsWrittenARoundLate) {
   }
 }
 
+// A round mark makes final what was seen before the mark before it, the largest time of every
+// run included: here that of a run the next CPU's drain closed (500), not only the open run's.
+TEST(PerfDataMergerTest, RoundLimitsCountTheLargestTimeOfClosedRuns) {
+  std::vector<ToyRecord> records = {
+      {ScanKind::kTimed, 100, 16, 1}, {ScanKind::kTimed, 500, 16, 2},  // CPU A's drain
+      {ScanKind::kTimed, 200, 16, 3}, {ScanKind::kTimed, 300, 16, 4},  // CPU B's
+      {ScanKind::kRoundEnd, 0, 8, 0},
+      {ScanKind::kTimed, 600, 16, 5},
+      {ScanKind::kRoundEnd, 0, 8, 0},  // perf's rule: everything up to 500 is final
+      {ScanKind::kTimed, 400, 16, 6},  // written a round late
+      {ScanKind::kRoundEnd, 0, 8, 0},
+  };
+  ToySource source(records);
+  MergeLimits limits;
+  limits.round_lag = 1;
+  SortedRunMerger<ToySource> merger(&source, 0, source.end(), limits);
+  merger.Run();
+  EXPECT_EQ(Tags(source), (std::vector<uint64_t>{1, 3, 4, 2, 6, 5}));
+  EXPECT_EQ(merger.counters().out_of_order, 1u);  // 400 after 500, as perf would deliver it
+}
+
 TEST(PerfDataMergerTest, WindowEmitsRecordsOnceEnoughFollowThem) {
   std::mt19937 rng(3);
   std::vector<ToyRecord> records = RandomRuns(&rng, 50, 100000);
