@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # ThreadSanitizer over the code that runs on several threads: the report's hand-over between
 # its reading and pairing threads (SpscQueue, auto placement switching every few events),
-# FileRing's read-ahead threads (perf.data's one, trace.dat's per CPU stream), and the readers and report pipeline that use them. Builds the
-# unit tests with -fsanitize=thread into build-tsan/ (a few minutes the first time) and runs
-# those tests; any report of a data race fails the run.
+# FileRing's read-ahead threads (perf.data's one, trace.dat's one per CPU stream), and the
+# readers and report pipeline that use them. Builds the unit tests with -fsanitize=thread into
+# build-tsan/ (a few minutes the first time) and runs those tests; any report of a data race
+# fails the run.
 #   bash scripts/tsan.sh            # the threaded tests
 #   bash scripts/tsan.sh '*'        # every unit test
 set -euo pipefail
