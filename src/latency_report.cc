@@ -184,6 +184,7 @@ LatencyReportBuilder::LatencyReportBuilder(const std::vector<EventFormat>& forma
   for (BlockOp op : options.ops) op_mask_ |= 1u << static_cast<int>(op);
   if (op_mask_ == 0) op_mask_ = ~0u;
   interval_ns_ = SecondsToNs(options.interval_s);
+  windowed_ = options.since_s.has_value() || options.until_s.has_value() || interval_ns_ != 0;
   slot_index_.reserve(64);
   process_filter_ = !options.comms.empty() || !options.pids.empty();
   // The names of processes matter only to --comm (set_block_event_sink turns this back on).
@@ -460,6 +461,16 @@ void LatencyReportBuilder::OnRequestSample(const RequestSample& s) {
   }
   std::array<Group*, kPhaseCount>& groups = slot.groups[static_cast<int>(s.op)];
   // Only the set phases, lowest first (the order of the loop over all phases this replaces).
+  if (!windowed_) {
+    // What the loop below does when no sample is outside the window and there are no intervals.
+    for (unsigned bits = s.phases; bits != 0; bits &= bits - 1) {
+      const int p = std::countr_zero(bits);
+      const Phase phase = static_cast<Phase>(p);
+      Group* g = groups[p] != nullptr ? groups[p] : GroupFor(slot, s.op, phase);
+      g->total.Record(s.End(phase) - s.Start(phase));
+    }
+    return;
+  }
   for (unsigned bits = s.phases; bits != 0; bits &= bits - 1) {
     const int p = std::countr_zero(bits);
     const Phase phase = static_cast<Phase>(p);

@@ -303,6 +303,9 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   uint64_t since_ns_ = 0;
   uint64_t until_ns_ = ~uint64_t{0};
   uint64_t interval_ns_ = 0;
+  // --since, --until or --interval given: samples are looked at against the window and put
+  // into intervals; without them (the usual report) into the totals alone.
+  bool windowed_ = false;
 
   std::vector<std::unique_ptr<Group>> groups_;
   std::vector<std::unique_ptr<DeviceSlot>> slots_;
