@@ -75,6 +75,7 @@ class SortedRunMerger {
         scan_pos_(begin),
         end_(end),
         released_(begin),
+        release_at_(SaturatingAdd(begin, limits.release_step)),
         round_lag_(std::clamp(limits.round_lag, 1, kRoundSlots - 1)) {
     limits_.max_runs = std::max<size_t>(limits_.max_runs, 2);
     ring_.resize(std::min<size_t>(limits_.max_runs, 16));
@@ -108,7 +109,6 @@ class SortedRunMerger {
     uint64_t next = 0;       // offset of the record after it
     uint64_t end = 0;        // end of the run (the scan position for the open run)
     uint64_t index = 0;      // scan index of the current record
-    uint64_t last_time = 0;  // time of the run's last scanned record
     uint64_t seq = 0;        // creation order: breaks ties so equal times keep file order
     // Where the next record Scan did not time lies in the run, at or after the cursor (none
     // known: ~0). Records before it are all timed: the cursor revisits them with PeekTimed, and
@@ -274,7 +274,7 @@ class SortedRunMerger {
       // perf's ordered_events: a round mark makes final what was seen before the previous one
       // (round_lag 1), or before the one round_lag marks back.
       ++rounds_;
-      if (open_ != kNone) max_time_ = std::max(max_time_, ring_[open_].last_time);
+      if (open_ != kNone) max_time_ = std::max(max_time_, open_last_);
       round_max_[rounds_ % kRoundSlots] = max_time_;
       if (rounds_ > static_cast<uint64_t>(round_lag_)) {
         has_round_limit_ = true;
@@ -285,7 +285,7 @@ class SortedRunMerger {
     } else if (kind == ScanKind::kTimed) {
       // The open run's times do not decrease: its last one is its largest, taken into max_time_
       // when the run closes or a round mark needs it.
-      if (open_ != kNone && t >= ring_[open_].last_time) {
+      if (open_ != kNone && t >= open_last_) {
         RunCursor& o = ring_[open_];
         if (!o.ready) {
           // The scan only times records: decode this one now that a cursor stands on it.
@@ -298,7 +298,7 @@ class SortedRunMerger {
           HeapPush(open_);
           changed = true;
         }
-        o.last_time = t;
+        open_last_ = t;
       } else {
         // Decoded before the closed runs are let go: with none left, their release reaches the
         // scan position, past this record.
@@ -307,7 +307,7 @@ class SortedRunMerger {
         PeekTimed(pos, &n, &first);
         if (open_ != kNone) {
           RunCursor& o = ring_[open_];
-          max_time_ = std::max(max_time_, o.last_time);
+          max_time_ = std::max(max_time_, open_last_);
           o.end = pos;
           o.closed = true;
           PopExhaustedFront();
@@ -321,11 +321,11 @@ class SortedRunMerger {
         r.untimed_from = ~uint64_t{0};
         r.next = next;
         r.index = index;
-        r.last_time = t;
         r.seq = counters_.runs++;
         r.ready = true;
         r.closed = false;
         open_ = slot;
+        open_last_ = t;
         HeapPush(slot);
         counters_.max_live_runs = std::max<uint64_t>(counters_.max_live_runs, live_);
         changed = true;
@@ -409,7 +409,7 @@ class SortedRunMerger {
           return;
         }
         // The low position is the oldest run's cursor: only its moves can release anything.
-        if (at_head) MaybeRelease();
+        if (at_head && r.pos >= release_at_) MaybeRelease();  // LowPos() is r.pos
         // No longer before the other runs' earliest record: SiftDown puts it in its place, and
         // that record's run (next_run) leads.
         const uint64_t t = r.item.time;
@@ -464,11 +464,12 @@ class SortedRunMerger {
 
   void MaybeRelease() {
     // KeepPos is never above LowPos: the cheaper test first, on every emitted record.
-    if (LowPos() < released_ + limits_.release_step) return;
+    if (LowPos() < release_at_) return;
     const uint64_t low = KeepPos();
-    if (low >= released_ + limits_.release_step) {
+    if (low >= release_at_) {
       source_->Release(low);
       released_ = low;
+      release_at_ = SaturatingAdd(low, limits_.release_step);
       // Untimed records below every cursor are behind every run: dropped with the bytes. The
       // list keeps its room (no allocation once it holds what the stream keeps between
       // releases: a few hundred in a 3 M-event `perf record -a` file).
@@ -519,6 +520,7 @@ class SortedRunMerger {
   uint64_t scan_pos_;
   uint64_t end_;
   uint64_t released_;
+  uint64_t release_at_;  // released_ + release_step: MaybeRelease does nothing below it
   bool scan_done_ = false;
   uint64_t scanned_ = 0;
 
@@ -526,6 +528,7 @@ class SortedRunMerger {
   size_t head_ = 0;
   size_t live_ = 0;
   uint32_t open_ = kNone;       // the run the scan extends
+  uint64_t open_last_ = 0;      // the time of its last timed record
   std::vector<uint32_t> heap_;  // ready runs, earliest current record first
   // Positions of the records Scan did not time, in stream order, from untimed_head_ on (those
   // below the oldest cursor are dropped as it moves).
@@ -539,7 +542,7 @@ class SortedRunMerger {
   uint64_t round_max_[kRoundSlots] = {};  // max time seen at each of the last marks
   bool has_round_limit_ = false;
   uint64_t round_limit_ = 0;
-  uint64_t max_time_ = 0;  // the largest time of the closed runs (the open run: its last_time)
+  uint64_t max_time_ = 0;  // the largest time of the closed runs (the open run's: open_last_)
   uint64_t last_emitted_ = 0;
   // For IsRepeat, only with a source that compares records: where the last record emitted in
   // order lies, and before it the last kSameTimeKept ones emitted with the same time (a ring;
