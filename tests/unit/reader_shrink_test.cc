@@ -41,10 +41,13 @@ uint64_t EventsIn(const std::string& path) {
   return sink.events;
 }
 
-// Opens `path`, cuts it to `keep` bytes, reads: the events before the cut, and a read_error.
-void ExpectShrinkSeen(const std::string& path, uint64_t keep, uint64_t all_events) {
+// Opens `path`, cuts it to `keep` bytes, reads (with the reader's read-ahead thread when
+// `ahead`): the events before the cut, and a read_error.
+void ExpectShrinkSeen(const std::string& path, uint64_t keep, uint64_t all_events,
+                      bool ahead = false) {
   auto reader = TraceReader::Open(path);
   ASSERT_TRUE(reader.ok()) << reader.status();
+  (*reader)->set_read_ahead(ahead);
   ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(keep)), 0);
   CountingSink sink;
   ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
@@ -63,7 +66,12 @@ TEST(ReaderShrinkTest, PerfDataCutInItsDataWhileOpen) {
   std::memcpy(section, bytes.data() + 40, sizeof(section));
   ASSERT_GT(section[1], 4096u);
   ExpectShrinkSeen(path, section[0] + section[1] / 2, all);
+  // The same cut seen by the read-ahead thread (it stops; the reader goes on in its own thread
+  // to the same end).
+  const std::string again = CopyFixture("perf/block-mq-deadline.data", "perf-ahead");
+  ExpectShrinkSeen(again, section[0] + section[1] / 2, all, /*ahead=*/true);
   ::unlink(path.c_str());
+  ::unlink(again.c_str());
 }
 
 TEST(ReaderShrinkTest, TraceDatCutInItsLastCpuWhileOpen) {

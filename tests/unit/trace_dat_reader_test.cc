@@ -363,6 +363,37 @@ TEST(TraceDatReaderTest, ReadAheadDeliversTheSameSequenceThroughSmallRings) {
   EXPECT_EQ(std::count(here.begin(), here.end(), "dropped0:7"), 1);
 }
 
+// A file cut short while its streams are read ahead: the threads stop at the cut, the reader
+// keeps every whole page before it and says read_error, as without read-ahead.
+TEST(TraceDatReaderTest, ReadAheadSeesAFileCutWhileOpen) {
+  SyntheticFile f;
+  for (int cpu = 0; cpu < 2; ++cpu) {
+    for (int i = 0; i < 100; ++i) {
+      std::vector<uint64_t> times;
+      for (int e = 0; e < 40; ++e) times.push_back(uint64_t(i) * 100000 + e * 1000 + cpu);
+      f.Add(cpu, f.Page(times.front(), times, uint64_t(cpu) * 10000 + uint64_t(i) * 40, cpu).Build());
+    }
+  }
+  const std::string path = f.Write();
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  for (bool ahead : {false, true}) {
+    const std::string copy = path + (ahead ? ".ahead" : ".here");
+    ASSERT_EQ(std::system(("cp '" + path + "' '" + copy + "'").c_str()), 0);
+    TraceDatReaderOptions options;
+    options.read_ahead_ring_bytes = 4 * 4096;
+    auto reader = OpenTraceDat(copy, options);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    (*reader)->set_read_ahead(ahead);
+    // The second CPU's pages are last: cut its last 30 (and what follows them).
+    ASSERT_EQ(::truncate(copy.c_str(), static_cast<off_t>(st.st_size) - 30 * 4096), 0);
+    SequenceSink sink;
+    ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+    EXPECT_EQ((*reader)->stats().Problem("read_error"), 1u) << "ahead " << ahead;
+    EXPECT_EQ((*reader)->stats().events, 170u * 40) << "ahead " << ahead;
+  }
+}
+
 TEST(TraceDatReaderTest, ReadAllAllocatesNothingPerEvent) {
   IOTRACE_REQUIRE_ALLOCATION_COUNTER();
   auto allocations_for = [](int pages) {
