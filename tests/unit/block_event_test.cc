@@ -146,7 +146,7 @@ TEST(BlockEventTest, CachedRwbsDecodesLikeParseRwbs) {
   BlockDecoder decoder(formats);
   const uint16_t id = static_cast<uint16_t>(decoder.FormatId(BlockEventKind::kIssue));
   struct Case {
-    const char* bytes;  // the 10 bytes of rwbs[10]
+    char bytes[10];  // the 10 bytes of rwbs[10] (a shorter literal is padded with zeros)
   } cases[] = {
       {"R\0\0\0\0\0\0\0\0"}, {"R\0WSFA\0\0\0"}, {"WS\0\0\0\0\0\0\0"},
       {"WS\0RRRRRR"},        {"FF\0\0\0\0\0\0\0"}, {"\0RRRRRRRR"},

@@ -179,7 +179,8 @@ TEST(LatencyReportTest, SinceAndUntilKeepPhasesEndingInTheWindow) {
   SyntheticTrace shifted;
   Request(shifted, 1000 * 1000 * kMs, 10, 100, 8);
   Request(shifted, 1002 * 1000 * kMs, 10, 100, 16);
-  g = FindGroup(Build(shifted, o).groups, kLoop0, BlockOp::kWrite, Phase::kD2C);
+  const LatencyReport shifted_report = Build(shifted, o);  // g points into its groups
+  g = FindGroup(shifted_report.groups, kLoop0, BlockOp::kWrite, Phase::kD2C);
   ASSERT_NE(g, nullptr);
   EXPECT_EQ(g->summary.count, 1u);
 }
