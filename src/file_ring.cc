@@ -197,10 +197,15 @@ ssize_t FileRing::ReadInto(int fd, uint8_t* base, uint64_t mask, uint64_t mirror
   return n;
 }
 
+size_t FileRing::CapacityFor(size_t capacity) {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return std::bit_ceil(std::max({capacity, page, size_t{64} << 10}));
+}
+
 absl::StatusOr<FileRing> FileRing::Create(int fd, uint64_t begin, uint64_t end, size_t capacity,
                                           size_t step, size_t max_span) {
   static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t size = std::bit_ceil(std::max({capacity, page, size_t{64} << 10}));
+  const size_t size = CapacityFor(capacity);
   const size_t mirror = std::min(size, (std::max<size_t>(max_span, 1) + page - 1) & ~(page - 1));
   FileRing r;
   IOTRACE_ASSIGN_OR_RETURN(r.ring_, MapRing(size, mirror));

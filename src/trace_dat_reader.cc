@@ -36,6 +36,8 @@ namespace {
 // there are many CPUs, so that all rings together stay within kRingBudget.
 constexpr size_t kRingBytes = size_t{256} << 10;
 constexpr size_t kRingBudget = size_t{16} << 20;
+// Streams read ahead on threads of their own, at most (see ReadAll).
+constexpr size_t kMaxReadAheadStreams = 4;
 constexpr int kMaxOptionSections = 1024;
 
 // One CPU of one buffer instance.
@@ -798,23 +800,37 @@ absl::Status TraceDatReader::ReadAll(EventSink* sink) {
   std::array<uint64_t, kHotCount> problems{};
   std::vector<Cursor> cursors;
   cursors.reserve(streams_.size());
-  // Read ahead: the streams long enough to gain from a thread of their own, when their rings
-  // fit in the budget (a thread each, asleep but for a wake-up per half ring). The kernel's copy
-  // of the file then runs on the other CPU: on this 2-vCPU VM it was a third of the reading
-  // thread's time on trace.dat (the 5.85 M-event file in the host's slow state: 0.26 -> 0.21 s).
-  const size_t ahead_bytes = std::max<size_t>(options_.read_ahead_ring_bytes, 1);
+  // Read ahead: the streams long enough to gain from a thread of their own (more than half
+  // their ring), up to kMaxReadAheadStreams of them and while their rings fit the budget (a
+  // thread each, asleep but for a wake-up per half ring); the other streams share what is left
+  // of the budget. The kernel's copy of the file then runs on the other CPU: on this 2-vCPU VM
+  // it was a third of the reading thread's time on trace.dat (the 5.85 M-event file in the
+  // host's slow state: 0.26 -> 0.21 s).
+  auto ring_of = [](const Stream& s, size_t bytes) {
+    return FileRing::CapacityFor(std::max<size_t>(bytes, 2 * size_t{s.layout.page_size}));
+  };
   size_t long_streams = 0;
-  for (const Stream& s : streams_) long_streams += s.size > ahead_bytes / 2 ? 1 : 0;
-  const bool ahead = read_ahead_ && long_streams > 0 && long_streams <= kRingBudget / ahead_bytes;
-  const size_t ring_bytes =
-      std::min(kRingBytes, kRingBudget / std::max<size_t>(streams_.size(), 1));
+  size_t ahead_total = 0;
+  for (const Stream& s : streams_) {
+    const size_t ring = ring_of(s, options_.read_ahead_ring_bytes);
+    if (s.size > ring / 2) {
+      ++long_streams;
+      ahead_total += ring;
+    }
+  }
+  const bool ahead = read_ahead_ && long_streams > 0 &&
+                     long_streams <= kMaxReadAheadStreams && ahead_total <= kRingBudget;
+  const size_t others = streams_.size() - (ahead ? long_streams : 0);
+  const size_t ring_bytes = std::min(
+      kRingBytes, (kRingBudget - (ahead ? ahead_total : 0)) / std::max<size_t>(others, 1));
   for (const Stream& s : streams_) {
     Cursor& c = cursors.emplace_back(&s);
     c.page_off = c.next_off = s.offset;
     c.end_off = s.offset + s.size;
     c.order = static_cast<uint32_t>(cursors.size() - 1);
-    const bool stream_ahead = ahead && s.size > ahead_bytes / 2;
-    const size_t bytes = stream_ahead ? ahead_bytes : ring_bytes;
+    const size_t ahead_ring = ring_of(s, options_.read_ahead_ring_bytes);
+    const bool stream_ahead = ahead && s.size > ahead_ring / 2;
+    const size_t bytes = stream_ahead ? ahead_ring : ring_bytes;
     IOTRACE_ASSIGN_OR_RETURN(
         c.ring, FileRing::Create(data_fd_.get(), s.offset, c.end_off,
                                  std::max<size_t>(bytes, 2 * size_t{s.layout.page_size}),

@@ -51,6 +51,9 @@ class FileRing {
                                          size_t capacity = size_t{8} << 20,
                                          size_t step = size_t{1} << 20,
                                          size_t max_span = size_t{64} << 10);
+  // The ring size Create makes for `capacity`: a power of two, at least 64 KiB and a page.
+  static size_t CapacityFor(size_t capacity);
+
   FileRing();
   FileRing(FileRing&& other) noexcept;
   FileRing& operator=(FileRing&& other) noexcept;

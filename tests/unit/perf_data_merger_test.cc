@@ -215,6 +215,27 @@ TEST(PerfDataMergerTest, RoundLimitsCountTheLargestTimeOfClosedRuns) {
   EXPECT_EQ(merger.counters().out_of_order, 1u);  // 400 after 500, as perf would deliver it
 }
 
+// EmitTop goes on with the run that takes the lead only when that run's record is final: here
+// Y's 20 is above the round limit (8) when X hands over, and 15, scanned later, comes before it.
+TEST(PerfDataMergerTest, ANewLeaderAboveTheRoundLimitWaitsForTheScan) {
+  std::vector<ToyRecord> records = {
+      {ScanKind::kTimed, 5, 16, 1}, {ScanKind::kTimed, 8, 16, 2},
+      {ScanKind::kRoundEnd, 0, 8, 0},
+      {ScanKind::kTimed, 30, 16, 3},  // X goes on
+      {ScanKind::kTimed, 20, 16, 4},  // Y
+      {ScanKind::kRoundEnd, 0, 8, 0},  // limit 8
+      {ScanKind::kTimed, 15, 16, 5},
+      {ScanKind::kRoundEnd, 0, 8, 0},
+  };
+  ToySource source(records);
+  MergeLimits limits;
+  limits.round_lag = 1;
+  SortedRunMerger<ToySource> merger(&source, 0, source.end(), limits);
+  merger.Run();
+  EXPECT_EQ(Tags(source), (std::vector<uint64_t>{1, 2, 5, 4, 3}));
+  EXPECT_EQ(merger.counters().out_of_order, 0u);
+}
+
 TEST(PerfDataMergerTest, WindowEmitsRecordsOnceEnoughFollowThem) {
   std::mt19937 rng(3);
   std::vector<ToyRecord> records = RandomRuns(&rng, 50, 100000);

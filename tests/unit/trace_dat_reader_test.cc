@@ -1,5 +1,6 @@
 #include "iotrace/trace_dat_reader.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -319,10 +320,11 @@ class NonAllocatingSink : public EventSink {
   uint64_t sum = 0;
 };
 
-// Read-ahead (a thread per CPU stream filling its ring) through rings of 4 pages, over streams
-// of 300 pages each: the rings wrap ~75 times while their threads read, and every event and
-// loss comes out as when the caller's thread reads. The second CPU's stream is too short to
-// read ahead (half a ring or less) and is read in the caller's thread beside the first's.
+// Read-ahead (a thread per long CPU stream filling its ring) through the smallest ring, 64 KiB,
+// over a stream of 300 pages: the ring wraps ~18 times while its thread reads, and every event
+// and loss comes out as when the caller's thread reads. The second CPU's stream is too short to
+// read ahead (half a ring or less) and is read in the caller's thread beside the first's: one
+// thread more than the test's own while the events come.
 TEST(TraceDatReaderTest, ReadAheadDeliversTheSameSequenceThroughSmallRings) {
   SyntheticFile f;
   uint64_t sector = 0;
@@ -341,16 +343,36 @@ TEST(TraceDatReaderTest, ReadAheadDeliversTheSameSequenceThroughSmallRings) {
     sector += times.size();
   }
   const std::string path = f.Write();
+  // Threads of this process while the first event is delivered.
+  struct ThreadCountingSink : SequenceSink {
+    void OnEvent(const RawEvent& ev) override {
+      if (items.empty()) {
+        threads = 0;
+        if (DIR* d = opendir("/proc/self/task")) {
+          while (const dirent* e = readdir(d)) threads += e->d_name[0] != '.';
+          closedir(d);
+        }
+      }
+      SequenceSink::OnEvent(ev);
+    }
+    int threads = 0;
+  };
+  int threads_here = 0;
   auto read = [&](bool ahead) {
     TraceDatReaderOptions options;
-    options.read_ahead_ring_bytes = 4 * 4096;
+    options.read_ahead_ring_bytes = 64 << 10;
     auto reader = OpenTraceDat(path, options);
     EXPECT_TRUE(reader.ok()) << reader.status();
     (*reader)->set_read_ahead(ahead);
-    SequenceSink sink;
+    ThreadCountingSink sink;
     EXPECT_TRUE((*reader)->ReadAll(&sink).ok());
     EXPECT_EQ((*reader)->stats().events, 302u * 40);
     EXPECT_TRUE((*reader)->stats().problems.empty());
+    if (ahead) {
+      EXPECT_EQ(sink.threads, threads_here + 1) << "one stream reads ahead";
+    } else {
+      threads_here = sink.threads;
+    }
     return sink.items;
   };
   const std::vector<std::string> here = read(false);
@@ -381,7 +403,7 @@ TEST(TraceDatReaderTest, ReadAheadSeesAFileCutWhileOpen) {
     const std::string copy = path + (ahead ? ".ahead" : ".here");
     ASSERT_EQ(std::system(("cp '" + path + "' '" + copy + "'").c_str()), 0);
     TraceDatReaderOptions options;
-    options.read_ahead_ring_bytes = 4 * 4096;
+    options.read_ahead_ring_bytes = 64 << 10;
     auto reader = OpenTraceDat(copy, options);
     ASSERT_TRUE(reader.ok()) << reader.status();
     (*reader)->set_read_ahead(ahead);
