@@ -247,9 +247,8 @@ void LatencyReportBuilder::OnEvent(const RawEvent& event) {
 
 // The batches' raw memory holds BlockEvents without constructing them: an aggregate of
 // trivial members, written by the decoder before it is read (comm only when a --comm filter
-// reads it). (C++20 lets allocation
-// functions create such objects implicitly; that mmap's memory does the same is what every
-// compiler does, not what the standard says.)
+// reads it). (C++20 lets allocation functions create such objects implicitly; that mmap's
+// memory does the same is what every compiler does, not what the standard says.)
 static_assert(std::is_aggregate_v<BlockEvent> && std::is_trivially_copyable_v<BlockEvent> &&
               std::is_trivially_destructible_v<BlockEvent>);
 

@@ -148,8 +148,9 @@ absl::StatusOr<PerfRecordParser> PerfRecordParser::Create(std::vector<PerfAttrIn
     p.checked_layout_ = *first_usable;
     p.has_checked_layout_ = true;
     // More than one attr: every sample carries its id at id_pos_ (checked above).
-    const uint32_t id_end =
-        p.layouts_.size() == 1 ? 0 : uint32_t(sizeof(perf::EventHeader)) + 8 * uint32_t(p.id_pos_) + 8;
+    const uint32_t id_end = p.layouts_.size() == 1
+                                ? 0
+                                : uint32_t(sizeof(perf::EventHeader)) + 8 * uint32_t(p.id_pos_) + 8;
     p.checked_min_size_ = std::max(p.checked_layout_.raw_off + 4, id_end);
   }
 

@@ -67,8 +67,8 @@ RequestMatcher::Device& RequestMatcher::DeviceForSlow(uint32_t dev) {
 }
 
 void RequestMatcher::ExpireIn(RequestTable& t, uint64_t now) {
-  while (RequestEntry* oldest = t.Oldest()) {
-    if (!Expires(oldest, now)) break;
+  while (now > t.expires_after()) {  // the table keeps its oldest entry's expiry time
+    RequestEntry* oldest = t.Oldest();
     ++stats_.expired[StateIndex(oldest->state)];
     RemoveRequest(t, oldest);
   }

@@ -806,16 +806,17 @@ absl::Status TraceDatReader::ReadAll(EventSink* sink) {
   // of the budget. The kernel's copy of the file then runs on the other CPU: on this 2-vCPU VM
   // it was a third of the reading thread's time on trace.dat (the 5.85 M-event file in the
   // host's slow state: 0.26 -> 0.21 s).
-  auto ring_of = [](const Stream& s, size_t bytes) {
-    return FileRing::CapacityFor(std::max<size_t>(bytes, 2 * size_t{s.layout.page_size}));
+  auto ahead_ring = [this](const Stream& s) {
+    return FileRing::CapacityFor(
+        std::max<size_t>(options_.read_ahead_ring_bytes, 2 * size_t{s.layout.page_size}));
   };
+  auto is_long = [&](const Stream& s) { return s.size > ahead_ring(s) / 2; };
   size_t long_streams = 0;
   size_t ahead_total = 0;
   for (const Stream& s : streams_) {
-    const size_t ring = ring_of(s, options_.read_ahead_ring_bytes);
-    if (s.size > ring / 2) {
+    if (is_long(s)) {
       ++long_streams;
-      ahead_total += ring;
+      ahead_total += ahead_ring(s);
     }
   }
   const bool ahead = read_ahead_ && long_streams > 0 &&
@@ -828,9 +829,8 @@ absl::Status TraceDatReader::ReadAll(EventSink* sink) {
     c.page_off = c.next_off = s.offset;
     c.end_off = s.offset + s.size;
     c.order = static_cast<uint32_t>(cursors.size() - 1);
-    const size_t ahead_ring = ring_of(s, options_.read_ahead_ring_bytes);
-    const bool stream_ahead = ahead && s.size > ahead_ring / 2;
-    const size_t bytes = stream_ahead ? ahead_ring : ring_bytes;
+    const bool stream_ahead = ahead && is_long(s);
+    const size_t bytes = stream_ahead ? ahead_ring(s) : ring_bytes;
     IOTRACE_ASSIGN_OR_RETURN(
         c.ring, FileRing::Create(data_fd_.get(), s.offset, c.end_off,
                                  std::max<size_t>(bytes, 2 * size_t{s.layout.page_size}),

@@ -179,14 +179,11 @@ class RequestMatcher {
     return *last_device_;
   }
   Device& DeviceForSlow(uint32_t dev);
-  // Runs for every event: an inline comparison with each table's expiry time (Expires of its
-  // oldest entry, kept by the table), the loop out of line.
+  // Runs for every event: an inline comparison with each table's expiry time (its oldest
+  // entry's last activity + expiry_ns, kept by the table), the loop out of line.
   void Expire(uint64_t now) {
     if (now > table_.expires_after()) ExpireIn(table_, now);
     if (now > queued_.expires_after()) ExpireIn(queued_, now);
-  }
-  bool Expires(const RequestEntry* oldest, uint64_t now) const {
-    return oldest != nullptr && now > oldest->last_ts && now - oldest->last_ts > options_.expiry_ns;
   }
   void ExpireIn(RequestTable& table, uint64_t now);
   RequestEntry* AddEntry(const BlockEvent& e);

@@ -118,6 +118,20 @@ std::vector<uint64_t> Tags(const ToySource& s) {
   return tags;
 }
 
+// The tags `records` come out in, and the counters, merged with round marks at `round_lag`.
+struct Merged {
+  std::vector<uint64_t> tags;
+  MergeCounters counters;
+};
+Merged MergeWithRoundLag(const std::vector<ToyRecord>& records, int round_lag) {
+  ToySource source(records);
+  MergeLimits limits;
+  limits.round_lag = round_lag;
+  SortedRunMerger<ToySource> merger(&source, 0, source.end(), limits);
+  merger.Run();
+  return {Tags(source), merger.counters()};
+}
+
 // Concatenated sorted runs of random lengths (ties included), with untimed records mixed in.
 std::vector<ToyRecord> RandomRuns(std::mt19937* rng, int runs, uint64_t max_time) {
   std::vector<ToyRecord> records;
@@ -183,14 +197,10 @@ TEST(PerfDataMergerTest, RoundLagToleratesRecordsWrittenARoundLate) {
   records.push_back({ScanKind::kTimed, 450, 16, 99});  // older than round 5's record
   records.push_back({ScanKind::kRoundEnd, 0, 8, 0});
   for (int lag : {1, 2, 3}) {
-    ToySource source(records);
-    MergeLimits limits;
-    limits.round_lag = lag;
-    SortedRunMerger<ToySource> merger(&source, 0, source.end(), limits);
-    merger.Run();
-    EXPECT_EQ(source.out.size(), 7u);
+    const Merged m = MergeWithRoundLag(records, lag);
+    EXPECT_EQ(m.tags.size(), 7u);
     // perf's rule (lag 1) has made round 5 final by then; a lag of 2 still holds it.
-    EXPECT_EQ(merger.counters().out_of_order, lag == 1 ? 1u : 0u) << "lag " << lag;
+    EXPECT_EQ(m.counters.out_of_order, lag == 1 ? 1u : 0u) << "lag " << lag;
   }
 }
 
@@ -206,13 +216,9 @@ TEST(PerfDataMergerTest, RoundLimitsCountTheLargestTimeOfClosedRuns) {
       {ScanKind::kTimed, 400, 16, 6},  // written a round late
       {ScanKind::kRoundEnd, 0, 8, 0},
   };
-  ToySource source(records);
-  MergeLimits limits;
-  limits.round_lag = 1;
-  SortedRunMerger<ToySource> merger(&source, 0, source.end(), limits);
-  merger.Run();
-  EXPECT_EQ(Tags(source), (std::vector<uint64_t>{1, 3, 4, 2, 6, 5}));
-  EXPECT_EQ(merger.counters().out_of_order, 1u);  // 400 after 500, as perf would deliver it
+  const Merged m = MergeWithRoundLag(records, 1);
+  EXPECT_EQ(m.tags, (std::vector<uint64_t>{1, 3, 4, 2, 6, 5}));
+  EXPECT_EQ(m.counters.out_of_order, 1u);  // 400 after 500, as perf would deliver it
 }
 
 // EmitTop goes on with the run that takes the lead only when that run's record is final: here
@@ -227,13 +233,9 @@ TEST(PerfDataMergerTest, ANewLeaderAboveTheRoundLimitWaitsForTheScan) {
       {ScanKind::kTimed, 15, 16, 5},
       {ScanKind::kRoundEnd, 0, 8, 0},
   };
-  ToySource source(records);
-  MergeLimits limits;
-  limits.round_lag = 1;
-  SortedRunMerger<ToySource> merger(&source, 0, source.end(), limits);
-  merger.Run();
-  EXPECT_EQ(Tags(source), (std::vector<uint64_t>{1, 2, 5, 4, 3}));
-  EXPECT_EQ(merger.counters().out_of_order, 0u);
+  const Merged m = MergeWithRoundLag(records, 1);
+  EXPECT_EQ(m.tags, (std::vector<uint64_t>{1, 2, 5, 4, 3}));
+  EXPECT_EQ(m.counters.out_of_order, 0u);
 }
 
 TEST(PerfDataMergerTest, WindowEmitsRecordsOnceEnoughFollowThem) {
