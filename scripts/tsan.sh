@@ -9,7 +9,7 @@
 #   bash scripts/tsan.sh '*'        # every unit test
 set -euo pipefail
 cd "$(dirname "$0")/.."
-filter=${1:-'SpscQueue*:*Pipeline*:*FileRing*:*PairingPlacement*:*ReaderShrink*:*HotPath*:PerfDataMerger*:TraceDatReader*'}
+filter=${1:-'SpscQueue*:StreamStore*:*Pipeline*:*FileRing*:*PairingPlacement*:*ReaderShrink*:*HotPath*:PerfDataMerger*:TraceDatReader*'}
 bash scripts/install-deps.sh
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIOTRACE_TSAN=ON \
   -DIOTRACE_BUILD_BENCH=OFF >/dev/null
