@@ -243,8 +243,9 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   };
   // Where the queue's batches keep their events: raw memory in huge pages (MapHugeAnonymous),
   // in which each decoded event is stored (StreamStore64) before it is read (BlockEvent is an
-  // implicit-lifetime type). Value-initialized batches in 4 KiB pages cost every threaded report 10-20 ms on this
-  // VM, zeroing 4 MiB and faulting its pages in, even when a small file filled a sliver of one.
+  // implicit-lifetime type). Value-initialized batches in 4 KiB pages cost every threaded
+  // report 10-20 ms on this VM, zeroing 4 MiB and faulting its pages in, even when a small file
+  // filled a sliver of one.
   static constexpr size_t kQueueBatches = 4;
   // The queue's next free batch, with its storage (assigned the first time a slot comes round).
   EventBatch* BeginBatch();
