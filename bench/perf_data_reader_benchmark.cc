@@ -1,6 +1,7 @@
 // perf.data reader throughput (items/s = tracepoint samples delivered in time order), end to end
 // from an mmapped file: validation, per-record parse, k-way run merge, sink call. The input is a
-// synthetic recording written by the tests' generator through PerfDataWriter.
+// synthetic recording written by the tests' generator through PerfDataWriter, and a recorded
+// fixture.
 #include <unistd.h>
 
 #include <cstdint>
@@ -41,30 +42,35 @@ std::string SyntheticFile(uint32_t cpus, bool rounds) {
   return path;
 }
 
-void BM_ReadAll(benchmark::State& state) {
-  const uint32_t cpus = static_cast<uint32_t>(state.range(0));
-  const bool rounds = state.range(1) != 0;
-  const std::string path = SyntheticFile(cpus, rounds);
-  if (path.empty()) {
-    state.SkipWithError("cannot write the synthetic perf.data");
-    return;
-  }
+// Reads the file at `path` once per iteration; items = events delivered.
+void ReadFile(benchmark::State& state, const std::string& path) {
   uint64_t events = 0;
   for (auto _ : state) {
     auto reader = OpenPerfData(path);
     if (!reader.ok()) {
-      state.SkipWithError(std::string(reader.status().message()).c_str());
+      bench::Fail(state, std::string(reader.status().message()));
       return;
     }
     CountingSink sink;
     if (!(*reader)->ReadAll(&sink).ok()) {
-      state.SkipWithError("ReadAll failed");
+      bench::Fail(state, "ReadAll failed");
       return;
     }
     benchmark::DoNotOptimize(sink.sum);
     events += sink.events;
   }
   state.SetItemsProcessed(static_cast<int64_t>(events));
+}
+
+void BM_ReadAll(benchmark::State& state) {
+  const uint32_t cpus = static_cast<uint32_t>(state.range(0));
+  const bool rounds = state.range(1) != 0;
+  const std::string path = SyntheticFile(cpus, rounds);
+  if (path.empty()) {
+    bench::Fail(state, "cannot write the synthetic perf.data");
+    return;
+  }
+  ReadFile(state, path);
 }
 BENCHMARK(BM_ReadAll)
     ->ArgNames({"cpus", "rounds"})
@@ -73,6 +79,13 @@ BENCHMARK(BM_ReadAll)
     ->Args({8, 1})
     ->Args({2, 0})
     ->Unit(benchmark::kMillisecond);
+
+// A recording by `perf record -a` on this kernel (tests/fixtures/golden/perf_mq.data: block
+// events of both CPUs, round marks, non-block samples among them).
+void BM_ReadAllFixture(benchmark::State& state) {
+  ReadFile(state, std::string(IOTRACE_FIXTURES) + "/golden/perf_mq.data");
+}
+BENCHMARK(BM_ReadAllFixture);
 
 // Removes the synthetic files when the program ends.
 struct Cleanup {

@@ -150,7 +150,7 @@ void RunDrain(benchmark::State& state, Source source, Sink sink_kind) {
   RecordSet records = source == Source::kFixture ? FixtureSamples()
                                                  : SyntheticSamples(Scale(100000, 64));
   if (records.offsets.empty()) {
-    state.SkipWithError("fixture tests/fixtures/golden/iotrace_mq.data has no samples");
+    bench::Fail(state, "fixture tests/fixtures/golden/iotrace_mq.data has no samples");
     return;
   }
   // Wrapped: the readable span starts half a quarter before the end of the ring.
@@ -170,7 +170,7 @@ void RunDrain(benchmark::State& state, Source source, Sink sink_kind) {
   };
   ring.Rearm();
   if (!pr.Drain(sink, &counts).ok() || counts.records != ring.records()) {
-    state.SkipWithError("warm-up drain did not see every record");
+    bench::Fail(state, "warm-up drain did not see every record");
     return;
   }
   const uint64_t allocs_before = g_allocations.load(std::memory_order_relaxed);
@@ -181,7 +181,7 @@ void RunDrain(benchmark::State& state, Source source, Sink sink_kind) {
   }
   const uint64_t allocs = g_allocations.load(std::memory_order_relaxed) - allocs_before;
   benchmark::DoNotOptimize(sink_bytes);
-  if (counts.bad_headers != 0) state.SkipWithError("drain counted bad headers");
+  if (counts.bad_headers != 0) bench::Fail(state, "drain counted bad headers");
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * ring.records()));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * ring.filled()));
   state.counters["records/drain"] = static_cast<double>(ring.records());

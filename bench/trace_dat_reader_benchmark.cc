@@ -124,7 +124,7 @@ void BM_ReadAllSynthetic(benchmark::State& state) {
     state.ResumeTiming();
     auto reader = OpenTraceDat(path);
     if (!reader.ok()) {
-      state.SkipWithError(std::string(reader.status().message()).c_str());
+      bench::Fail(state, std::string(reader.status().message()));
       return;
     }
     CountingSink sink;
@@ -146,7 +146,7 @@ void BM_ReadAllFixture(benchmark::State& state) {
   for (auto _ : state) {
     auto reader = OpenTraceDat(path);
     if (!reader.ok()) {
-      state.SkipWithError(std::string(reader.status().message()).c_str());
+      bench::Fail(state, std::string(reader.status().message()));
       return;
     }
     CountingSink sink;
