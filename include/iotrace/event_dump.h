@@ -56,9 +56,11 @@ class EventDumper {
     bool element_signed = false;
     bool element_hex = false;
     bool relative = false;      // __rel_loc: offset counts from the end of this field
+    std::string json_key;       // JSON only: "name": with the name escaped
   };
   struct EventPlan {
     std::string name;  // "system:event"
+    std::string json_name;  // JSON only: the name escaped
     std::vector<FieldPlan> fields;
     const FieldPlan* comm = nullptr;  // a char[] field named comm, if any
     uint32_t min_size = 0;            // bytes every fixed field needs

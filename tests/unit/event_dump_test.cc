@@ -234,6 +234,27 @@ TEST_F(EventDumpTest, CsvQuotesCellsThatNeedIt) {
   EXPECT_EQ(out.substr(out.size() - 14), ",short record\n") << out;
 }
 
+TEST_F(EventDumpTest, QuotesAndBackslashesInsideFieldValuesAreEscapedPerFormat) {
+  Record r = Issue();
+  r.Str(44, "q\"x\\y\"");  // comm field: q"x\y"
+  std::string out;
+  EventDumper csv(formats_, DumpFormat::kCsv);
+  csv.Append(r.Event(0, 0, 1, 1), "dd", &out);
+  // CSV: the backslash escaped as in text, each quote doubled inside the quoted cell.
+  EXPECT_NE(out.find(",\"dev=7,3 sector=2048 nr_sector=8 bytes=4096 ioprio=16384 rwbs=WS "
+                     "comm=q\"\"x\\x5cy\"\" cmd=\",\n"),
+            std::string::npos)
+      << out;
+  out.clear();
+  EventDumper json(formats_, DumpFormat::kJson);
+  json.Append(r.Event(0, 0, 1, 1), "dd", &out);
+  EXPECT_NE(out.find("\"comm\":\"q\\\"x\\\\y\\\"\""), std::string::npos) << out;
+  out.clear();
+  EventDumper text(formats_, DumpFormat::kText);
+  text.Append(r.Event(0, 0, 1, 1), "dd", &out);
+  EXPECT_NE(out.find(" comm=q\"x\\x5cy\" cmd="), std::string::npos) << out;
+}
+
 TEST_F(EventDumpTest, JsonLinesCarryTypedValues) {
   EventDumper dumper(formats_, DumpFormat::kJson);
   std::string out;
