@@ -25,6 +25,22 @@ constexpr int kLossKindCount = 4;
 constexpr std::string_view kLossKindNames[kLossKindCount] = {"ring_lost", "silent_drop",
                                                              "ftrace_overrun", "ftrace_dropped"};
 
+// Reader problems that lose no block event: copies dropped whole, records delivered out of
+// order (counted, and noted), samples of other kinds of event, formats that could not be parsed
+// (a block event's shows as absent, with a note), and an unfinished file (a phase warning of
+// its own). Any other problem, known or not, may have cost events (ftrace_time_backwards too:
+// the rest of that page is skipped).
+bool ReaderProblemMayLoseEvents(std::string_view name) {
+  static constexpr std::string_view kHarmless[] = {
+      "duplicate_record",      "out_of_order_beyond_window", "non_tracepoint_sample",
+      "event_format_unparsed", kProblemUnfinishedFile,
+  };
+  for (std::string_view h : kHarmless) {
+    if (name == h) return false;
+  }
+  return true;
+}
+
 // The events whose loss makes a phase incomplete: its start and its end.
 constexpr BlockEventKind kPhaseInputs[kPhaseCount][2] = {
     {BlockEventKind::kInsert, BlockEventKind::kIssue},      // I2D
@@ -601,6 +617,15 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
   };
   const MatchStats& ms = c.match;
   const bool unfinished = reader_stats.Problem(kProblemUnfinishedFile) != 0;
+  // Reader problems after which events may be missing: a record, a page or the rest of a CPU's
+  // data that could not be read (a file cut short or damaged). Which events were in it is
+  // unknown, so every phase is incomplete.
+  std::vector<std::string> unreadable;
+  for (const auto& [name, count] : reader_stats.problems) {
+    if (count != 0 && ReaderProblemMayLoseEvents(name)) {
+      unreadable.push_back(absl::StrFormat("%s %u", name, count));
+    }
+  }
   const int issued = static_cast<int>(RequestState::kIssued);
   const int inserted = static_cast<int>(RequestState::kInserted);
   const int requeued = static_cast<int>(RequestState::kRequeued);
@@ -629,6 +654,11 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
     if (unfinished) {
       why.push_back("the file was not finished (its writer was killed?): the losses it counts "
                     "last are not in it");
+    }
+    if (!unreadable.empty()) {
+      why.push_back(absl::StrFormat("parts of the file could not be read (%s): it is cut short "
+                                    "or damaged, and the events in those parts are missing",
+                                    absl::StrJoin(unreadable, ", ")));
     }
     // Requests given up in a state the phase had started in and not ended: inserted ones for
     // the phases that end at the issue, issued (or requeued) ones for D2C, both for I2C / Q2C.

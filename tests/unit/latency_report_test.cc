@@ -357,6 +357,30 @@ TEST(LatencyReportTest, ReaderProblemsBecomeANote) {
     noted |= n.find("out_of_order_beyond_window 4") != std::string::npos;
   }
   EXPECT_TRUE(noted);
+  // Records delivered out of order are all there: nothing is incomplete.
+  EXPECT_TRUE(r.warnings.empty());
+  for (const LatencyGroup& g : r.groups) EXPECT_FALSE(g.incomplete);
+}
+
+// A cut or damaged file: events were in the parts that could not be read, which ones is
+// unknown, so every phase is incomplete and says why.
+TEST(LatencyReportTest, UnreadablePartsOfTheFileMakeEveryPhaseIncomplete) {
+  for (const char* problem : {"trace_dat_cpu_data_truncated", "ftrace_partial_page",
+                              "ftrace_time_backwards", "truncated_record", "read_error",
+                              "some_future_problem"}) {
+    SyntheticTrace t;
+    Request(t, 0, 10, 100, 8);
+    t.stats().AddProblem(problem, 2);
+    LatencyReport r = Build(t);
+    ASSERT_EQ(r.warnings.size(), 3u) << problem;  // I2D, D2C, I2C
+    for (const PhaseWarning& w : r.warnings) {
+      EXPECT_NE(w.message.find(std::string("could not be read (") + problem + " 2)"),
+                std::string::npos)
+          << w.message;
+    }
+    ASSERT_FALSE(r.groups.empty());
+    for (const LatencyGroup& g : r.groups) EXPECT_TRUE(g.incomplete) << problem;
+  }
 }
 
 TEST(LatencyReportTest, DuplicateRecordsGetTheirOwnNoteAndLeaveThePhasesComplete) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -129,6 +130,27 @@ TEST_F(ReportCommandTest, FileThatIsNotATraceIsARuntimeError) {
   EXPECT_EQ(r.exit_code, 1) << r.err;  // the flags parsed; the file is what is wrong
   EXPECT_NE(r.err.find("not a perf.data or trace.dat file"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
+}
+
+// A trace.dat cut short (a copy that stopped early, a full disk): what it holds is reported,
+// and every phase says that events are missing and why, in the JSON and on stderr.
+TEST_F(ReportCommandTest, FileCutShortIsReportedAsIncomplete) {
+  std::ifstream in(std::string(IOTRACE_FIXTURES) + "/tracedat/dd_buffered_v6.dat",
+                   std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 50000u);
+  std::ofstream(dir_ / "cut.dat", std::ios::binary) << bytes.substr(0, 50000);
+  RunResult r = Run({"-i", "cut.dat", "--format=json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"incomplete\": true"), std::string::npos);
+  EXPECT_EQ(r.out.find("\"incomplete\": false"), std::string::npos);
+  EXPECT_NE(r.out.find("D2C is incomplete: parts of the file could not be read "
+                       "(ftrace_partial_page 1, trace_dat_cpu_data_truncated 1)"),
+            std::string::npos)
+      << r.out.substr(0, 2000);
+  EXPECT_NE(r.err.find("iotrace: warning: D2C is incomplete: parts of the file could not be read"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(ReportCommandTest, RunnerWritesTheMainOutputAndTheSummaryCsvToFiles) {
