@@ -166,6 +166,11 @@ void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
                          StateCounts(m.expired));
   out << absl::StrFormat("  evicted (table full):    %s\n", StateCounts(m.evicted));
   out << absl::StrFormat("  in flight at end:        %s\n", StateCounts(m.in_flight_at_end));
+  uint64_t stale = 0;
+  for (uint64_t n : m.stale_at_end) stale += n;
+  if (stale != 0) {
+    out << absl::StrFormat("    of which stale:        %s\n", StateCounts(m.stale_at_end));
+  }
   if (c.losses.empty()) {
     out << "  lost:                    none reported by the file\n";
   } else {
@@ -406,6 +411,8 @@ void WriteJsonReport(const LatencyReport& r, std::ostream& out) {
   WriteJsonCounts(m.evicted, state_name, out);
   out << ",\n    \"in_flight_at_end\": ";
   WriteJsonCounts(m.in_flight_at_end, state_name, out);
+  out << ",\n    \"stale_at_end\": ";
+  WriteJsonCounts(m.stale_at_end, state_name, out);
   out << ",\n    \"losses\": [";
   for (size_t i = 0; i < c.losses.size(); ++i) {
     const LossSummary& l = c.losses[i];

@@ -513,19 +513,25 @@ void RequestMatcher::OnFlush(Device& d, const BlockEvent& e) {
   }
 }
 
-void RequestMatcher::Finish() {
+void RequestMatcher::Finish(StaleLimits stale) {
+  auto left = [this, &stale](RequestState state, uint64_t last_ts) {
+    ++stats_.in_flight_at_end[StateIndex(state)];
+    const uint64_t limit = state == RequestState::kInserted ? stale.inserted_before
+                           : state == RequestState::kIssued || state == RequestState::kRequeued
+                               ? stale.issued_before
+                               : 0;
+    if (last_ts < limit) ++stats_.stale_at_end[StateIndex(state)];
+  };
   for (RequestTable* t : {&table_, &queued_}) {
-    t->ForEach([this](const RequestEntry& ent) {
-      ++stats_.in_flight_at_end[StateIndex(ent.state)];
-    });
+    t->ForEach([&left](const RequestEntry& ent) { left(ent.state, ent.last_ts); });
   }
   for (RequestEntry& o : overlapped_) {
-    ++stats_.in_flight_at_end[StateIndex(o.state)];
+    left(o.state, o.last_ts);
     if (o.pending_phases != 0) FlushPending(&o);
   }
   overlapped_.clear();
   for (auto& d : devices_) {
-    for (const FlushSlot& f : d->flushes) ++stats_.in_flight_at_end[StateIndex(f.state)];
+    for (const FlushSlot& f : d->flushes) left(f.state, f.last_ts);
     d->flushes.clear();
     NoInsertReason reason = !insert_recorded_ ? NoInsertReason::kInsertNotRecorded
                             : d->stats.events[static_cast<int>(BlockEventKind::kInsert)] == 0

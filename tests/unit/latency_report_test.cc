@@ -383,6 +383,43 @@ TEST(LatencyReportTest, UnreadablePartsOfTheFileMakeEveryPhaseIncomplete) {
   }
 }
 
+// A `perf record` file carries no account of the completions perf dropped: they show as requests
+// left issued at the end. Those issued far longer ago than any D2C took (16x the longest, and
+// over 100 ms) are stale, and D2C and I2C lack them; recent ones, and requests a scheduler keeps
+// inserted, are the normal end of a recording.
+TEST(LatencyReportTest, RequestsIssuedLongBeforeTheEndWithoutCompletionMakeD2CIncomplete) {
+  auto build = [](uint64_t stale_issue_ts, bool old_insert) {
+    SyntheticTrace t;
+    Request(t, 0, 1000, 50'000, 8);  // the longest D2C: 50 us
+    if (old_insert) t.Insert(10'000, 800);  // inserted, never issued
+    t.Insert(stale_issue_ts - 1000, 64).Issue(stale_issue_ts, 64);  // never completed
+    Request(t, 150'000'000, 1000, 20'000, 16);
+    Request(t, 300'000'000, 1000, 20'000, 24);  // the file ends at 300.021 ms
+    t.Insert(300'010'000, 32).Issue(300'011'000, 32);  // in flight at the end, recent
+    return Build(t);
+  };
+  // Issued at 100 ms: waited 200 ms, over 100 ms and 16 x 50 us.
+  LatencyReport r = build(100'000'000, true);
+  const MatchStats& m = r.completeness.match;
+  EXPECT_EQ(m.in_flight_at_end[static_cast<int>(RequestState::kIssued)], 2u);
+  EXPECT_EQ(m.stale_at_end[static_cast<int>(RequestState::kIssued)], 1u);
+  EXPECT_EQ(m.in_flight_at_end[static_cast<int>(RequestState::kInserted)], 1u);
+  EXPECT_EQ(m.stale_at_end[static_cast<int>(RequestState::kInserted)], 0u);
+  ASSERT_EQ(r.warnings.size(), 2u);
+  EXPECT_EQ(r.warnings[0].phase, Phase::kD2C);
+  EXPECT_EQ(r.warnings[1].phase, Phase::kI2C);
+  EXPECT_NE(r.warnings[0].message.find("1 requests issued before the end of the file had waited "
+                                       "over 16 times the longest D2C seen (and over 100 ms)"),
+            std::string::npos)
+      << r.warnings[0].message;
+  EXPECT_TRUE(FindGroup(r.groups, kLoop0, BlockOp::kWrite, Phase::kD2C)->incomplete);
+  EXPECT_FALSE(FindGroup(r.groups, kLoop0, BlockOp::kWrite, Phase::kI2D)->incomplete);
+  // Issued at 250 ms: 50 ms before the end, under the 100 ms floor: not stale.
+  LatencyReport recent = build(250'000'000, false);
+  EXPECT_EQ(recent.completeness.match.stale_at_end[static_cast<int>(RequestState::kIssued)], 0u);
+  EXPECT_TRUE(recent.warnings.empty());
+}
+
 TEST(LatencyReportTest, DuplicateRecordsGetTheirOwnNoteAndLeaveThePhasesComplete) {
   SyntheticTrace t;
   Request(t, 0, 10, 100, 8);

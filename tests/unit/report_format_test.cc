@@ -196,6 +196,7 @@ LatencyReport SampleReport() {
   c.match.issues_without_insert[static_cast<int>(NoInsertReason::kNoInsertOnDevice)] = 9;
   c.match.flushes = 4;
   c.match.in_flight_at_end[static_cast<int>(RequestState::kIssued)] = 2;
+  c.match.stale_at_end[static_cast<int>(RequestState::kIssued)] = 1;
   LossSummary loss;
   loss.kind = LossRecord::Kind::kSilentDrop;
   loss.cpu = 1;
@@ -332,6 +333,8 @@ TEST(ReportFormatTest, JsonCarriesTheSameContentWithASchemaVersion) {
   EXPECT_EQ(c["issues_without_insert"]["no_insert_on_device"].text, "9");
   EXPECT_EQ(c["flushes"].text, "4");
   EXPECT_EQ(c["in_flight_at_end"]["issued"].text, "2");
+  EXPECT_EQ(c["stale_at_end"]["issued"].text, "1");
+  EXPECT_EQ(c["stale_at_end"]["inserted"].text, "0");
   EXPECT_EQ(c["expired"]["queued"].text, "0");
   ASSERT_EQ(c["losses"].items.size(), 1u);
   EXPECT_EQ(c["losses"][0]["kind"].text, "silent_drop");
@@ -408,6 +411,7 @@ TEST(ReportFormatTest, TextShowsTableHistogramsCompletenessAndWarnings) {
   EXPECT_NE(find_line("paired:").find("I2D 0, D2C 9, I2C 0, Q2D 0, Q2C 0"), std::string::npos);
   EXPECT_NE(find_line("issues without insert:").find("no_insert_on_device 9"), std::string::npos);
   EXPECT_NE(find_line("in flight at end:").find("issued 2"), std::string::npos);
+  EXPECT_NE(find_line("of which stale:").find("issued 1"), std::string::npos);
   EXPECT_NE(find_line("silent_drop").find("block:block_rq_complete"), std::string::npos);
   EXPECT_NE(find_line("reader:").find("problems: short_sample 1"), std::string::npos);
   EXPECT_NE(find_line("WARNING: D2C is incomplete"), "");
