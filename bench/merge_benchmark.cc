@@ -78,12 +78,12 @@ class VectorSource {
   void PeekTimed(uint64_t pos, uint64_t* next, Item* item) { Peek(pos, next, item); }
   void Emit(const Item& item, bool out_of_order) {
     sum += item.time ^ item.cpu;
-    out_of_order_ += out_of_order ? 1 : 0;
+    late += out_of_order ? 1 : 0;
   }
   void Release(uint64_t below) {}
 
   uint64_t sum = 0;
-  uint64_t out_of_order_ = 0;
+  uint64_t late = 0;  // emitted flagged out of order
 
  private:
   const std::vector<Record>& r_;
@@ -115,7 +115,7 @@ void BM_MergeRuns(benchmark::State& state) {
     last = merger.counters();
     emitted += last.emitted;
     if (last.emitted != timed || source.sum != timed_sum || last.out_of_order != 0 ||
-        source.out_of_order_ != 0) {
+        source.late != 0) {
       bench::Fail(state, "the merge lost, repeated or misordered records");
       return;
     }

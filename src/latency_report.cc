@@ -538,9 +538,7 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
                             ? (longest_d2c > ~uint64_t{0} / kStaleFactor ? ~uint64_t{0}
                                                                         : longest_d2c * kStaleFactor)
                             : kStaleFloorNs;
-  StaleLimits stale;
-  stale.issued_before = last_ts_ > wait ? last_ts_ - wait : 0;
-  matcher_->Finish(stale);
+  matcher_->Finish(last_ts_ > wait ? last_ts_ - wait : 0);
   LatencyReport r;
   r.first_ts_ns = first_ts_;
   r.last_ts_ns = last_ts_;

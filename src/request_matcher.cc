@@ -513,14 +513,11 @@ void RequestMatcher::OnFlush(Device& d, const BlockEvent& e) {
   }
 }
 
-void RequestMatcher::Finish(StaleLimits stale) {
-  auto left = [this, &stale](RequestState state, uint64_t last_ts) {
+void RequestMatcher::Finish(uint64_t stale_before) {
+  auto left = [this, stale_before](RequestState state, uint64_t last_ts) {
     ++stats_.in_flight_at_end[StateIndex(state)];
-    const uint64_t limit = state == RequestState::kInserted ? stale.inserted_before
-                           : state == RequestState::kIssued || state == RequestState::kRequeued
-                               ? stale.issued_before
-                               : 0;
-    if (last_ts < limit) ++stats_.stale_at_end[StateIndex(state)];
+    const bool issued = state == RequestState::kIssued || state == RequestState::kRequeued;
+    if (issued && last_ts < stale_before) ++stats_.stale_at_end[StateIndex(state)];
   };
   for (RequestTable* t : {&table_, &queued_}) {
     t->ForEach([&left](const RequestEntry& ent) { left(ent.state, ent.last_ts); });

@@ -130,17 +130,10 @@ struct MatchStats {
   std::array<uint64_t, kRequestStateCount> evicted{};           // table or flush FIFO full
   std::array<uint64_t, kRequestStateCount> collided{};          // given up at a collision
   std::array<uint64_t, kRequestStateCount> in_flight_at_end{};  // left when the file ended
-  // Of those, the ones last active before Finish's stale limit for their state: requests that
-  // should have moved on long before the file ended (their next event was most likely lost).
+  // Of those, the issued (or requeued) ones last active before Finish's `stale_before`:
+  // requests that should have completed long before the file ended (their completion was most
+  // likely lost). Only the issued and requeued counts can be non-zero.
   std::array<uint64_t, kRequestStateCount> stale_at_end{};
-};
-
-// Finish's limits for stale requests: an inserted request last active before `inserted_before`
-// (trace time), or an issued / requeued one before `issued_before`, is counted in stale_at_end.
-// 0: none is. (The report sets only issued_before: see LatencyReportBuilder::Finish.)
-struct StaleLimits {
-  uint64_t inserted_before = 0;
-  uint64_t issued_before = 0;
 };
 
 struct DeviceMatchStats {
@@ -161,9 +154,10 @@ class RequestMatcher {
 
   // Events must arrive in timestamp order (all CPUs merged).
   void OnEvent(const BlockEvent& event);
-  // Counts what is left as in flight (and stale, by `stale`) and settles the per-device
-  // no-insert reasons.
-  void Finish(StaleLimits stale = {});
+  // Counts what is left as in flight (issued or requeued requests last active before
+  // `stale_before`, trace time, also as stale; 0: none) and settles the per-device no-insert
+  // reasons.
+  void Finish(uint64_t stale_before = 0);
 
   const MatchStats& stats() const { return stats_; }
   std::vector<DeviceMatchStats> devices() const;
