@@ -480,6 +480,9 @@ void LatencyReportBuilder::CloseInterval(Group* g) {
 }
 
 void LatencyReportBuilder::OnRequestSample(const RequestSample& s) {
+  if ((s.phases & (1u << static_cast<int>(Phase::kD2C))) != 0) {
+    longest_d2c_ = std::max(longest_d2c_, s.End(Phase::kD2C) - s.Start(Phase::kD2C));
+  }
   DeviceSlot& slot = SlotFor(s.dev);
   if (!slot.allowed || (op_mask_ & (1u << static_cast<int>(s.op))) == 0 ||
       (process_filter_ && !PassesProcessFilter(s))) {
@@ -530,14 +533,8 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
   // which does not count them; D2C and I2C lack those requests either way. Inserted requests are
   // not judged so: schedulers keep some waiting for seconds on purpose (mq-deadline's sorted
   // dispatch, write starvation), and their issue is not what perf drops.
-  uint64_t longest_d2c = 0;
-  for (const auto& g : groups_) {
-    if (g->phase == Phase::kD2C) longest_d2c = std::max(longest_d2c, g->total.max());
-  }
-  const uint64_t wait = longest_d2c > kStaleFloorNs / kStaleFactor
-                            ? (longest_d2c > ~uint64_t{0} / kStaleFactor ? ~uint64_t{0}
-                                                                        : longest_d2c * kStaleFactor)
-                            : kStaleFloorNs;
+  const uint64_t longest = std::min(longest_d2c_, ~uint64_t{0} / kStaleFactor);
+  const uint64_t wait = std::max(kStaleFloorNs, longest * kStaleFactor);
   matcher_->Finish(last_ts_ > wait ? last_ts_ - wait : 0);
   LatencyReport r;
   r.first_ts_ns = first_ts_;

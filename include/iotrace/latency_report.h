@@ -301,6 +301,9 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   bool process_filter_ = false;  // --comm or --pid given
   DeviceSlot* last_slot_ = nullptr;
   uint32_t op_mask_ = 0;
+  // The longest D2C of any paired request, filtered out or not: Finish's yardstick for stale
+  // requests (the filters must not change what counts as one).
+  uint64_t longest_d2c_ = 0;
   uint64_t since_ns_ = 0;
   uint64_t until_ns_ = ~uint64_t{0};
   uint64_t interval_ns_ = 0;

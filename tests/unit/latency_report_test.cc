@@ -420,6 +420,24 @@ TEST(LatencyReportTest, RequestsIssuedLongBeforeTheEndWithoutCompletionMakeD2CIn
   EXPECT_TRUE(recent.warnings.empty());
 }
 
+// The yardstick is the longest D2C of the whole file: a filter that hides the slow requests
+// does not turn a request that waited less than 16 times their D2C into a stale one.
+TEST(LatencyReportTest, StaleRequestsAreJudgedAgainstEveryRequestWhateverTheFilters) {
+  SyntheticTrace t;
+  Request(t, 0, 1000, 20'000'000, 8, "R");  // a read with a 20 ms D2C
+  Request(t, 30'000'000, 1000, 50'000, 16);  // writes take 50 us
+  t.Insert(99'000'000, 64).Issue(100'000'000, 64);  // a write never completed, 200 ms ago
+  Request(t, 300'000'000, 1000, 20'000, 24);
+  ReportOptions o = TestOptions();
+  o.ops = {BlockOp::kWrite};
+  LatencyReport r = Build(t, o);
+  // 200 ms < 16 x 20 ms: still in flight, not stale, though no read is in the histograms.
+  EXPECT_EQ(r.completeness.match.in_flight_at_end[static_cast<int>(RequestState::kIssued)], 1u);
+  EXPECT_EQ(r.completeness.match.stale_at_end[static_cast<int>(RequestState::kIssued)], 0u);
+  EXPECT_TRUE(r.warnings.empty());
+  EXPECT_EQ(FindGroup(r.groups, kLoop0, BlockOp::kRead, Phase::kD2C), nullptr);
+}
+
 TEST(LatencyReportTest, DuplicateRecordsGetTheirOwnNoteAndLeaveThePhasesComplete) {
   SyntheticTrace t;
   Request(t, 0, 10, 100, 8);
