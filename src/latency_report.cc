@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "iotrace/clock.h"
+#include "iotrace/counters.h"
 #include "iotrace/status.h"
 #include "iotrace/stream_store.h"
 
@@ -253,6 +254,11 @@ void LatencyReportBuilder::OnEvent(const RawEvent& event) {
       until_ns_ = u > ~uint64_t{0} - first_ts_ ? ~uint64_t{0} : first_ts_ + u;
     }
   }
+  if (before_cut_) [[unlikely]] {
+    if (event.ts < cut_ts_) return BeforeCut(event);
+    PassCut();
+  }
+  backwards_ += event.ts < last_ts_ ? 1 : 0;
   if (event.ts > last_ts_) last_ts_ = event.ts;
   // One call site, so that the decoder's fast path is inlined here. With pairing on its own
   // thread, the event goes on into the batch with streaming stores (stream_store.h: decoding
@@ -384,9 +390,52 @@ absl::Status LatencyReportBuilder::ReadAll(TraceReader& reader) {
   return read_status;
 }
 
+void LatencyReportBuilder::HoldUntil(uint64_t cut_ts, bool prime) {
+  before_cut_ = true;
+  cut_ts_ = cut_ts;
+  prime_ = prime;
+  if (prime) matcher_->set_sink(&null_sink_);
+}
+
+void LatencyReportBuilder::BeforeCut(const RawEvent& event) {
+  if (prime_ && decoder_.Decode(event, &event_)) matcher_->OnEvent(event_);
+}
+
+void LatencyReportBuilder::PassCut() {
+  before_cut_ = false;
+  if (!prime_) return;
+  cut_ = std::make_unique<Cut>();
+  cut_->state = matcher_->Snapshot();
+  cut_->counts = matcher_->counts();
+  cut_->decode = decoder_.stats();
+  matcher_->set_sink(this);
+}
+
+bool LatencyReportBuilder::MatchesCutOf(const LatencyReportBuilder& later) const {
+  return later.cut_ != nullptr && later.cut_->state == matcher_->Snapshot();
+}
+
+void LatencyReportBuilder::Absorb(LatencyReportBuilder& later) {
+  AddCounters(decoder_.mutable_stats(), later.decoder_.stats(), later.cut_->decode);
+  later.matcher_->TakeOver(later.cut_->counts, matcher_->counts());
+  later.matcher_->set_sink(this);
+  matcher_ = std::move(later.matcher_);
+  for (const auto& g : later.groups_) {
+    GroupFor(SlotFor(g->dev), g->op, g->phase)->total.Merge(g->total);
+  }
+  counters_.samples_filtered += later.counters_.samples_filtered;
+  longest_d2c_ = std::max(longest_d2c_, later.longest_d2c_);
+  last_ts_ = std::max(last_ts_, later.last_ts_);
+  backwards_ += later.backwards_;
+  for (const LossSummary& l : later.losses_) AddLoss(l.kind, l.cpu, l.event_id, l.count);
+}
+
 void LatencyReportBuilder::OnLoss(const LossRecord& loss) {
-  int32_t cpu = loss.cpu;
-  int32_t event_id = loss.event_id;
+  AddLoss(loss.kind, loss.cpu, loss.event_id, loss.count);
+}
+
+void LatencyReportBuilder::AddLoss(LossRecord::Kind kind, int32_t cpu, int32_t event_id,
+                                   uint64_t count) {
   std::string_view event = "unknown";
   for (const auto& [id, name] : format_names_) {
     if (event_id >= 0 && id == static_cast<uint32_t>(event_id)) event = name;
@@ -394,21 +443,21 @@ void LatencyReportBuilder::OnLoss(const LossRecord& loss) {
   // A damaged or crafted file can hold loss records for any number of (cpu, event) pairs: past
   // kMaxLossRows distinct ones, losses are still counted, per kind and known event, on a row
   // whose cpu is -1 (and whose event is "unknown" when the file has no format for its id).
-  if (losses_.size() >= kMaxLossRows && !loss_index_.contains({loss.kind, cpu, event_id})) {
+  if (losses_.size() >= kMaxLossRows && !loss_index_.contains({kind, cpu, event_id})) {
     cpu = -1;
     if (event == "unknown") event_id = -1;
   }
   auto [it, inserted] =
-      loss_index_.try_emplace({loss.kind, cpu, event_id}, static_cast<uint32_t>(losses_.size()));
+      loss_index_.try_emplace({kind, cpu, event_id}, static_cast<uint32_t>(losses_.size()));
   if (!inserted) {
-    losses_[it->second].count += loss.count;
+    losses_[it->second].count += count;
     return;
   }
   LossSummary l;
-  l.kind = loss.kind;
+  l.kind = kind;
   l.cpu = cpu;
   l.event_id = event_id;
-  l.count = loss.count;
+  l.count = count;
   l.event = std::string(event);
   losses_.push_back(std::move(l));
 }
@@ -773,15 +822,150 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
   return r;
 }
 
-absl::StatusOr<LatencyReport> BuildLatencyReport(TraceReader& reader,
-                                                 const ReportOptions& options) {
-  IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<LatencyReportBuilder> builder,
-                           LatencyReportBuilder::Create(reader.formats(), options));
-  IOTRACE_RETURN_IF_ERROR(builder->ReadAll(reader));
-  LatencyReport report = builder->Finish(reader.stats());
+namespace {
+
+ReadStats AddReadStats(const ReadStats& a, const ReadStats& b) {
+  ReadStats sum = b;
+  sum.records += a.records;
+  sum.events += a.events;
+  for (const auto& [name, count] : a.problems) sum.AddProblem(name, count);
+  return sum;
+}
+
+// Why `a` (up to a cut) and `b` (from it) cannot stand for one pass over the file, or "" when
+// they can: each stream must stop in `a` where it starts being counted in `b`, and neither may
+// have met records out of order, problems or losses placed in the data.
+std::string RangesUnfit(const RangeReadResult& a, const RangeReadResult& b) {
+  if (a.problems + b.problems != 0) return "problems in the data";
+  if (a.losses_placed + b.losses_placed != 0) return "losses placed in the data";
+  if (a.out_of_order + b.out_of_order != 0) return "records out of time order";
+  if (a.stopped_at != b.first_counted) return "the ranges do not meet at the cut";
+  return "";
+}
+
+// The time ranges of a split read: the earlier one up to `cut`, the later one from it, primed
+// from `cut - prime` (1/64 of the file's span, at least 20 ms, at most the matcher's expiry
+// and a second: an entry idle longer is gone from the earlier matcher too).
+struct SplitPlan {
+  uint64_t cut = 0;
+  uint64_t prime_from = 0;
+};
+
+std::optional<SplitPlan> PlanSplit(TraceReader& reader, const ReportOptions& options,
+                                   std::string* why_not) {
+  const bool windowed =
+      options.since_s.has_value() || options.until_s.has_value() || options.interval_s != 0;
+  if (options.threads != 0 || options.split_min_bytes == 0 || windowed || options.events) {
+    *why_not = "one pass";
+    return std::nullopt;
+  }
+  if (UsableCpus() < 2 && !options.split_on_one_cpu) {
+    *why_not = "one pass: one CPU";
+    return std::nullopt;
+  }
+  const std::optional<TraceTimeSpan> span = reader.TimeSpan();
+  if (!span.has_value()) {
+    *why_not = "one pass: the reader cannot read time ranges";
+    return std::nullopt;
+  }
+  if (span->data_bytes < options.split_min_bytes) {
+    *why_not = "one pass: a small file";
+    return std::nullopt;
+  }
+  if (!(span->first_ts < span->middle_ts && span->middle_ts < span->last_ts)) {
+    *why_not = "one pass: no time to cut at";
+    return std::nullopt;
+  }
+  const uint64_t max_prime = SecondsToNs(options.expiry_s) + 1'000'000'000;
+  const uint64_t prime =
+      std::clamp<uint64_t>((span->last_ts - span->first_ts) / 64, 20'000'000, max_prime);
+  SplitPlan plan;
+  plan.cut = span->middle_ts;
+  plan.prime_from = plan.cut - std::min(plan.cut, prime);
+  return plan;
+}
+
+LatencyReport FinishReport(LatencyReportBuilder& builder, const TraceReader& reader,
+                           const ReadStats& stats, const ReportOptions& options) {
+  LatencyReport report = builder.Finish(stats);
   report.input = options.input;
   report.file_format = std::string(reader.FileFormat());
   report.nr_cpus = reader.nr_cpus();
+  return report;
+}
+
+// Reads the file as two time ranges on two threads (see ReportOptions::split_min_bytes). nullopt
+// when that cannot stand for one pass (`why_not` says why): the caller reads it in one pass.
+std::optional<absl::StatusOr<LatencyReport>> BuildSplit(TraceReader& reader,
+                                                        const ReportOptions& options,
+                                                        std::string* why_not) {
+  const std::optional<SplitPlan> plan = PlanSplit(reader, options, why_not);
+  if (!plan.has_value()) return std::nullopt;
+  ReportOptions each = options;
+  each.threads = 1;
+  auto early = LatencyReportBuilder::Create(reader.formats(), each);
+  if (!early.ok()) return early.status();
+  auto late = LatencyReportBuilder::Create(reader.formats(), each);
+  if (!late.ok()) return late.status();
+  LatencyReportBuilder& a = **early;
+  LatencyReportBuilder& b = **late;
+  b.HoldUntil(plan->cut, /*prime=*/true);
+  reader.set_read_ahead(false);
+  RangeReadResult ra, rb;
+  absl::Status sb;
+  std::thread later([&] {
+    TimeRange r;
+    r.start_ts = plan->prime_from;
+    r.count_from_ts = plan->cut;
+    sb = reader.ReadRange(&b, r, &rb);
+  });
+  TimeRange r;
+  r.end_ts = plan->cut;
+  absl::Status sa = reader.ReadRange(&a, r, &ra);
+  later.join();
+  if (!sa.ok() || !sb.ok()) {
+    *why_not = "one pass: a range could not be read";
+    return std::nullopt;
+  }
+  std::string unfit = RangesUnfit(ra, rb);
+  if (unfit.empty() && a.backwards() + b.backwards() != 0) unfit = "records out of time order";
+  if (!unfit.empty()) {
+    *why_not = "one pass: " + unfit;
+    return std::nullopt;
+  }
+  if (a.MatchesCutOf(b)) {
+    a.Absorb(b);
+    LatencyReport report = FinishReport(a, reader, AddReadStats(ra.stats, rb.stats), options);
+    report.read_plan = "two ranges";
+    return report;
+  }
+  // The later matcher did not start where the earlier one ended (a request older than the
+  // priming, say one whose completion was lost): the earlier builder reads on from the cut.
+  a.HoldUntil(plan->cut, /*prime=*/false);
+  RangeReadResult rc;
+  TimeRange rest;
+  rest.start_ts = rest.count_from_ts = plan->cut;
+  if (!reader.ReadRange(&a, rest, &rc).ok() || !RangesUnfit(ra, rc).empty() ||
+      a.backwards() != 0) {
+    *why_not = "one pass: the first range could not read on";
+    return std::nullopt;
+  }
+  LatencyReport report = FinishReport(a, reader, AddReadStats(ra.stats, rc.stats), options);
+  report.read_plan = "two ranges, the first read on";
+  return report;
+}
+
+}  // namespace
+
+absl::StatusOr<LatencyReport> BuildLatencyReport(TraceReader& reader,
+                                                 const ReportOptions& options) {
+  std::string plan;
+  if (auto split = BuildSplit(reader, options, &plan); split.has_value()) return *split;
+  IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<LatencyReportBuilder> builder,
+                           LatencyReportBuilder::Create(reader.formats(), options));
+  IOTRACE_RETURN_IF_ERROR(builder->ReadAll(reader));
+  LatencyReport report = FinishReport(*builder, reader, reader.stats(), options);
+  report.read_plan = plan;
   return report;
 }
 

@@ -1,6 +1,7 @@
 #include "iotrace/report_runner.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 
@@ -58,6 +59,10 @@ absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std:
   absl::StatusOr<LatencyReport> report = BuildLatencyReport(reader, options);
   if (!report.ok()) return Annotate(report.status(), "report " + options.input);
   IOTRACE_RETURN_IF_ERROR(WriteReportOutputs(*report, options, out));
+  // How the file was read (one pass or two time ranges), for whoever measures the report.
+  if (std::getenv("IOTRACE_REPORT_PLAN") != nullptr) {
+    err << "iotrace: read plan: " << report->read_plan << "\n";
+  }
   if (options.format != OutputFormat::kText || !options.output.empty()) {
     for (const PhaseWarning& w : report->warnings) err << "iotrace: warning: " << w.message << "\n";
   }

@@ -1,7 +1,10 @@
 #include "iotrace/request_matcher.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
+
+#include "iotrace/counters.h"
 
 namespace iotrace {
 namespace {
@@ -539,6 +542,75 @@ void RequestMatcher::Finish(uint64_t stale_before) {
   }
   while (RequestEntry* oldest = table_.Oldest()) RemoveRequest(table_, oldest);
   while (RequestEntry* oldest = queued_.Oldest()) queued_.Remove(oldest);
+}
+
+namespace {
+
+bool SameRequest(const RequestEntry& a, const RequestEntry& b) {
+  // Every member but the activity links (slot numbers, which differ between tables).
+  return a.sector == b.sector && a.queue_ts == b.queue_ts && a.insert_ts == b.insert_ts &&
+         a.issue_ts == b.issue_ts && a.last_ts == b.last_ts && a.dev == b.dev &&
+         a.nr_sector == b.nr_sector && a.outstanding == b.outstanding && a.bytes == b.bytes &&
+         a.insert_pid == b.insert_pid && a.issue_pid == b.issue_pid &&
+         std::memcmp(a.insert_comm, b.insert_comm, kCommSize) == 0 &&
+         std::memcmp(a.issue_comm, b.issue_comm, kCommSize) == 0 && a.state == b.state &&
+         a.op == b.op && a.flags == b.flags && a.has == b.has &&
+         a.issued_before == b.issued_before && a.pending_phases == b.pending_phases;
+}
+
+bool SameRequests(const std::vector<RequestEntry>& a, const std::vector<RequestEntry>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!SameRequest(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool RequestMatcher::State::operator==(const State& other) const {
+  if (!SameRequests(requests, other.requests) || !SameRequests(queued, other.queued) ||
+      !SameRequests(overlapped, other.overlapped) || flushes.size() != other.flushes.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < flushes.size(); ++i) {
+    const auto& [dev, fifo] = flushes[i];
+    const auto& [other_dev, other_fifo] = other.flushes[i];
+    // Slots are zeroed before they are filled (OnFlush): their bytes compare.
+    if (dev != other_dev || fifo.size() != other_fifo.size() ||
+        (!fifo.empty() &&
+         std::memcmp(fifo.data(), other_fifo.data(), fifo.size() * sizeof(FlushSlot)) != 0)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+RequestMatcher::State RequestMatcher::Snapshot() const {
+  State s;
+  table_.ForEach([&s](const RequestEntry& e) { s.requests.push_back(e); });
+  queued_.ForEach([&s](const RequestEntry& e) { s.queued.push_back(e); });
+  s.overlapped = overlapped_;
+  for (const auto& d : devices_) {
+    if (!d->flushes.empty()) s.flushes.emplace_back(d->stats.dev, d->flushes);
+  }
+  std::sort(s.flushes.begin(), s.flushes.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  return s;
+}
+
+void RequestMatcher::TakeOver(const Counts& at_cut, const Counts& earlier) {
+  AddCounters(&stats_, earlier.stats, at_cut.stats);
+  auto add = [this](const DeviceMatchStats& d, bool plus) {
+    DeviceMatchStats& mine = DeviceFor(d.dev).stats;
+    for (int k = 0; k < kBlockEventKindCount; ++k) {
+      mine.events[k] = plus ? mine.events[k] + d.events[k] : mine.events[k] - d.events[k];
+    }
+    mine.issues_without_insert = plus ? mine.issues_without_insert + d.issues_without_insert
+                                      : mine.issues_without_insert - d.issues_without_insert;
+  };
+  for (const DeviceMatchStats& d : at_cut.devices) add(d, false);
+  for (const DeviceMatchStats& d : earlier.devices) add(d, true);
 }
 
 std::vector<DeviceMatchStats> RequestMatcher::devices() const {

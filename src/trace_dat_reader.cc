@@ -127,9 +127,18 @@ class TraceDatReader final : public TraceReader {
     auto it = comms_.find(pid);
     return it == comms_.end() ? std::string() : it->second;
   }
-  absl::Status ReadAll(EventSink* sink) override;
+  absl::Status ReadAll(EventSink* sink) override {
+    RangeReadResult r;
+    absl::Status s = Read<false>(sink, TimeRange{}, &r);
+    stats_ = std::move(r.stats);
+    return s;
+  }
   void set_read_ahead(bool on) override { read_ahead_ = on; }
   const ReadStats& stats() const override { return stats_; }
+  std::optional<TraceTimeSpan> TimeSpan() const override;
+  absl::Status ReadRange(EventSink* sink, const TimeRange& range, RangeReadResult* out) override {
+    return Read<true>(sink, range, out);
+  }
 
  private:
   struct Cursor {
@@ -145,6 +154,7 @@ class TraceDatReader final : public TraceReader {
     bool loss_pending = false;
     LossRecord loss;
     uint64_t located_missed = 0;
+    uint64_t missed_pages = 0;
 
     explicit Cursor(const Stream* s) : stream(s), walker(s->layout) {}
   };
@@ -164,7 +174,7 @@ class TraceDatReader final : public TraceReader {
   void AddStream(Stream s);
   bool ClaimRange(uint64_t begin, uint64_t end);
   // Moves the cursor to its next data record, loading pages as needed. False at the end.
-  bool Advance(Cursor* c, std::array<uint64_t, kHotCount>* problems) {
+  bool Advance(Cursor* c, std::array<uint64_t, kHotCount>* problems) const {
     // Inline: nearly every record is on the page the cursor is already on.
     if (c->walker.Next(&c->rec)) {
       c->last_ts = c->rec.ts;
@@ -173,7 +183,15 @@ class TraceDatReader final : public TraceReader {
     return AdvancePage(c, problems);
   }
   // Advance past the end of the current page.
-  bool AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* problems);
+  bool AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* problems) const;
+  // ReadAll (kRanged false: the whole file, every record counted) and ReadRange.
+  template <bool kRanged>
+  absl::Status Read(EventSink* sink, const TimeRange& range, RangeReadResult* out) const;
+  // The time stamp in the header of page `index` of `s` (file time, before ts_offset_); false
+  // when it cannot be read.
+  bool PageTime(const Stream& s, uint64_t index, uint64_t* ts) const;
+  // The index of the last page of `s` whose header time is at most `ts` (0 when none is).
+  uint64_t PageAtOrBefore(const Stream& s, uint64_t ts) const;
 
   std::string path_;
   TraceDatReaderOptions options_;
@@ -739,7 +757,7 @@ absl::Status TraceDatReader::FinishMetadata(uint64_t data_file_size) {
   return absl::OkStatus();
 }
 
-bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* problems) {
+bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* problems) const {
   // Advance has just found the current page exhausted: look at the walker's problem first.
   for (bool on_new_page = false;; on_new_page = true) {
     if (on_new_page && c->walker.Next(&c->rec)) {
@@ -768,6 +786,7 @@ bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* pro
     // A page whose header is unusable is counted at the top of the loop, like any problem.
     if (!c->walker.Reset(ByteView(c->ring.At(c->page_off), page_size))) continue;
     if (c->walker.missed_events()) {
+      ++c->missed_pages;
       if (!c->loss_pending) {
         c->loss = LossRecord{};
         c->loss.kind = LossRecord::Kind::kFtraceDropped;
@@ -795,8 +814,75 @@ bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* pro
   }
 }
 
-absl::Status TraceDatReader::ReadAll(EventSink* sink) {
-  stats_ = ReadStats{};
+bool TraceDatReader::PageTime(const Stream& s, uint64_t index, uint64_t* ts) const {
+  uint8_t b[8];
+  const uint64_t at = s.offset + index * s.layout.page_size + s.layout.timestamp_offset;
+  if (::pread(data_fd_.get(), b, sizeof(b), static_cast<off_t>(at)) != sizeof(b)) return false;
+  std::memcpy(ts, b, sizeof(b));
+  return true;
+}
+
+uint64_t TraceDatReader::PageAtOrBefore(const Stream& s, uint64_t ts) const {
+  // Binary search over the pages' header times (in order in a sound stream; in a damaged one
+  // the answer is only a place to start, and the caller checks what was read).
+  uint64_t lo = 0, hi = s.size / s.layout.page_size;  // the answer is in [lo, hi)
+  if (hi == 0) return 0;
+  while (hi - lo > 1) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    uint64_t t = 0;
+    if (!PageTime(s, mid, &t)) return lo;
+    if (t <= ts) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+
+std::optional<TraceTimeSpan> TraceDatReader::TimeSpan() const {
+  TraceTimeSpan span;
+  span.first_ts = ~uint64_t{0};
+  uint64_t pages = 0;
+  std::vector<uint64_t> middles;
+  for (const Stream& s : streams_) {
+    const uint64_t n = s.size / s.layout.page_size;
+    if (n == 0) continue;
+    uint64_t first = 0, last = 0, middle = 0;
+    if (!PageTime(s, 0, &first) || !PageTime(s, n - 1, &last) || !PageTime(s, n / 2, &middle)) {
+      return std::nullopt;
+    }
+    span.first_ts = std::min(span.first_ts, first);
+    span.last_ts = std::max(span.last_ts, last);
+    middles.push_back(middle);
+    pages += n;
+    span.data_bytes += s.size;
+  }
+  if (pages == 0) return std::nullopt;
+  // Of the streams' middle times, the one that halves the pages best.
+  uint64_t best_gap = ~uint64_t{0};
+  for (uint64_t t : middles) {
+    uint64_t before = 0;
+    for (const Stream& s : streams_) {
+      if (s.size / s.layout.page_size != 0) before += PageAtOrBefore(s, t);
+    }
+    const uint64_t gap = before > pages / 2 ? before - pages / 2 : pages / 2 - before;
+    if (gap < best_gap) {
+      best_gap = gap;
+      span.middle_ts = t;
+    }
+  }
+  auto shift = [this](uint64_t t) {
+    const int64_t v = static_cast<int64_t>(t) + ts_offset_;
+    return v < 0 ? uint64_t{0} : static_cast<uint64_t>(v);
+  };
+  span.first_ts = shift(span.first_ts);
+  span.middle_ts = shift(span.middle_ts);
+  span.last_ts = shift(span.last_ts);
+  return span;
+}
+
+template <bool kRanged>
+absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
+                                  RangeReadResult* out) const {
+  *out = RangeReadResult{};
+  ReadStats& stats = out->stats;
   std::array<uint64_t, kHotCount> problems{};
   std::vector<Cursor> cursors;
   cursors.reserve(streams_.size());
@@ -827,12 +913,20 @@ absl::Status TraceDatReader::ReadAll(EventSink* sink) {
   for (const Stream& s : streams_) {
     Cursor& c = cursors.emplace_back(&s);
     c.page_off = c.next_off = s.offset;
+    if (kRanged && range.start_ts != 0) {
+      // Start at the page that holds start_ts (the last one that begins at or before it).
+      const int64_t raw = static_cast<int64_t>(range.start_ts) - ts_offset_;
+      if (raw > 0) {
+        c.page_off = c.next_off =
+            s.offset + PageAtOrBefore(s, static_cast<uint64_t>(raw)) * s.layout.page_size;
+      }
+    }
     c.end_off = s.offset + s.size;
     c.order = static_cast<uint32_t>(cursors.size() - 1);
     const bool stream_ahead = ahead && is_long(s);
     const size_t bytes = stream_ahead ? ahead_ring(s) : ring_bytes;
     IOTRACE_ASSIGN_OR_RETURN(
-        c.ring, FileRing::Create(data_fd_.get(), s.offset, c.end_off,
+        c.ring, FileRing::Create(data_fd_.get(), c.page_off, c.end_off,
                                  std::max<size_t>(bytes, 2 * size_t{s.layout.page_size}),
                                  bytes / 2, s.layout.page_size));
     if (stream_ahead) c.ring.StartReadAhead();  // false: read in this thread, as without
@@ -864,13 +958,53 @@ absl::Status TraceDatReader::ReadAll(EventSink* sink) {
   uint64_t records = 0, events = 0;
   RawEvent ev;
   const uint32_t pid_off = common_pid_offset_;
+  if (kRanged) {
+    out->first_counted.assign(cursors.size(), RangeReadResult::kNoPosition);
+    out->stopped_at.assign(cursors.size(), RangeReadResult::kNoPosition);
+  }
+  uint64_t previous_ts = 0;
+  // The file position of the record a cursor is on.
+  auto position = [](const Cursor* c) {
+    return c->page_off + static_cast<uint64_t>(c->rec.payload.data - c->ring.At(c->page_off));
+  };
+  // The top cursor moves on to its next record (or leaves the heap at its stream's end).
+  auto step = [&](Cursor* c) {
+    if (Advance(c, &problems)) {
+      sift_down(0);
+    } else {
+      heap.front() = heap.back();
+      heap.pop_back();
+      if (!heap.empty()) sift_down(0);
+    }
+  };
   while (!heap.empty()) {
     Cursor* c = heap.front();
+    bool counted = true;
+    if constexpr (kRanged) {
+      const uint64_t ts = c->rec.ts + ts_offset_;
+      if (ts >= range.end_ts) {
+        // Every cursor is on a record at or after end_ts: where each stream stops.
+        for (const Cursor* h : heap) out->stopped_at[h->order] = position(h);
+        break;
+      }
+      if (ts < previous_ts) ++out->out_of_order;
+      previous_ts = ts;
+      if (ts < range.start_ts) {
+        // Before the range, on the page that holds its start: passed over.
+        c->loss_pending = false;
+        step(c);
+        continue;
+      }
+      counted = ts >= range.count_from_ts;
+      if (counted && out->first_counted[c->order] == RangeReadResult::kNoPosition) {
+        out->first_counted[c->order] = position(c);
+      }
+    }
     if (c->loss_pending) {
-      sink->OnLoss(c->loss);
+      if (counted) sink->OnLoss(c->loss);
       c->loss_pending = false;
     }
-    ++records;
+    records += counted ? 1 : 0;
     const ByteView p = c->rec.payload;
     if (p.size >= 8 && p.size >= pid_off + 4) {
       ev.ts = c->rec.ts + ts_offset_;
@@ -880,22 +1014,26 @@ absl::Status TraceDatReader::ReadAll(EventSink* sink) {
       ev.tid = ev.pid;
       ev.payload = p;
       sink->OnEvent(ev);
-      ++events;
+      events += counted ? 1 : 0;
     } else {
       ++problems[kHotShortRecord];
     }
-    if (Advance(c, &problems)) {
-      sift_down(0);
-    } else {
-      heap.front() = heap.back();
-      heap.pop_back();
-      if (!heap.empty()) sift_down(0);
-    }
+    step(c);
   }
 
+  // Losses placed at the end of a stream, and the file's own totals, belong to the range that
+  // reads to the end of the file.
+  const bool to_end = !kRanged || range.end_ts == ~uint64_t{0};
   for (Cursor& c : cursors) {
-    if (c.loss_pending) sink->OnLoss(c.loss);
+    if (c.loss_pending && to_end) sink->OnLoss(c.loss);
     c.ring = FileRing();
+    out->losses_placed += c.missed_pages;
+  }
+  for (int i = 1; i < kHotCount; ++i) out->problems += problems[i];
+  if (!to_end) {
+    stats.records = records;
+    stats.events = events;
+    return absl::OkStatus();
   }
   // The kernel's totals, minus what the pages already placed in time.
   absl::flat_hash_map<std::pair<std::string, int>, uint64_t> located_by_stream;
@@ -922,15 +1060,15 @@ absl::Status TraceDatReader::ReadAll(EventSink* sink) {
       loss.count = s.stats.dropped_events;
       sink->OnLoss(loss);
     }
-    stats_.AddProblem("trace_dat_pages_not_written", s.stats.pages_not_written);
+    stats.AddProblem("trace_dat_pages_not_written", s.stats.pages_not_written);
   }
 
-  stats_.records = records;
-  stats_.events = events;
-  for (int i = 1; i < kHotCount; ++i) stats_.AddProblem(HotProblemName(i), problems[i]);
-  stats_.AddProblem("trace_dat_cpu_data_truncated", truncated_streams_);
-  stats_.AddProblem("trace_dat_cpu_data_overlap", overlapping_streams_);
-  stats_.AddProblem("event_format_unparsed", unparsed_formats_);
+  stats.records = records;
+  stats.events = events;
+  for (int i = 1; i < kHotCount; ++i) stats.AddProblem(HotProblemName(i), problems[i]);
+  stats.AddProblem("trace_dat_cpu_data_truncated", truncated_streams_);
+  stats.AddProblem("trace_dat_cpu_data_overlap", overlapping_streams_);
+  stats.AddProblem("event_format_unparsed", unparsed_formats_);
   return absl::OkStatus();
 }
 

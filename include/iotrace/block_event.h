@@ -103,7 +103,7 @@ enum class DecodeProblem : uint8_t {
 inline constexpr int kDecodeProblemCount = 3;
 std::string_view DecodeProblemName(DecodeProblem problem);
 
-struct DecodeStats {
+struct DecodeStats {  // uint64_t counters only (AddCounters)
   std::array<uint64_t, kBlockEventKindCount> decoded{};   // per kind
   std::array<uint64_t, kBlockEventKindCount> rejected{};  // per kind, any problem but kUnknownOp
   std::array<uint64_t, kDecodeProblemCount> problems{};
@@ -134,6 +134,7 @@ class BlockDecoder {
   // One line per format that cannot be used, e.g. "block:block_rq_issue: no field 'dev'".
   const std::vector<std::string>& format_problems() const { return format_problems_; }
   const DecodeStats& stats() const { return stats_; }
+  DecodeStats* mutable_stats() { return &stats_; }
 
  private:
   struct Field {

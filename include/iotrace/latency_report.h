@@ -78,6 +78,13 @@ struct ReportOptions {
   uint64_t placement_hold_events = 0;
   uint64_t placement_max_hold_events = 0;
   bool placement_on_one_cpu = false;
+  // Auto (threads 0) on two CPUs or more reads a file whose event data holds at least this many
+  // bytes as two time ranges, on two threads, each with its own matcher and histograms, and
+  // adds up the two when the later range's matcher, primed on the events just before its range,
+  // was in the state the earlier range's ended in (else the earlier one reads on; see
+  // LatencyReport::read_plan). 0: never. Tests lower it, and split_on_one_cpu splits anyway.
+  uint64_t split_min_bytes = uint64_t{32} << 20;
+  bool split_on_one_cpu = false;
 
   // Where device names come from (tests point these at fixtures).
   std::string sysfs_root = "/sys";
@@ -184,6 +191,11 @@ struct LatencyReport {
   std::vector<std::string> notes;      // absent phases and why, reader problems, ...
 
   double duration_s() const { return (last_ts_ns - first_ts_ns) / 1e9; }
+
+  // How the file was read (not printed; the report is the same either way): "one pass", "two
+  // ranges", "two ranges, the first read on" (the later range's matcher did not start in the
+  // state the earlier one ended in), or "one pass: <why the two ranges were not used>".
+  std::string read_plan;
 };
 
 // Turns the events of one file into a LatencyReport. Feed it through TraceReader::ReadAll (it
@@ -209,6 +221,19 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   absl::Status ReadAll(TraceReader& reader);
 
   LatencyReport Finish(const ReadStats& reader_stats);
+
+  // Reading one file as two time ranges (BuildLatencyReport). The builder of the later range:
+  // events before `cut_ts` only prime its matcher (no samples, and its counters at the cut are
+  // kept to be taken off again). skip: events before `cut_ts` are ignored altogether (a builder
+  // that read up to the cut and reads on from there).
+  void HoldUntil(uint64_t cut_ts, bool prime);
+  // Events delivered with a time below one delivered before them.
+  uint64_t backwards() const { return backwards_; }
+  // Whether `later`'s matcher, at its cut, was in the state this one's is in now.
+  bool MatchesCutOf(const LatencyReportBuilder& later) const;
+  // Adds `later`'s counted part (everything from its cut on) to this builder, which read every
+  // event before that cut: counters, histograms, losses, and the matcher, which takes over.
+  void Absorb(LatencyReportBuilder& later);
 
   const BlockDecoder& decoder() const { return decoder_; }
   // Auto's placement decisions, after ReadAll (nullptr when the threads were fixed).
@@ -265,6 +290,21 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   Group* GroupFor(DeviceSlot& slot, BlockOp op, Phase phase);
   void CloseInterval(Group* g);
   bool PassesProcessFilter(const RequestSample& s) const;
+  // An event before the cut of HoldUntil; PassCut at the first one after it.
+  void BeforeCut(const RawEvent& event);
+  void PassCut();
+  void AddLoss(LossRecord::Kind kind, int32_t cpu, int32_t event_id, uint64_t count);
+
+  // Samples of the events before the cut of HoldUntil(prime) go nowhere.
+  class NullSampleSink : public RequestSampleSink {
+   public:
+    void OnRequestSample(const RequestSample&) override {}
+  };
+  struct Cut {
+    RequestMatcher::State state;
+    RequestMatcher::Counts counts;
+    DecodeStats decode;
+  };
 
   // With pairing on a thread of its own (threads 3, auto), the members below fall into three
   // groups: set up before the run and only read during it; written by the reading thread for
@@ -283,6 +323,13 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   bool started_ = false;
   uint64_t first_ts_ = 0;  // also read by the pairing thread once set (before the first batch)
   uint64_t last_ts_ = 0;
+  uint64_t backwards_ = 0;
+  // HoldUntil: events before cut_ts_ are held back (before_cut_), priming the matcher or not.
+  bool before_cut_ = false;
+  bool prime_ = false;
+  uint64_t cut_ts_ = 0;
+  NullSampleSink null_sink_;
+  std::unique_ptr<Cut> cut_;  // taken at the first event after the cut (HoldUntil(prime))
   // While ReadAll pairs on a thread of its own: the queue to the pairing thread and the batch
   // that OnEvent decodes into (nullptr otherwise).
   SpscQueue<EventBatch>* queue_ = nullptr;

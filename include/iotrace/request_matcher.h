@@ -100,7 +100,7 @@ struct MatcherOptions {
   bool combine_samples = false;
 };
 
-struct MatchStats {
+struct MatchStats {  // uint64_t counters only (AddCounters)
   std::array<uint64_t, kPhaseCount> paired{};
   std::array<uint64_t, kNoInsertReasonCount> issues_without_insert{};  // final after Finish()
   uint64_t completes_without_issue = 0;
@@ -145,9 +145,44 @@ struct DeviceMatchStats {
 
 class RequestMatcher {
  public:
+  struct FlushSlot {
+    RequestState state;
+    uint8_t has;
+    uint8_t flags;
+    uint64_t insert_ts, issue_ts, last_ts;
+    int32_t insert_pid, issue_pid;
+    char insert_comm[kCommSize];
+    char issue_comm[kCommSize];
+  };
+
+  // Everything that decides what the matcher does with the events still to come (its counters
+  // aside): the requests and bios it tracks, in activity order, and each device's flushes. Two
+  // matchers in equal states pair what follows the same way. For reading a file as two time
+  // ranges apart (LatencyReportBuilder): the later range's matcher, primed on the events just
+  // before its range, stands for the earlier one's when their states at the cut are equal.
+  struct State {
+    std::vector<RequestEntry> requests;
+    std::vector<RequestEntry> queued;
+    std::vector<RequestEntry> overlapped;
+    std::vector<std::pair<uint32_t, std::vector<FlushSlot>>> flushes;  // non-empty, by dev
+    bool operator==(const State& other) const;
+  };
+  // The counters: the totals and each device's.
+  struct Counts {
+    MatchStats stats;
+    std::vector<DeviceMatchStats> devices;
+  };
+
   // `sink` receives every sample; it must outlive the matcher.
   RequestMatcher(const MatcherOptions& options, RequestSampleSink* sink);
   ~RequestMatcher();
+
+  void set_sink(RequestSampleSink* sink) { sink_ = sink; }
+  State Snapshot() const;
+  Counts counts() const { return Counts{stats_, devices()}; }
+  // Makes this matcher's counters those of one that read `earlier`'s events and then this one's
+  // since `at_cut` (its counters when its own range began): minus `at_cut`, plus `earlier`.
+  void TakeOver(const Counts& at_cut, const Counts& earlier);
 
   // Whether the input carries block_rq_insert at all (decides the no-insert reason).
   void set_insert_recorded(bool recorded) { insert_recorded_ = recorded; }
@@ -164,15 +199,6 @@ class RequestMatcher {
   size_t tracked() const { return table_.size() + queued_.size(); }
 
  private:
-  struct FlushSlot {
-    RequestState state;
-    uint8_t has;
-    uint8_t flags;
-    uint64_t insert_ts, issue_ts, last_ts;
-    int32_t insert_pid, issue_pid;
-    char insert_comm[kCommSize];
-    char issue_comm[kCommSize];
-  };
   struct Device {
     DeviceMatchStats stats;
     std::vector<FlushSlot> flushes;  // FIFO, capacity reserved once, oldest first

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,6 +64,42 @@ struct ReadStats {
   uint64_t Problem(const std::string& name) const;
 };
 
+// A time slice of a file, for reading one file on two threads at once (ReadRange): the records
+// with `start_ts <= ts < end_ts` are delivered, in time order. Only those at or after
+// `count_from_ts` are counted in the range's stats, and only losses placed before such a record
+// (or at the end of the file) are delivered.
+struct TimeRange {
+  uint64_t start_ts = 0;
+  uint64_t count_from_ts = 0;
+  uint64_t end_ts = ~uint64_t{0};
+};
+
+// Where the file's records lie in time, for choosing where to cut it (TimeSpan).
+struct TraceTimeSpan {
+  uint64_t first_ts = 0;
+  uint64_t middle_ts = 0;  // about half of the record bytes lie before it
+  uint64_t last_ts = 0;
+  uint64_t data_bytes = 0;
+};
+
+// What one ReadRange saw at the edges of its range, so that the caller can check that two
+// adjacent ranges, read apart, covered each record exactly once and in the order ReadAll gives.
+struct RangeReadResult {
+  ReadStats stats;
+  // Per stream of the file (the same numbering in every range of one reader): the position of
+  // the first record counted, and of the first record not delivered because it lies at or after
+  // end_ts; kNoPosition when there is none (the stream ended first).
+  static constexpr uint64_t kNoPosition = ~uint64_t{0};
+  std::vector<uint64_t> first_counted;
+  std::vector<uint64_t> stopped_at;
+  // Records found out of time order, problems met in the data (stats of a range hold only those
+  // of its counted part), and losses that the file places in the data: any of these makes
+  // the ranges unfit to stand for one ReadAll.
+  uint64_t out_of_order = 0;
+  uint64_t problems = 0;
+  uint64_t losses_placed = 0;
+};
+
 class TraceReader {
  public:
   virtual ~TraceReader() = default;
@@ -87,6 +124,15 @@ class TraceReader {
   // TraceDatReaderOptions). A hint; readers may ignore it.
   virtual void set_read_ahead(bool on) {}
   virtual const ReadStats& stats() const = 0;
+
+  // Reading in time ranges, on several threads at once: readers that can say so, and give the
+  // file's time span (nullopt when they cannot, or the file has no records).
+  virtual std::optional<TraceTimeSpan> TimeSpan() const { return std::nullopt; }
+  // Delivers the records of `range` to `sink` (see TimeRange). Safe to call from several threads
+  // at once, each with its own sink; not together with ReadAll. stats() is left alone.
+  virtual absl::Status ReadRange(EventSink* sink, const TimeRange& range, RangeReadResult* out) {
+    return absl::UnimplementedError("this reader does not read time ranges");
+  }
 };
 
 }  // namespace iotrace

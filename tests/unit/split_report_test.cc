@@ -1,0 +1,320 @@
+// Reading one file as two time ranges on two threads (ReportOptions::split_min_bytes) gives the
+// report of one pass, byte for byte, whichever way the split ends: added up ("two ranges"), the
+// first range reading on when the later matcher did not start in the earlier one's state
+// (requests older than its priming), or one pass when the ranges cannot stand for it (losses
+// placed in the data, damaged pages). Files are synthetic trace.dat with requests that cross
+// the cut in every state, requeues, partial completions, flushes and lost completions.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ftrace_page_builder.h"
+#include "gtest/gtest.h"
+#include "iotrace/latency_report.h"
+#include "iotrace/report_format.h"
+#include "iotrace/trace_dat_reader.h"
+#include "iotrace/trace_dat_writer.h"
+#include "iotrace/trace_reader.h"
+
+namespace iotrace {
+namespace {
+
+constexpr uint32_t kDev = 7u << 20 | 1;
+constexpr uint32_t kDev2 = 254u << 20;
+constexpr uint64_t kMs = 1'000'000;
+
+enum Kind { kInsert, kIssue, kComplete, kRequeue };
+
+struct Ev {
+  uint64_t ts;
+  int cpu;
+  Kind kind;
+  uint32_t dev;
+  uint64_t sector;
+  uint32_t nr;
+  std::string rwbs;
+  int32_t pid = 100;
+};
+
+// A 2-CPU trace.dat of block_rq_insert/issue/complete/requeue events, each CPU's in time order.
+class BlockTraceDat {
+ public:
+  BlockTraceDat() {
+    char tmpl[] = "/tmp/iotrace_split_test.XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    meta_.header_page = testing::HeaderPageText(4096);
+    meta_.header_event = testing::ReadFixtureFile("formats/header_event");
+    for (const char* name :
+         {"block_rq_insert", "block_rq_issue", "block_rq_complete", "block_rq_requeue"}) {
+      std::string text = testing::ReadFixtureFile(std::string("formats/") + name + ".format");
+      meta_.event_formats.push_back({"block", text});
+      formats_.push_back(*ParseEventFormat("block", text));
+    }
+  }
+  ~BlockTraceDat() { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+
+  // Writes `events` (any order); `missed_page`: the CPU 0 page starting at that index says the
+  // kernel overwrote events before it (-1: none); `backwards_page`: that CPU 1 page starts
+  // before the one before it ended.
+  std::string Write(std::vector<Ev> events, int missed_page = -1, int backwards_page = -1) {
+    std::stable_sort(events.begin(), events.end(),
+                     [](const Ev& a, const Ev& b) { return a.ts < b.ts; });
+    std::string pages[2];
+    for (int cpu = 0; cpu < 2; ++cpu) {
+      int page_no = 0;
+      std::optional<testing::FtracePageBuilder> page;
+      auto flush = [&] {
+        if (!page.has_value()) return;
+        if (cpu == 0 && page_no == missed_page) page->SetMissedEvents(3, true);
+        pages[cpu] += page->Build();
+        page.reset();
+        ++page_no;
+      };
+      for (const Ev& e : events) {
+        if (e.cpu != cpu) continue;
+        const std::string payload = testing::BlockPayload(
+            formats_[e.kind], {e.pid, e.dev, e.sector, e.nr, e.rwbs});
+        if (page.has_value() && page->AddEvent(e.ts, payload)) continue;
+        flush();
+        uint64_t page_ts = e.ts;
+        if (cpu == 1 && page_no == backwards_page) {
+          EXPECT_GT(e.ts, 50 * kMs);
+          page_ts = e.ts - 50 * kMs;
+        }
+        page.emplace(page_ts);
+        if (page_ts != e.ts) EXPECT_TRUE(page->AddEvent(page_ts, payload));  // an early event
+        EXPECT_TRUE(page->AddEvent(e.ts, payload));
+      }
+      flush();
+    }
+    const std::string path = dir_ + "/t" + std::to_string(files_++) + ".dat";
+    TraceDatWriterOptions o;
+    o.meta = meta_;
+    o.nr_cpus = 2;
+    auto w = TraceDatWriter::Create(path, o);
+    EXPECT_TRUE(w.ok()) << w.status();
+    for (int cpu = 0; cpu < 2; ++cpu) {
+      EXPECT_TRUE((*w)->AppendPages(cpu, ByteView(pages[cpu].data(), pages[cpu].size())).ok());
+    }
+    EXPECT_TRUE((*w)->Finish().ok());
+    return path;
+  }
+
+ private:
+  std::string dir_;
+  TracingMetadata meta_;
+  std::vector<EventFormat> formats_;
+  int files_ = 0;
+};
+
+// Requests over `span_ms` on two devices (up to 2.3 ms each, far less than the priming): queue
+// depth of a few, each sector coming back every thousand requests (`overlap`: drawn from 512,
+// so that requests in flight meet at one sector and some are left behind), some requeued,
+// some completed in two parts, flushes; `lost` completions left out (their requests stay issued
+// to the end).
+std::vector<Ev> Workload(uint64_t span_ms, uint32_t seed, int lost = 0, bool overlap = false) {
+  std::mt19937_64 rng(seed);
+  std::vector<Ev> ev;
+  const uint64_t end = span_ms * kMs;
+  int lost_left = lost;
+  uint64_t n = 0;
+  for (uint64_t t = 1000; t < end - 5 * kMs; t += 20000 + rng() % 160000) {
+    const int cpu = static_cast<int>(rng() % 2);
+    const uint32_t dev = rng() % 8 == 0 ? kDev2 : kDev;
+    const uint64_t sector = (overlap ? rng() % 512 : n++ % 1000) * 8;
+    const bool write = rng() % 3 == 0;
+    const std::string rwbs = write ? "WS" : "R";
+    const uint64_t issue = t + 500 + rng() % 300000;
+    uint64_t done = issue + 2000 + rng() % 2000000;
+    const int other = 1 - cpu;
+    if (rng() % 50 == 0) {  // a flush: issue FF at sector 0, complete at sector -1
+      ev.push_back({t, cpu, kInsert, dev, 0, 0, "FF"});
+      ev.push_back({issue, cpu, kIssue, dev, 0, 0, "FF"});
+      ev.push_back({done, other, kComplete, dev, ~uint64_t{0}, 0, "FF"});
+      continue;
+    }
+    ev.push_back({t, cpu, kInsert, dev, sector, 8, rwbs});
+    ev.push_back({issue, cpu, kIssue, dev, sector, 8, rwbs});
+    if (rng() % 40 == 0) {  // requeued, inserted and issued again
+      ev.push_back({issue + 700, cpu, kRequeue, dev, sector, 8, rwbs});
+      ev.push_back({issue + 900, cpu, kInsert, dev, sector, 8, rwbs});
+      ev.push_back({issue + 1500, cpu, kIssue, dev, sector, 8, rwbs});
+      done += 1500;
+    }
+    if (lost_left > 0 && rng() % 97 == 0) {
+      --lost_left;
+      continue;
+    }
+    if (rng() % 30 == 0) {  // completed in two parts
+      ev.push_back({done - 1000, other, kComplete, dev, sector, 4, rwbs});
+      ev.push_back({done, other, kComplete, dev, sector + 4, 4, rwbs});
+    } else {
+      ev.push_back({done, other, kComplete, dev, sector, 8, rwbs});
+    }
+  }
+  return ev;
+}
+
+struct Built {
+  std::string json;
+  std::string plan;
+};
+
+Built Report(const std::string& path, ReportOptions options, bool split) {
+  options.input = path;
+  options.sysfs_root = options.procfs_root = "/nonexistent";
+  options.threads = split ? 0 : 1;
+  options.split_min_bytes = 1;
+  options.split_on_one_cpu = true;
+  auto reader = TraceReader::Open(path);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return {};
+  auto report = BuildLatencyReport(**reader, options);
+  EXPECT_TRUE(report.ok()) << report.status();
+  if (!report.ok()) return {};
+  std::ostringstream out;
+  WriteJsonReport(*report, out);
+  return {out.str(), report->read_plan};
+}
+
+// The split report, checked against one pass; returns how the file was read.
+std::string ExpectSameAsOnePass(const std::string& path, const ReportOptions& options = {}) {
+  const Built one = Report(path, options, false);
+  const Built split = Report(path, options, true);
+  EXPECT_EQ(one.plan, "one pass");
+  EXPECT_GT(one.json.size(), 1000u);
+  EXPECT_EQ(split.json, one.json) << split.plan;
+  return split.plan;
+}
+
+TEST(SplitReportTest, RequestsAcrossTheCutAreAddedUpAsInOnePass) {
+  BlockTraceDat f;
+  const std::string path = f.Write(Workload(2000, 1));
+  EXPECT_EQ(ExpectSameAsOnePass(path), "two ranges");
+  ReportOptions filtered;  // samples one per stage (no combined samples), some filtered out
+  filtered.ops = {BlockOp::kRead};
+  filtered.max_inflight = 64;
+  EXPECT_EQ(ExpectSameAsOnePass(path, filtered), "two ranges");
+}
+
+TEST(SplitReportTest, ARequestOlderThanThePrimingMakesTheFirstRangeReadOn) {
+  BlockTraceDat f;
+  std::vector<Ev> ev = Workload(2000, 2);
+  // Inserted at 10 ms and issued at 1.99 s (the cut is near 1 s, priming 31 ms): the later
+  // matcher never saw the insert.
+  ev.push_back({10 * kMs, 0, kInsert, kDev, 999'999, 8, "W"});
+  ev.push_back({1990 * kMs, 0, kIssue, kDev, 999'999, 8, "W"});
+  ev.push_back({1992 * kMs, 1, kComplete, kDev, 999'999, 8, "W"});
+  EXPECT_EQ(ExpectSameAsOnePass(f.Write(ev)), "two ranges, the first read on");
+}
+
+TEST(SplitReportTest, RequestsLeftBehindMakeTheFirstRangeReadOn) {
+  BlockTraceDat f;
+  // Requests that met another at their sector while in flight, some left behind for good.
+  EXPECT_EQ(ExpectSameAsOnePass(f.Write(Workload(2000, 8, 0, /*overlap=*/true))),
+            "two ranges, the first read on");
+  const std::string path = f.Write(Workload(2000, 3, /*lost=*/5));
+  EXPECT_EQ(ExpectSameAsOnePass(path), "two ranges, the first read on");
+  // The same with a long expiry and with one short enough that the stale requests expire.
+  ReportOptions quick;
+  quick.expiry_s = 0.2;
+  ExpectSameAsOnePass(path, quick);
+}
+
+TEST(SplitReportTest, LossesPlacedInTheDataMeanOnePass) {
+  BlockTraceDat f;
+  const std::string path = f.Write(Workload(2000, 4), /*missed_page=*/3);
+  EXPECT_EQ(ExpectSameAsOnePass(path), "one pass: losses placed in the data");
+}
+
+TEST(SplitReportTest, DamagedPagesMeanOnePass) {
+  BlockTraceDat f;
+  const std::string path = f.Write(Workload(2000, 5), -1, /*backwards_page=*/100);
+  EXPECT_NE(Report(path, {}, false).json.find("ftrace_time_backwards"), std::string::npos);
+  EXPECT_EQ(ExpectSameAsOnePass(path), "one pass: problems in the data");
+}
+
+TEST(SplitReportTest, OnlyAutoOnALargeEnoughUnwindowedReportSplits) {
+  BlockTraceDat f;
+  const std::string path = f.Write(Workload(2000, 6));
+  ReportOptions o;
+  o.input = path;
+  o.sysfs_root = o.procfs_root = "/nonexistent";
+  o.split_on_one_cpu = true;
+  auto plan = [&](ReportOptions options) {
+    auto reader = TraceReader::Open(path);
+    EXPECT_TRUE(reader.ok());
+    auto report = BuildLatencyReport(**reader, options);
+    EXPECT_TRUE(report.ok());
+    return report.ok() ? report->read_plan : "";
+  };
+  o.split_min_bytes = 1;
+  EXPECT_EQ(plan(o), "two ranges");
+  for (int threads : {1, 2, 3}) {
+    ReportOptions t = o;
+    t.threads = threads;
+    EXPECT_EQ(plan(t), "one pass");
+  }
+  ReportOptions windowed = o;
+  windowed.interval_s = 0.1;
+  EXPECT_EQ(plan(windowed), "one pass");
+  ReportOptions big = o;
+  big.split_min_bytes = uint64_t{1} << 40;
+  EXPECT_EQ(plan(big), "one pass: a small file");
+}
+
+// Two ranges read apart deliver every record once: the first up to the cut, the second counted
+// from it, meeting where each stream stops; and together, what ReadAll delivers.
+TEST(SplitReportTest, RangesMeetAtTheCutAndTogetherAreReadAll) {
+  BlockTraceDat f;
+  const std::string path = f.Write(Workload(2000, 7));
+  auto reader = TraceReader::Open(path);
+  ASSERT_TRUE(reader.ok());
+  struct Sink : EventSink {
+    void OnEvent(const RawEvent& e) override {
+      if (e.ts >= from) seen.push_back({e.ts, e.cpu}); else ++before;
+    }
+    uint64_t from = 0;
+    uint64_t before = 0;
+    std::vector<std::pair<uint64_t, uint32_t>> seen;
+  };
+  Sink all;
+  ASSERT_TRUE((*reader)->ReadAll(&all).ok());
+  const std::optional<TraceTimeSpan> span = (*reader)->TimeSpan();
+  ASSERT_TRUE(span.has_value());
+  EXPECT_LT(span->first_ts, span->middle_ts);
+  EXPECT_LT(span->middle_ts, span->last_ts);
+  const uint64_t cut = span->middle_ts + 12345;
+  Sink early, late;
+  late.from = cut;
+  RangeReadResult ra, rb;
+  TimeRange a;
+  a.end_ts = cut;
+  TimeRange b;
+  b.start_ts = cut - 40 * kMs;
+  b.count_from_ts = cut;
+  ASSERT_TRUE((*reader)->ReadRange(&early, a, &ra).ok());
+  ASSERT_TRUE((*reader)->ReadRange(&late, b, &rb).ok());
+  EXPECT_EQ(ra.stopped_at, rb.first_counted);
+  EXPECT_EQ(ra.stopped_at.size(), 2u);
+  EXPECT_NE(ra.stopped_at[0], RangeReadResult::kNoPosition);
+  EXPECT_EQ(ra.out_of_order + rb.out_of_order + ra.problems + rb.problems, 0u);
+  EXPECT_GT(ra.stats.events, 1000u);
+  EXPECT_GT(rb.stats.events, 1000u);
+  EXPECT_EQ(ra.stats.events + rb.stats.events, all.seen.size());
+  EXPECT_EQ(ra.stats.records + rb.stats.records, (*reader)->stats().records);
+  std::vector<std::pair<uint64_t, uint32_t>> joined = early.seen;
+  joined.insert(joined.end(), late.seen.begin(), late.seen.end());
+  EXPECT_EQ(joined, all.seen);
+  // The later range started before the cut (priming) and delivered those records too.
+  EXPECT_GT(late.before, 100u);
+  EXPECT_EQ(early.before, 0u);
+}
+
+}  // namespace
+}  // namespace iotrace
