@@ -832,23 +832,14 @@ ReadStats AddReadStats(const ReadStats& a, const ReadStats& b) {
   return sum;
 }
 
-// Why `a` (up to a cut) and `b` (from it) cannot stand for one pass over the file, or "" when
-// they can: each stream must stop in `a` where it starts being counted in `b`, and neither may
-// have met records out of order, problems or losses placed in the data.
-std::string RangesUnfit(const RangeReadResult& a, const RangeReadResult& b) {
-  if (a.problems + b.problems != 0) return "problems in the data";
-  if (a.losses_placed + b.losses_placed != 0) return "losses placed in the data";
-  if (a.out_of_order + b.out_of_order != 0) return "records out of time order";
-  if (a.stopped_at != b.first_counted) return "the ranges do not meet at the cut";
-  return "";
-}
-
-// The time ranges of a split read: the earlier one up to `cut`, the later one from it, primed
-// from `cut - prime` (1/64 of the file's span, at least 20 ms, at most the matcher's expiry
-// and a second: an entry idle longer is gone from the earlier matcher too).
+// The time ranges of a split read: the earlier one up to the cut, the later one from the
+// middle of the file (its priming: 1/64 of the file's span, at least 20 ms, at most the
+// matcher's expiry and a second: an entry idle longer is gone from the earlier matcher too),
+// counted from the cut; and the rest of the file from the cut, for the earlier builder to read
+// on when the later matcher did not start in its state.
 struct SplitPlan {
   uint64_t cut = 0;
-  uint64_t prime_from = 0;
+  TimeRange first, second, rest;
 };
 
 std::optional<SplitPlan> PlanSplit(TraceReader& reader, const ReportOptions& options,
@@ -879,9 +870,19 @@ std::optional<SplitPlan> PlanSplit(TraceReader& reader, const ReportOptions& opt
   const uint64_t max_prime = SecondsToNs(options.expiry_s) + 1'000'000'000;
   const uint64_t prime =
       std::clamp<uint64_t>((span->last_ts - span->first_ts) / 64, 20'000'000, max_prime);
+  if (span->last_ts - span->middle_ts <= prime) {
+    *why_not = "one pass: no time to cut at";
+    return std::nullopt;
+  }
   SplitPlan plan;
-  plan.cut = span->middle_ts;
-  plan.prime_from = plan.cut - std::min(plan.cut, prime);
+  plan.cut = span->middle_ts + prime;
+  plan.first.end_ts = plan.cut;
+  plan.first.end_position = span->split_position;
+  plan.second.start_ts = span->middle_ts;
+  plan.second.count_from_ts = plan.cut;
+  plan.second.start_position = span->split_position;
+  plan.rest = plan.second;
+  plan.rest.start_ts = plan.cut;
   return plan;
 }
 
@@ -910,24 +911,17 @@ std::optional<absl::StatusOr<LatencyReport>> BuildSplit(TraceReader& reader,
   LatencyReportBuilder& a = **early;
   LatencyReportBuilder& b = **late;
   b.HoldUntil(plan->cut, /*prime=*/true);
-  reader.set_read_ahead(false);
+  reader.set_read_ahead(false);  // two threads already; read-ahead on top measured no gain
   RangeReadResult ra, rb;
   absl::Status sb;
-  std::thread later([&] {
-    TimeRange r;
-    r.start_ts = plan->prime_from;
-    r.count_from_ts = plan->cut;
-    sb = reader.ReadRange(&b, r, &rb);
-  });
-  TimeRange r;
-  r.end_ts = plan->cut;
-  absl::Status sa = reader.ReadRange(&a, r, &ra);
+  std::thread later([&] { sb = reader.ReadRange(&b, plan->second, &rb); });
+  absl::Status sa = reader.ReadRange(&a, plan->first, &ra);
   later.join();
   if (!sa.ok() || !sb.ok()) {
     *why_not = "one pass: a range could not be read";
     return std::nullopt;
   }
-  std::string unfit = RangesUnfit(ra, rb);
+  std::string unfit = reader.RangesUnfit(plan->first, ra, rb);
   if (unfit.empty() && a.backwards() + b.backwards() != 0) unfit = "records out of time order";
   if (!unfit.empty()) {
     *why_not = "one pass: " + unfit;
@@ -943,9 +937,8 @@ std::optional<absl::StatusOr<LatencyReport>> BuildSplit(TraceReader& reader,
   // priming, say one whose completion was lost): the earlier builder reads on from the cut.
   a.HoldUntil(plan->cut, /*prime=*/false);
   RangeReadResult rc;
-  TimeRange rest;
-  rest.start_ts = rest.count_from_ts = plan->cut;
-  if (!reader.ReadRange(&a, rest, &rc).ok() || !RangesUnfit(ra, rc).empty() ||
+  if (!reader.ReadRange(&a, plan->rest, &rc).ok() ||
+      !reader.RangesUnfit(plan->first, ra, rc).empty() ||
       a.backwards() != 0) {
     *why_not = "one pass: the first range could not read on";
     return std::nullopt;

@@ -10,6 +10,8 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -66,22 +68,54 @@ class PerfDataReader final : public TraceReader {
     auto it = comms_.find(pid);
     return it == comms_.end() ? std::string() : it->second;
   }
-  absl::Status ReadAll(EventSink* sink) override;
+  absl::Status ReadAll(EventSink* sink) override {
+    RangeReadResult r;
+    absl::Status s = Read<false>(sink, TimeRange{}, &r);
+    stats_ = std::move(r.stats);
+    return s;
+  }
   const ReadStats& stats() const override { return stats_; }
   void set_read_ahead(bool on) override { read_ahead_ = on; }
+  std::optional<TraceTimeSpan> TimeSpan() const override;
+  // Comm records are not collected (CommOf stays what ReadAll found).
+  absl::Status ReadRange(EventSink* sink, const TimeRange& range, RangeReadResult* out) override {
+    return Read<true>(sink, range, out);
+  }
+  std::string RangesUnfit(const TimeRange& range, const RangeReadResult& earlier,
+                          const RangeReadResult& later) const override;
 
  private:
-  // The data section seen by SortedRunMerger.
+  // The data section seen by SortedRunMerger. kRanged: a TimeRange of it (ReadRange), which
+  // stops at the first record emitted at or after its end_ts.
+  template <bool kRanged>
   class Stream {
    public:
     using Item = PerfRecord;
-    Stream(PerfDataReader* reader, EventSink* sink) : r_(reader), sink_(sink) {}
+    Stream(const PerfDataReader* reader, EventSink* sink, FileRing* ring, const TimeRange& range)
+        : r_(reader), sink_(sink), ring_(ring), range_(range) {}
 
     ScanKind Scan(uint64_t pos, uint64_t* next, uint64_t* time) {
+      if constexpr (kRanged) {
+        if (stopped_) return ScanKind::kStop;
+        if (pos == range_.end_position) met_end_position_ = true;
+        mine_ = pos < range_.end_position;
+      }
+      const ScanKind kind = ScanRecord(pos, next, time);
+      if constexpr (kRanged) {
+        if (kind != ScanKind::kStop) scan_end_ = *next;
+        if (kind == ScanKind::kTimed) {
+          if (mine_) latest_mine_ = std::max(latest_mine_, *time);
+          if (*time < range_.count_from_ts) last_before_count_ = pos;
+        }
+      }
+      return kind;
+    }
+
+    ScanKind ScanRecord(uint64_t pos, uint64_t* next, uint64_t* time) {
       // The whole record into the ring before any look at it (a record's size is 16 bits):
       // `end` is where the readable bytes end, the data's end unless a read failed.
-      const uint64_t end = pos + r_->ring_.Fill(pos, kMaxRecordBytes);
-      const uint8_t* at = r_->ring_.At(pos);
+      const uint64_t end = pos + ring_->Fill(pos, kMaxRecordBytes);
+      const uint8_t* at = ring_->At(pos);
       __builtin_prefetch(at + 1024);
       perf::EventHeader h;
       if (end - pos < sizeof(h)) {
@@ -110,7 +144,7 @@ class PerfDataReader final : public TraceReader {
         return ScanKind::kStop;
       }
       *next = n;
-      ++records_;
+      records_ += mine_ ? 1 : 0;
       if (h.type == perf::kRecordSample) {
         // Nearly every record: checked, timed, and decoded only when its cursor reaches it.
         PerfProblem p = r_->parser_.SampleTime(ByteView(at, h.size), time);
@@ -134,10 +168,10 @@ class PerfDataReader final : public TraceReader {
             *time = item->time;
             return ScanKind::kTimed;
           }
-          sink_->OnLoss(item->loss);  // nothing to order it by: deliver as met
+          if (mine_) sink_->OnLoss(item->loss);  // nothing to order it by: deliver as met
           return ScanKind::kUntimed;
         case PerfRecord::Kind::kComm:
-          r_->comms_[item->comm_tid] = std::string(item->comm);
+          if (comms_ != nullptr) (*comms_)[item->comm_tid] = std::string(item->comm);
           return ScanKind::kUntimed;
         case PerfRecord::Kind::kRoundEnd:
           return ScanKind::kRoundEnd;
@@ -148,7 +182,7 @@ class PerfDataReader final : public TraceReader {
     }
 
     bool Peek(uint64_t pos, uint64_t* next, PerfRecord* item) {
-      const uint8_t* at = r_->ring_.At(pos);
+      const uint8_t* at = ring_->At(pos);
       perf::EventHeader h;
       std::memcpy(&h, at, sizeof(h));
       uint64_t n = pos + h.size;
@@ -171,7 +205,7 @@ class PerfDataReader final : public TraceReader {
 
     // Revisit of a record Scan timed: a sample that passed its checks, or a loss with a time.
     void PeekTimed(uint64_t pos, uint64_t* next, PerfRecord* item) {
-      const uint8_t* at = r_->ring_.At(pos);
+      const uint8_t* at = ring_->At(pos);
       perf::EventHeader h;
       std::memcpy(&h, at, sizeof(h));
       *next = pos + h.size;  // never an AUXTRACE record: those are not timed
@@ -184,6 +218,18 @@ class PerfDataReader final : public TraceReader {
     }
 
     void Emit(const PerfRecord& item, bool out_of_order) {
+      if constexpr (kRanged) {
+        if (stopped_) return;  // the merger empties its runs once the scan stops
+        if (item.time >= range_.end_ts) {
+          stopped_ = true;
+          return;
+        }
+        if (item.time < range_.start_ts) return;
+        if (item.time < range_.count_from_ts) {
+          if (item.kind == PerfRecord::Kind::kEvent) sink_->OnEvent(item.event);
+          return;
+        }
+      }
       if (item.kind == PerfRecord::Kind::kEvent) {
         ++events_;
         sink_->OnEvent(item.event);
@@ -192,30 +238,57 @@ class PerfDataReader final : public TraceReader {
       }
     }
 
+    // A record the merger dropped as a copy of one emitted just before (SameRecord).
+    void Duplicate(const PerfRecord& item) {
+      if (!kRanged || (item.time >= range_.count_from_ts && item.time < range_.end_ts)) {
+        ++duplicates_;
+      }
+    }
+
     // perf record (6.1, on this kernel) writes some samples twice: the last records of one
     // drain of a CPU's ring again at the start of the next. Byte-identical records (time, CPU,
     // task, payload) cannot be two events: the merger drops the second copy.
     bool SameRecord(uint64_t a, uint64_t b) const {
-      const uint8_t* x = r_->ring_.At(a);
-      const uint8_t* y = r_->ring_.At(b);
+      const uint8_t* x = ring_->At(a);
+      const uint8_t* y = ring_->At(b);
       perf::EventHeader hx, hy;
       std::memcpy(&hx, x, sizeof(hx));
       std::memcpy(&hy, y, sizeof(hy));
       return hx.size == hy.size && hx.type == hy.type && std::memcmp(x, y, hx.size) == 0;
     }
 
-    void Release(uint64_t below) { r_->ring_.Release(below); }
+    void Release(uint64_t below) { ring_->Release(below); }
 
     uint64_t records_ = 0;
     uint64_t events_ = 0;
+    uint64_t duplicates_ = 0;
     uint64_t truncated_ = 0;
     uint64_t bad_size_ = 0;
     std::array<uint64_t, static_cast<size_t>(PerfProblem::kCount)> problems_{};
+    absl::flat_hash_map<int32_t, std::string>* comms_ = nullptr;  // collected when set
+    // kRanged: see RangeReadResult.
+    uint64_t scan_end_ = 0;
+    bool met_end_position_ = false;
+    uint64_t latest_mine_ = 0;
+    uint64_t last_before_count_ = 0;
 
    private:
-    PerfDataReader* r_;
+    const PerfDataReader* r_;
     EventSink* sink_;
+    FileRing* ring_;
+    const TimeRange& range_;
+    bool stopped_ = false;
+    bool mine_ = true;  // the record being scanned lies before range_.end_position
   };
+
+  template <bool kRanged>
+  absl::Status Read(EventSink* sink, const TimeRange& range, RangeReadResult* out);
+  // Whether a chain of records that look sound (sizes, types, samples that parse with a time)
+  // starts at `pos` of `bytes` (file offset `base`) and runs to near its end.
+  bool LooksLikeRecords(ByteView bytes, uint64_t base, uint64_t pos, uint64_t* first_time) const;
+  // A record boundary at or after `from` (within 64 KiB), found by LooksLikeRecords; with the
+  // time of the earliest sample in the chain after it.
+  std::optional<uint64_t> BoundaryNear(uint64_t from, uint64_t* time) const;
 
   PerfDataReader() = default;
   absl::Status Parse();
@@ -232,8 +305,7 @@ class PerfDataReader final : public TraceReader {
   UniqueMapping mapping_;
   const uint8_t* base_ = nullptr;
   uint64_t file_size_ = 0;
-  UniqueFd fd_;     // the data section is read from it through ring_, not through the mapping
-  FileRing ring_;   // during ReadAll
+  UniqueFd fd_;     // the data section is read from it through a FileRing, not the mapping
   bool read_ahead_ = false;
   uint64_t data_begin_ = 0;
   uint64_t data_end_ = 0;
@@ -563,35 +635,127 @@ void PerfDataReader::ParseFeature(int feature, ByteView bytes) {
   }
 }
 
-absl::Status PerfDataReader::ReadAll(EventSink* sink) {
-  stats_ = ReadStats();
-  IOTRACE_ASSIGN_OR_RETURN(ring_, FileRing::Create(fd_.get(), data_begin_, data_end_,
-                                                   read_ahead_ ? options_.read_ahead_ring_bytes
-                                                               : options_.read_ring_bytes,
-                                                   options_.read_step_bytes, kMaxRecordBytes));
-  if (read_ahead_) ring_.StartReadAhead();
-  Stream stream(this, sink);
+template <bool kRanged>
+absl::Status PerfDataReader::Read(EventSink* sink, const TimeRange& range, RangeReadResult* out) {
+  *out = RangeReadResult{};
+  ReadStats& stats = out->stats;
+  const uint64_t begin =
+      kRanged ? std::clamp(range.start_position, data_begin_, data_end_) : data_begin_;
+  IOTRACE_ASSIGN_OR_RETURN(FileRing ring,
+                           FileRing::Create(fd_.get(), begin, data_end_,
+                                            read_ahead_ ? options_.read_ahead_ring_bytes
+                                                        : options_.read_ring_bytes,
+                                            options_.read_step_bytes, kMaxRecordBytes));
+  if (read_ahead_) ring.StartReadAhead();
+  Stream<kRanged> stream(this, sink, &ring, range);
+  if (!kRanged) stream.comms_ = &comms_;
   // The ring reuses room as the oldest cursor moves on: tell it often.
   MergeLimits limits = options_.merge;
   limits.release_step = std::min<uint64_t>(limits.release_step, uint64_t{256} << 10);
-  SortedRunMerger<Stream> merger(&stream, data_begin_, data_end_, limits);
+  SortedRunMerger<Stream<kRanged>> merger(&stream, begin, data_end_, limits);
   merger.Run();
   // A failed read (or a file cut short while being read) ends the data early, as a cut would.
-  const bool read_failed = !ring_.error().empty();
-  ring_ = FileRing();
+  const bool read_failed = !ring.error().empty();
+  ring = FileRing();
 
-  stats_.records = stream.records_;
-  stats_.events = stream.events_;
-  for (const auto& [name, count] : open_problems_) stats_.AddProblem(name, count);
+  stats.records = stream.records_;
+  stats.events = stream.events_;
+  stats.AddProblem("duplicate_record", stream.duplicates_);
+  uint64_t problems = read_failed ? 1 : 0;
+  problems += stream.truncated_ + stream.bad_size_;
+  for (size_t i = 1; i < stream.problems_.size(); ++i) problems += stream.problems_[i];
+  out->problems = problems;
+  out->out_of_order = merger.counters().out_of_order;
+  out->scan_end = stream.scan_end_;
+  out->met_end_position = stream.met_end_position_;
+  out->latest_before_end_position = stream.latest_mine_;
+  out->last_position_before_count = stream.last_before_count_;
+  // The problems of the data and the file's own belong to the range that reads to the end.
+  if (kRanged && range.end_ts != ~uint64_t{0}) return absl::OkStatus();
+  for (const auto& [name, count] : open_problems_) stats.AddProblem(name, count);
   for (size_t i = 1; i < stream.problems_.size(); ++i) {
-    stats_.AddProblem(PerfProblemName(static_cast<PerfProblem>(i)), stream.problems_[i]);
+    stats.AddProblem(PerfProblemName(static_cast<PerfProblem>(i)), stream.problems_[i]);
   }
-  stats_.AddProblem("truncated_record", stream.truncated_);
-  if (read_failed) stats_.AddProblem("read_error", 1);
-  stats_.AddProblem("bad_record_size", stream.bad_size_);
-  stats_.AddProblem("out_of_order_beyond_window", merger.counters().out_of_order);
-  stats_.AddProblem("duplicate_record", merger.counters().duplicates);
+  stats.AddProblem("truncated_record", stream.truncated_);
+  if (read_failed) stats.AddProblem("read_error", 1);
+  stats.AddProblem("bad_record_size", stream.bad_size_);
+  stats.AddProblem("out_of_order_beyond_window", merger.counters().out_of_order);
   return absl::OkStatus();
+}
+
+std::string PerfDataReader::RangesUnfit(const TimeRange& range, const RangeReadResult& earlier,
+                                        const RangeReadResult& later) const {
+  if (earlier.problems + later.problems != 0) return "problems in the data";
+  if (earlier.out_of_order + later.out_of_order != 0) return "records out of time order";
+  // The later range read from end_position on: a record must begin there, nothing before it
+  // may belong after the cut, and every record before the cut that the later range met must
+  // lie where the earlier one had scanned (and so delivered) before it stopped.
+  if (!earlier.met_end_position) return "the ranges do not meet at the cut";
+  if (earlier.latest_before_end_position >= range.end_ts) return "records late across the cut";
+  if (later.last_position_before_count >= earlier.scan_end) return "records late across the cut";
+  return "";
+}
+
+bool PerfDataReader::LooksLikeRecords(ByteView bytes, uint64_t base, uint64_t pos,
+                                      uint64_t* first_time) const {
+  int records = 0, samples = 0;
+  *first_time = ~uint64_t{0};
+  while (pos + sizeof(perf::EventHeader) <= bytes.size) {
+    perf::EventHeader h;
+    std::memcpy(&h, bytes.data + pos, sizeof(h));
+    const bool type_ok = (h.type >= 1 && h.type < 32) ||
+                         (h.type >= 64 && h.type < 128 && h.type != perf::kRecordAuxtrace);
+    if (h.size < sizeof(h) || h.size % 8 != 0 || !type_ok) return false;
+    if (pos + h.size > bytes.size) break;
+    if (base + pos + h.size > data_end_) return false;
+    if (h.type == perf::kRecordSample) {
+      uint64_t t = 0;
+      if (parser_.SampleTime(ByteView(bytes.data + pos, h.size), &t) != PerfProblem::kNone) {
+        return false;
+      }
+      *first_time = std::min(*first_time, t);
+      ++samples;
+    }
+    ++records;
+    pos += h.size;
+  }
+  return records >= 256 && samples >= 128;
+}
+
+std::optional<uint64_t> PerfDataReader::BoundaryNear(uint64_t from, uint64_t* time) const {
+  constexpr uint64_t kSearch = uint64_t{64} << 10;
+  constexpr uint64_t kChain = uint64_t{256} << 10;
+  from = data_begin_ + (from - data_begin_) / 8 * 8;  // records keep 8-byte alignment
+  if (from >= data_end_) return std::nullopt;
+  std::string buf(std::min(kSearch + kChain, data_end_ - from), '\0');
+  const ssize_t n = ::pread(fd_.get(), buf.data(), buf.size(), static_cast<off_t>(from));
+  if (n <= 0) return std::nullopt;
+  const ByteView bytes(buf.data(), static_cast<size_t>(n));
+  for (uint64_t off = 0; off < kSearch && off < bytes.size; off += 8) {
+    if (LooksLikeRecords(bytes, from, off, time)) return from + off;
+  }
+  return std::nullopt;
+}
+
+std::optional<TraceTimeSpan> PerfDataReader::TimeSpan() const {
+  // Records are not in time order, and their boundaries are not marked: a record boundary near
+  // the middle is found by looking for a long chain of sound records (RangesUnfit then checks
+  // that the earlier range's scan met a record there), the first and last times by the same
+  // look near both ends.
+  if (data_end_ - data_begin_ < (uint64_t{1} << 20)) return std::nullopt;
+  TraceTimeSpan span;
+  span.data_bytes = data_end_ - data_begin_;
+  uint64_t t = 0;
+  if (!BoundaryNear(data_begin_, &span.first_ts).has_value()) return std::nullopt;
+  const std::optional<uint64_t> middle =
+      BoundaryNear(data_begin_ + (data_end_ - data_begin_) / 2, &span.middle_ts);
+  if (!middle.has_value() ||
+      !BoundaryNear(data_end_ - std::min<uint64_t>(data_end_ - data_begin_, 1 << 19), &t)) {
+    return std::nullopt;
+  }
+  span.split_position = *middle;
+  span.last_ts = t;  // about the end: within the last half MiB of records
+  return span;
 }
 
 }  // namespace

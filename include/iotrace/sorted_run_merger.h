@@ -63,6 +63,8 @@ enum class ScanKind : uint8_t { kTimed, kUntimed, kRoundEnd, kStop };
 //   // records with equal times: the next one and those emitted last with its time (kept from
 //   // Release until a later time is emitted).
 //   bool SameRecord(uint64_t a, uint64_t b);
+//   // Optional: told of each record dropped as a copy (counted in counters().duplicates too).
+//   void Duplicate(const Item& item);
 //   void Release(uint64_t below);  // nothing before `below` will be read again
 template <typename Source>
 class SortedRunMerger {
@@ -170,6 +172,7 @@ class SortedRunMerger {
     if (t == last_emitted_ && last_pos_ != kNoPos) {
       if (IsRepeat(t, r.pos)) {
         ++counters_.duplicates;
+        if constexpr (requires { source_->Duplicate(r.item); }) source_->Duplicate(r.item);
         return;
       }
       // The record emitted before this one joins the others with this time.

@@ -72,6 +72,12 @@ struct TimeRange {
   uint64_t start_ts = 0;
   uint64_t count_from_ts = 0;
   uint64_t end_ts = ~uint64_t{0};
+  // Readers of one stream of records that is not in time order (perf.data): records are read
+  // from `start_position` (a record boundary, TraceTimeSpan::split_position, or 0 for the start
+  // of the data), and those placed before `end_position` (untimed ones, the reader's record
+  // count) belong to this range. Other readers ignore both.
+  uint64_t start_position = 0;
+  uint64_t end_position = ~uint64_t{0};
 };
 
 // Where the file's records lie in time, for choosing where to cut it (TimeSpan).
@@ -80,6 +86,9 @@ struct TraceTimeSpan {
   uint64_t middle_ts = 0;  // about half of the record bytes lie before it
   uint64_t last_ts = 0;
   uint64_t data_bytes = 0;
+  // perf.data: a record boundary near the middle of the data, where records from middle_ts on
+  // start (TimeRange::start_position).
+  uint64_t split_position = 0;
 };
 
 // What one ReadRange saw at the edges of its range, so that the caller can check that two
@@ -98,6 +107,13 @@ struct RangeReadResult {
   uint64_t out_of_order = 0;
   uint64_t problems = 0;
   uint64_t losses_placed = 0;
+  // perf.data: where the scan stopped (the first record not scanned); whether a record began
+  // exactly at end_position; the latest time of a record before end_position; and the position
+  // of the last record timed before count_from_ts.
+  uint64_t scan_end = 0;
+  bool met_end_position = false;
+  uint64_t latest_before_end_position = 0;
+  uint64_t last_position_before_count = 0;
 };
 
 class TraceReader {
@@ -133,6 +149,12 @@ class TraceReader {
   virtual absl::Status ReadRange(EventSink* sink, const TimeRange& range, RangeReadResult* out) {
     return absl::UnimplementedError("this reader does not read time ranges");
   }
+  // Why `earlier` (read with `range`, up to its end_ts) and `later` (counted from that time)
+  // cannot stand for one ReadAll, or "" when they can. By default: no problems, losses placed
+  // in the data or records out of order in either, and every stream stops in `earlier` at the
+  // record where `later` starts counting it.
+  virtual std::string RangesUnfit(const TimeRange& range, const RangeReadResult& earlier,
+                                  const RangeReadResult& later) const;
 };
 
 }  // namespace iotrace
