@@ -409,10 +409,19 @@ void LatencyReportBuilder::PassCut() {
   cut_->counts = matcher_->counts();
   cut_->decode = decoder_.stats();
   matcher_->set_sink(this);
+  matcher_->WatchKeys();
 }
 
-bool LatencyReportBuilder::MatchesCutOf(const LatencyReportBuilder& later) const {
-  return later.cut_ != nullptr && later.cut_->state == matcher_->Snapshot();
+bool LatencyReportBuilder::StartedWhereEnded(const LatencyReportBuilder& earlier,
+                                              uint64_t primed_from, size_t* older) {
+  RequestMatcher::Older old;
+  if (cut_ == nullptr ||
+      !RequestMatcher::SplitOlder(earlier.matcher_->Snapshot(), cut_->state, primed_from, &old) ||
+      !matcher_->Untouched(old) || !matcher_->Adopt(old)) {
+    return false;
+  }
+  *older = old.requests.size() + old.queued.size() + old.overlapped.size();
+  return true;
 }
 
 void LatencyReportBuilder::Absorb(LatencyReportBuilder& later) {
@@ -927,14 +936,17 @@ std::optional<absl::StatusOr<LatencyReport>> BuildSplit(TraceReader& reader,
     *why_not = "one pass: " + unfit;
     return std::nullopt;
   }
-  if (a.MatchesCutOf(b)) {
+  size_t older = 0;
+  if (b.StartedWhereEnded(a, plan->second.start_ts, &older)) {
     a.Absorb(b);
     LatencyReport report = FinishReport(a, reader, AddReadStats(ra.stats, rb.stats), options);
-    report.read_plan = "two ranges";
+    report.read_plan = older == 0 ? "two ranges"
+                                  : absl::StrFormat("two ranges, %u older requests carried over",
+                                                    older);
     return report;
   }
-  // The later matcher did not start where the earlier one ended (a request older than the
-  // priming, say one whose completion was lost): the earlier builder reads on from the cut.
+  // The later matcher did not start where the earlier one ended, but for older requests it
+  // never touched: the earlier builder reads on from the cut.
   a.HoldUntil(plan->cut, /*prime=*/false);
   RangeReadResult rc;
   if (!reader.ReadRange(&a, plan->rest, &rc).ok() ||

@@ -147,6 +147,12 @@ void RequestMatcher::OnEvent(const BlockEvent& e) {
   Device& d = DeviceFor(e.dev);
   ++d.stats.events[static_cast<int>(e.kind)];
   Expire(e.ts);
+  if (watching_) [[unlikely]] {
+    // Sizes before the event: it adds at most one entry to a table (or one kept apart).
+    WatchSizes();
+    Watch(e.dev, e.sector);
+    last_event_ts_ = e.ts;
+  }
   // Flushes carry no usable sector (issue 0 + 0, complete -1): paired per device, FIFO. (One
   // switch: the flush test sits in the four cases it applies to.)
   switch (e.kind) {
@@ -259,6 +265,9 @@ inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
 inline void RequestMatcher::OnComplete(const BlockEvent& e) {
   if (e.error != 0) ++stats_.completion_errors;
   RequestEntry* ent = table_.Find(e.dev, e.sector);
+  if (watching_ && !FitsInTable(e, ent)) [[unlikely]] {
+    searched_keys_.push_back(KeyHash(e.dev, e.sector));  // would look among those kept apart
+  }
   if (!overlapped_.empty() && CompleteOverlapped(e, ent)) [[unlikely]] return;
   if (ent == nullptr) {
     // A zero-length completion on no live request is the flush machinery ending a request
@@ -278,6 +287,7 @@ inline void RequestMatcher::OnComplete(const BlockEvent& e) {
     // Partial completion: the rest of the request now starts at sector + done.
     ++stats_.partial_completions;
     const uint64_t next = e.sector + e.nr_sector;
+    Watch(e.dev, next);
     if (RequestEntry* other = table_.Find(e.dev, next); other != nullptr) {
       ++stats_.collisions;
       RemoveRequest(table_, other);
@@ -307,10 +317,7 @@ bool RequestMatcher::KeepApart(RequestEntry* ent) {
 }
 
 bool RequestMatcher::CompleteOverlapped(const BlockEvent& e, const RequestEntry* in_table) {
-  if (in_table != nullptr && in_table->state == RequestState::kIssued &&
-      in_table->outstanding == e.nr_sector && in_table->op == e.op) {
-    return false;  // the request in the table is of this size and op
-  }
+  if (FitsInTable(e, in_table)) return false;
   // The latest issued of those that fit: with a completion lost, the request it belonged to
   // stays behind rather than taking a later request's completion.
   size_t best = overlapped_.size();
@@ -394,6 +401,7 @@ void RequestMatcher::OnBioFrontMerge(const BlockEvent& e) {
   // inserted already.
   if (RequestEntry* q = queued_.Find(e.dev, e.sector); q != nullptr) queued_.Remove(q);
   const uint64_t next = e.sector + e.nr_sector;
+  Watch(e.dev, next);
   if (RequestEntry* q = queued_.Find(e.dev, next); q != nullptr) {
     if (queued_.Rekey(q, e.sector)) {
       q->nr_sector += e.nr_sector;
@@ -611,6 +619,104 @@ void RequestMatcher::TakeOver(const Counts& at_cut, const Counts& earlier) {
   };
   for (const DeviceMatchStats& d : at_cut.devices) add(d, false);
   for (const DeviceMatchStats& d : earlier.devices) add(d, true);
+}
+
+bool RequestMatcher::SplitOlder(const State& earlier, const State& later, uint64_t primed_from,
+                                Older* older) {
+  *older = Older{};
+  if (earlier.flushes.size() != later.flushes.size()) return false;
+  State rest;
+  rest.flushes = earlier.flushes;
+  // In activity order: the older requests come first.
+  auto split_list = [primed_from](const std::vector<RequestEntry>& all,
+                                  std::vector<RequestEntry>* old_part,
+                                  std::vector<RequestEntry>* rest_part) {
+    size_t i = 0;
+    while (i < all.size() && all[i].last_ts < primed_from) old_part->push_back(all[i++]);
+    rest_part->assign(all.begin() + static_cast<std::ptrdiff_t>(i), all.end());
+  };
+  split_list(earlier.requests, &older->requests, &rest.requests);
+  split_list(earlier.queued, &older->queued, &rest.queued);
+  for (const RequestEntry& o : earlier.overlapped) {
+    (o.last_ts < primed_from ? older->overlapped : rest.overlapped).push_back(o);
+  }
+  return rest == later;
+}
+
+void RequestMatcher::WatchKeys() {
+  watching_ = true;
+  watched_keys_.clear();
+  watched_keys_.reserve(size_t{1} << 20);
+  searched_keys_.clear();
+  max_tracked_ = max_queued_ = max_overlapped_ = 0;
+  WatchSizes();
+}
+
+bool RequestMatcher::Untouched(const Older& older) const {
+  if (older.empty()) return true;
+  if (!watching_) return false;
+  // Holding the older ones too, no table would have been full when something was added (the
+  // sizes were taken before each event; an event adds at most one).
+  if (max_tracked_ + older.requests.size() >= table_.capacity() ||
+      max_queued_ + older.queued.size() >= queued_.capacity() ||
+      max_overlapped_ + older.overlapped.size() >= kMaxOverlapping) {
+    return false;
+  }
+  // Requests tracked in the tables change with any event at their key; those kept apart only
+  // with a completion at their sector that does not fit the request in the table there.
+  std::vector<uint32_t> tracked, apart;
+  for (const auto* list : {&older.requests, &older.queued}) {
+    for (const RequestEntry& e : *list) tracked.push_back(KeyHash(e.dev, e.sector));
+  }
+  for (const RequestEntry& e : older.overlapped) apart.push_back(KeyHash(e.dev, e.sector));
+  return !AnyKeyIn(watched_keys_, &tracked) && !AnyKeyIn(searched_keys_, &apart);
+}
+
+bool RequestMatcher::AnyKeyIn(const std::vector<uint32_t>& log, std::vector<uint32_t>* keys) {
+  if (keys->empty()) return false;
+  std::sort(keys->begin(), keys->end());
+  // A 4096-bit filter in front of the search: the logged keys are millions, the older few.
+  std::array<uint64_t, 64> filter{};
+  for (uint32_t k : *keys) filter[(k >> 6) & 63] |= uint64_t{1} << (k & 63);
+  for (uint32_t k : log) {
+    if (((filter[(k >> 6) & 63] >> (k & 63)) & 1) != 0 &&
+        std::binary_search(keys->begin(), keys->end(), k)) {
+      return true;  // (or another key with the same hash: taken as the same, to be safe)
+    }
+  }
+  return false;
+}
+
+bool RequestMatcher::Adopt(const Older& older) {
+  if (table_.size() + older.requests.size() > table_.capacity() ||
+      queued_.size() + older.queued.size() > queued_.capacity() ||
+      overlapped_.size() + older.overlapped.size() > kMaxOverlapping) {
+    return false;
+  }
+  watching_ = false;
+  // What Expire would have done at the events since: an entry expires at the first event after
+  // its last activity + expiry_ns.
+  auto take = [this](RequestTable& t, const RequestEntry& e) {
+    const uint64_t limit =
+        e.last_ts > ~uint64_t{0} - options_.expiry_ns ? ~uint64_t{0} : e.last_ts + options_.expiry_ns;
+    if (last_event_ts_ > limit) {
+      ++stats_.expired[StateIndex(e.state)];
+      RequestEntry gone = e;
+      if (gone.pending_phases != 0) FlushPending(&gone);
+      return;
+    }
+    // Last in activity order though they are the oldest: only Finish follows, which counts
+    // and sends what is left whatever the order.
+    RequestEntry* ent = t.Add(e.dev, e.sector, e.last_ts);
+    const uint32_t prev = ent->prev, next = ent->next;
+    *ent = e;
+    ent->prev = prev;
+    ent->next = next;
+  };
+  for (const RequestEntry& e : older.requests) take(table_, e);
+  for (const RequestEntry& e : older.queued) take(queued_, e);
+  for (const RequestEntry& e : older.overlapped) overlapped_.push_back(e);
+  return true;
 }
 
 std::vector<DeviceMatchStats> RequestMatcher::devices() const {

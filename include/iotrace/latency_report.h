@@ -193,8 +193,10 @@ struct LatencyReport {
   double duration_s() const { return (last_ts_ns - first_ts_ns) / 1e9; }
 
   // How the file was read (not printed; the report is the same either way): "one pass", "two
-  // ranges", "two ranges, the first read on" (the later range's matcher did not start in the
-  // state the earlier one ended in), or "one pass: <why the two ranges were not used>".
+  // ranges", "two ranges, N older requests carried over" (requests the later range's matcher
+  // never saw and none of its events touched, taken in), "two ranges, the first read on" (the
+  // later range's matcher did not start in the state the earlier one ended in), or "one pass:
+  // <why the two ranges were not used>".
   std::string read_plan;
 };
 
@@ -229,8 +231,12 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   void HoldUntil(uint64_t cut_ts, bool prime);
   // Events delivered with a time below one delivered before them.
   uint64_t backwards() const { return backwards_; }
-  // Whether `later`'s matcher, at its cut, was in the state this one's is in now.
-  bool MatchesCutOf(const LatencyReportBuilder& later) const;
+  // The builder of the later range, after both ranges were read: whether its matcher, at the
+  // cut, was in the state `earlier`'s ended in, but for requests last active before
+  // `primed_from` that none of its events touched; those it then takes in (RequestMatcher::
+  // Adopt). *older: how many there were.
+  bool StartedWhereEnded(const LatencyReportBuilder& earlier, uint64_t primed_from,
+                         size_t* older);
   // Adds `later`'s counted part (everything from its cut on) to this builder, which read every
   // event before that cut: counters, histograms, losses, and the matcher, which takes over.
   void Absorb(LatencyReportBuilder& later);

@@ -5,6 +5,7 @@
 #ifndef IOTRACE_REQUEST_MATCHER_H_
 #define IOTRACE_REQUEST_MATCHER_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -184,6 +185,31 @@ class RequestMatcher {
   // since `at_cut` (its counters when its own range began): minus `at_cut`, plus `earlier`.
   void TakeOver(const Counts& at_cut, const Counts& earlier);
 
+  // Requests (and bios) that the earlier range's matcher held at the cut and the later one,
+  // primed from a later time, never saw: last active before the priming began, most often
+  // requests whose completion was lost.
+  struct Older {
+    std::vector<RequestEntry> requests;
+    std::vector<RequestEntry> queued;
+    std::vector<RequestEntry> overlapped;
+    bool empty() const { return requests.empty() && queued.empty() && overlapped.empty(); }
+  };
+  // Whether `earlier` is `later` plus requests last active before `primed_from` (*older gets
+  // those): equal flushes, and the rest equal and in the same order.
+  static bool SplitOlder(const State& earlier, const State& later, uint64_t primed_from,
+                         Older* older);
+  // From now on, remembers a hash of every key the events look up and the largest sizes of the
+  // tables, so that Untouched can tell whether requests it never saw would have changed what
+  // it did.
+  void WatchKeys();
+  // Since WatchKeys: no event looked up the key of a request in `older`, and the tables never
+  // came so close to full that holding those too would have evicted anything.
+  bool Untouched(const Older& older) const;
+  // Takes in `older` as if it had tracked them since before WatchKeys: those idle past the
+  // expiry by the last event since expire, the others stay tracked (for Finish; nothing else
+  // may follow). False (nothing done) when the tables have no room for them.
+  bool Adopt(const Older& older);
+
   // Whether the input carries block_rq_insert at all (decides the no-insert reason).
   void set_insert_recorded(bool recorded) { insert_recorded_ = recorded; }
 
@@ -203,6 +229,26 @@ class RequestMatcher {
     DeviceMatchStats stats;
     std::vector<FlushSlot> flushes;  // FIFO, capacity reserved once, oldest first
   };
+
+  static uint32_t KeyHash(uint32_t dev, uint64_t sector) {
+    return static_cast<uint32_t>(((sector * 0x9e3779b97f4a7c15ULL) ^ dev) >> 32);
+  }
+  void Watch(uint32_t dev, uint64_t sector) {
+    if (watching_) [[unlikely]] watched_keys_.push_back(KeyHash(dev, sector));
+  }
+  // Whether the request in the table at a completion's sector is the one it completes (of its
+  // size and op); else the completion goes to one kept apart, if one fits (CompleteOverlapped).
+  static bool FitsInTable(const BlockEvent& e, const RequestEntry* in_table) {
+    return in_table != nullptr && in_table->state == RequestState::kIssued &&
+           in_table->outstanding == e.nr_sector && in_table->op == e.op;
+  }
+  // Whether a key of `keys` (sorted here) is in `log`.
+  static bool AnyKeyIn(const std::vector<uint32_t>& log, std::vector<uint32_t>* keys);
+  void WatchSizes() {
+    max_tracked_ = std::max(max_tracked_, table_.size());
+    max_queued_ = std::max(max_queued_, queued_.size());
+    max_overlapped_ = std::max(max_overlapped_, overlapped_.size());
+  }
 
   Device& DeviceFor(uint32_t dev) {
     // Events of one device come in long stretches: remember the last one.
@@ -267,6 +313,14 @@ class RequestMatcher {
   size_t fast_count_ = 0;
   Device* last_device_ = nullptr;
   MatchStats stats_;
+  // WatchKeys.
+  bool watching_ = false;
+  std::vector<uint32_t> watched_keys_;   // every event's key (and rekey targets)
+  std::vector<uint32_t> searched_keys_;  // completions that look among those kept apart
+  size_t max_tracked_ = 0;
+  size_t max_queued_ = 0;
+  size_t max_overlapped_ = 0;
+  uint64_t last_event_ts_ = 0;
 };
 
 }  // namespace iotrace

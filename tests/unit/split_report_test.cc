@@ -226,6 +226,65 @@ TEST(SplitReportTest, RequestsLeftBehindMakeTheFirstRangeReadOn) {
   ExpectSameAsOnePass(path, quick);
 }
 
+// Requests whose completion was lost before the priming began, at sectors no later event
+// touches: the later matcher takes them in, as if it had tracked them all along (in flight at
+// the end, stale; or, with a short expiry, expired during the later range).
+TEST(SplitReportTest, OlderRequestsNoLaterEventTouchesAreCarriedOver) {
+  BlockTraceDat f;
+  std::vector<Ev> ev = Workload(2000, 9);
+  for (uint64_t i = 0; i < 3; ++i) {
+    const uint64_t sector = 5'000'000 + 64 * i;
+    ev.push_back({(100 + 10 * i) * kMs, 0, kInsert, kDev, sector, 8, "R"});
+    ev.push_back({(101 + 10 * i) * kMs, 0, kIssue, kDev, sector, 8, "R"});
+  }
+  const std::string path = f.Write(ev);
+  EXPECT_EQ(ExpectSameAsOnePass(path), "two ranges, 3 older requests carried over");
+  ReportOptions quick;  // idle since ~0.1 s: they expire at 1.3 s, after the cut (~1.03 s)
+  quick.expiry_s = 1.2;
+  EXPECT_EQ(ExpectSameAsOnePass(path, quick), "two ranges, 3 older requests carried over");
+  EXPECT_NE(Report(path, quick, true).json.find("\"expired\": {\"queued\": 0, \"inserted\": 0, \"issued\": 3"),
+            std::string::npos);
+  ReportOptions apart;  // samples at each stage: the issue phases were sent already
+  apart.ops = {BlockOp::kRead, BlockOp::kWrite};
+  EXPECT_EQ(ExpectSameAsOnePass(path, apart), "two ranges, 3 older requests carried over");
+}
+
+// An older request whose sector comes back after the cut would have met the new request there
+// (a collision, or kept apart): the earlier range reads on instead.
+TEST(SplitReportTest, OlderRequestsTouchedAfterTheCutMakeTheFirstRangeReadOn) {
+  BlockTraceDat f;
+  std::vector<Ev> ev = Workload(2000, 10);
+  const uint64_t sector = 6'000'000;
+  ev.push_back({100 * kMs, 0, kInsert, kDev, sector, 8, "R"});
+  ev.push_back({101 * kMs, 0, kIssue, kDev, sector, 8, "R"});
+  ev.push_back({1800 * kMs, 1, kInsert, kDev, sector, 8, "R"});
+  ev.push_back({1801 * kMs, 1, kIssue, kDev, sector, 8, "R"});
+  ev.push_back({1802 * kMs, 0, kComplete, kDev, sector, 8, "R"});
+  EXPECT_EQ(ExpectSameAsOnePass(f.Write(ev)), "two ranges, the first read on");
+}
+
+// A request kept apart before the priming (its completion lost, another request came to its
+// sector): carried over while completions at that sector fit the request in the table there;
+// one that does not would have looked among those kept apart, so the earlier range reads on.
+TEST(SplitReportTest, RequestsKeptApartAreCarriedOverUnlessACompletionLooksForThem) {
+  BlockTraceDat f;
+  std::vector<Ev> ev = Workload(2000, 11);
+  const uint64_t sector = 7'000'000;
+  ev.push_back({100 * kMs, 0, kInsert, kDev, sector, 8, "R"});
+  ev.push_back({101 * kMs, 0, kIssue, kDev, sector, 8, "R"});  // its completion is lost
+  ev.push_back({200 * kMs, 0, kInsert, kDev, sector, 8, "R"});
+  ev.push_back({201 * kMs, 0, kIssue, kDev, sector, 8, "R"});  // keeps the first apart
+  ev.push_back({202 * kMs, 1, kComplete, kDev, sector, 8, "R"});
+  std::vector<Ev> fits = ev;
+  fits.push_back({1800 * kMs, 1, kInsert, kDev, sector, 16, "R"});
+  fits.push_back({1801 * kMs, 1, kIssue, kDev, sector, 16, "R"});
+  fits.push_back({1802 * kMs, 0, kComplete, kDev, sector, 16, "R"});
+  EXPECT_EQ(ExpectSameAsOnePass(f.Write(fits)), "two ranges, 1 older requests carried over");
+  std::vector<Ev> looks = ev;
+  looks.push_back({1802 * kMs, 0, kComplete, kDev, sector, 8, "R"});  // fits the one apart
+  EXPECT_EQ(ExpectSameAsOnePass(f.Write(looks)), "two ranges, the first read on");
+}
+
 TEST(SplitReportTest, LossesPlacedInTheDataMeanOnePass) {
   BlockTraceDat f;
   const std::string path = f.Write(Workload(2000, 4), /*missed_page=*/3);
