@@ -842,10 +842,12 @@ ReadStats AddReadStats(const ReadStats& a, const ReadStats& b) {
 }
 
 // The time ranges of a split read: the earlier one up to the cut, the later one from the
-// middle of the file (its priming: 1/64 of the file's span, at least 20 ms, at most the
-// matcher's expiry and a second: an entry idle longer is gone from the earlier matcher too),
-// counted from the cut; and the rest of the file from the cut, for the earlier builder to read
-// on when the later matcher did not start in its state.
+// middle of the file, primed from half a priming span after it (the records of a perf.data
+// written before its start position may reach past its middle time, by the time between two
+// drains of a ring) and counted from the cut, a whole span after the middle (1/64 of the
+// file's span, at least 20 ms, at most the matcher's expiry and a second: an entry idle longer
+// is gone from the earlier matcher too); and the rest of the file from the cut, for the
+// earlier builder to read on when the later matcher did not start in its state.
 struct SplitPlan {
   uint64_t cut = 0;
   TimeRange first, second, rest;
@@ -887,7 +889,7 @@ std::optional<SplitPlan> PlanSplit(TraceReader& reader, const ReportOptions& opt
   plan.cut = span->middle_ts + prime;
   plan.first.end_ts = plan.cut;
   plan.first.end_position = span->split_position;
-  plan.second.start_ts = span->middle_ts;
+  plan.second.start_ts = span->middle_ts + prime / 2;
   plan.second.count_from_ts = plan.cut;
   plan.second.start_position = span->split_position;
   plan.rest = plan.second;

@@ -15,7 +15,9 @@
 
 #include "ftrace_page_builder.h"
 #include "gtest/gtest.h"
+#include "perf_data_test_builder.h"
 #include "iotrace/latency_report.h"
+#include "iotrace/perf_data_writer.h"
 #include "iotrace/report_format.h"
 #include "iotrace/trace_dat_reader.h"
 #include "iotrace/trace_dat_writer.h"
@@ -117,7 +119,8 @@ class BlockTraceDat {
 // so that requests in flight meet at one sector and some are left behind), some requeued,
 // some completed in two parts, flushes; `lost` completions left out (their requests stay issued
 // to the end).
-std::vector<Ev> Workload(uint64_t span_ms, uint32_t seed, int lost = 0, bool overlap = false) {
+std::vector<Ev> Workload(uint64_t span_ms, uint32_t seed, int lost = 0, bool overlap = false,
+                         bool requeues = true) {
   std::mt19937_64 rng(seed);
   std::vector<Ev> ev;
   const uint64_t end = span_ms * kMs;
@@ -140,7 +143,7 @@ std::vector<Ev> Workload(uint64_t span_ms, uint32_t seed, int lost = 0, bool ove
     }
     ev.push_back({t, cpu, kInsert, dev, sector, 8, rwbs});
     ev.push_back({issue, cpu, kIssue, dev, sector, 8, rwbs});
-    if (rng() % 40 == 0) {  // requeued, inserted and issued again
+    if (rng() % 40 == 0 && requeues) {  // requeued, inserted and issued again
       ev.push_back({issue + 700, cpu, kRequeue, dev, sector, 8, rwbs});
       ev.push_back({issue + 900, cpu, kInsert, dev, sector, 8, rwbs});
       ev.push_back({issue + 1500, cpu, kIssue, dev, sector, 8, rwbs});
@@ -373,6 +376,165 @@ TEST(SplitReportTest, RangesMeetAtTheCutAndTogetherAreReadAll) {
   // The later range started before the cut (priming) and delivered those records too.
   EXPECT_GT(late.before, 100u);
   EXPECT_EQ(early.before, 0u);
+}
+
+// The same events as a `perf record -a` file: each CPU's ring drained in turn every `drain_ns`,
+// a round mark after each full drain (so a drain holds samples older than the other CPU's drain
+// before it), and every `repeat_every`-th drain of a CPU starting with the last sample of its
+// drain before written again, as perf record 6.1 does here (0: never). The fixtures' perf
+// setup has no requeue format: workloads for it have no requeues (PerfWorkload).
+std::string WritePerfData(const std::string& path, std::vector<Ev> events,
+                          uint64_t drain_ns = kMs, uint32_t repeat_every = 0) {
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Ev& a, const Ev& b) { return a.ts < b.ts; });
+  test::BlockSetup setup = test::LoadBlockSetup();
+  EXPECT_EQ(setup.formats.size(), 3u);
+  const std::vector<PerfEventSpec> specs = test::BlockSpecs(setup, 2, 3);
+  auto writer = PerfDataWriter::Create(path, specs, setup.meta, test::TestHost());
+  EXPECT_TRUE(writer.ok()) << writer.status();
+  const int format_of[] = {2, 0, 1};  // kInsert, kIssue, kComplete -> setup.formats index
+  std::string ring[2];
+  std::string last[2];
+  uint64_t drains[2] = {0, 0};
+  auto drain = [&](int cpu) {
+    if (ring[cpu].empty()) return;
+    std::string bytes = ring[cpu];
+    if (repeat_every != 0 && ++drains[cpu] % repeat_every == 0) bytes = last[cpu] + bytes;
+    EXPECT_TRUE((*writer)->AppendData(ByteView(bytes.data(), bytes.size())).ok());
+    ring[cpu].clear();
+  };
+  uint64_t next_drain = drain_ns;
+  test::PerfRecordBuilder b;
+  for (const Ev& e : events) {
+    EXPECT_NE(e.kind, kRequeue);
+    while (e.ts >= next_drain) {
+      drain(0);
+      drain(1);
+      EXPECT_TRUE((*writer)->AppendFinishedRound().ok());
+      next_drain += drain_ns;
+    }
+    const int f = format_of[e.kind];
+    test::BlockRq rq;
+    rq.common_pid = e.pid;
+    rq.dev = e.dev;
+    rq.sector = e.sector;
+    rq.nr_sector = e.nr;
+    rq.bytes = e.nr * 512;
+    rq.rwbs = e.rwbs;
+    test::SampleFields s;
+    s.id = test::SyntheticId(f, e.cpu, 2);
+    s.pid = s.tid = e.pid;
+    s.time = e.ts;
+    s.cpu = e.cpu;
+    s.raw = test::EncodeBlockRq(setup.formats[f], rq);
+    b.Clear();
+    b.AddSample(specs[0].attr, s);
+    ring[e.cpu] += b.bytes();
+    last[e.cpu] = b.bytes();
+  }
+  drain(0);
+  drain(1);
+  EXPECT_TRUE((*writer)->AppendFinishedRound().ok());
+  EXPECT_TRUE((*writer)->Finish().ok());
+  return path;
+}
+
+std::vector<Ev> PerfWorkload(uint32_t seed) {
+  return Workload(2000, seed, 0, false, /*requeues=*/false);
+}
+
+class SplitPerfDataTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/iotrace_split_perf_test.XXXXXX";
+    dir_ = mkdtemp(tmpl);
+  }
+  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string dir_;
+};
+
+TEST_F(SplitPerfDataTest, RequestsAcrossTheCutAreAddedUpAsInOnePass) {
+  const std::string path = WritePerfData(Path("a.data"), PerfWorkload(21), kMs, 7);
+  EXPECT_EQ(ExpectSameAsOnePass(path), "two ranges");
+  // The copies perf writes are counted once, whichever range they fall in.
+  EXPECT_NE(Report(path, {}, true).json.find("\"duplicate_record\": "), std::string::npos);
+  ReportOptions reads;
+  reads.ops = {BlockOp::kRead};
+  EXPECT_EQ(ExpectSameAsOnePass(path, reads), "two ranges");
+}
+
+TEST_F(SplitPerfDataTest, OlderRequestsAreCarriedOverOrReadOnAsWithTraceDat) {
+  std::vector<Ev> ev = PerfWorkload(22);
+  for (uint64_t i = 0; i < 2; ++i) {  // completions lost, sectors never seen again
+    ev.push_back({(100 + i) * kMs, 0, kInsert, kDev, 5'000'000 + 64 * i, 8, "R"});
+    ev.push_back({(101 + i) * kMs, 0, kIssue, kDev, 5'000'000 + 64 * i, 8, "R"});
+  }
+  EXPECT_EQ(ExpectSameAsOnePass(WritePerfData(Path("b.data"), ev)),
+            "two ranges, 2 older requests carried over");
+  ev.push_back({1900 * kMs, 1, kInsert, kDev, 5'000'000, 8, "R"});  // the sector comes back
+  EXPECT_EQ(ExpectSameAsOnePass(WritePerfData(Path("c.data"), ev)),
+            "two ranges, the first read on");
+}
+
+// Drains an hour apart hold samples of both halves: records before the later range's start
+// then belong after the cut, and the two ranges cannot stand for one pass.
+TEST_F(SplitPerfDataTest, RecordsWrittenLateAcrossTheCutMeanOnePass) {
+  const std::string path =
+      WritePerfData(Path("d.data"), PerfWorkload(23), /*drain_ns=*/3'600'000 * kMs);
+  EXPECT_EQ(ExpectSameAsOnePass(path).rfind("one pass: ", 0), 0u);
+}
+
+// perf.data ranges: together, what ReadAll delivers and counts.
+TEST_F(SplitPerfDataTest, RangesTogetherAreReadAll) {
+  const std::string path = WritePerfData(Path("e.data"), PerfWorkload(24), kMs, 5);
+  auto reader = TraceReader::Open(path);
+  ASSERT_TRUE(reader.ok());
+  struct Sink : EventSink {
+    void OnEvent(const RawEvent& e) override {
+      if (e.ts >= from) seen.push_back({e.ts, e.cpu}); else ++before;
+    }
+    uint64_t from = 0;
+    uint64_t before = 0;
+    std::vector<std::pair<uint64_t, uint32_t>> seen;
+  };
+  Sink all;
+  ASSERT_TRUE((*reader)->ReadAll(&all).ok());
+  const std::optional<TraceTimeSpan> span = (*reader)->TimeSpan();
+  ASSERT_TRUE(span.has_value());
+  ASSERT_GT(span->split_position, 0u);
+  const uint64_t cut = span->middle_ts + 30 * kMs;
+  TimeRange a;
+  a.end_ts = cut;
+  a.end_position = span->split_position;
+  TimeRange b;
+  b.start_ts = span->middle_ts;
+  b.count_from_ts = cut;
+  b.start_position = span->split_position;
+  Sink early, late;
+  late.from = cut;
+  RangeReadResult ra, rb;
+  ASSERT_TRUE((*reader)->ReadRange(&early, a, &ra).ok());
+  ASSERT_TRUE((*reader)->ReadRange(&late, b, &rb).ok());
+  EXPECT_EQ((*reader)->RangesUnfit(a, ra, rb), "");
+  EXPECT_EQ(ra.stats.events + rb.stats.events, all.seen.size());
+  EXPECT_EQ(ra.stats.records + rb.stats.records, (*reader)->stats().records);
+  EXPECT_EQ(ra.stats.Problem("duplicate_record") + rb.stats.Problem("duplicate_record"),
+            (*reader)->stats().Problem("duplicate_record"));
+  EXPECT_GT((*reader)->stats().Problem("duplicate_record"), 10u);
+  std::vector<std::pair<uint64_t, uint32_t>> joined = early.seen;
+  joined.insert(joined.end(), late.seen.begin(), late.seen.end());
+  EXPECT_EQ(joined, all.seen);
+  EXPECT_GT(late.before, 100u);
+  // A later range that starts one record boundary too late misses records: caught.
+  TimeRange shifted = b;
+  shifted.start_position += 8;
+  RangeReadResult rs;
+  Sink other;
+  ASSERT_TRUE((*reader)->ReadRange(&other, shifted, &rs).ok());
+  a.end_position = shifted.start_position;
+  ASSERT_TRUE((*reader)->ReadRange(&early, a, &ra).ok());
+  EXPECT_NE((*reader)->RangesUnfit(a, ra, rs), "");
 }
 
 }  // namespace
