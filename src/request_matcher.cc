@@ -645,8 +645,10 @@ bool RequestMatcher::SplitOlder(const State& earlier, const State& later, uint64
 
 void RequestMatcher::WatchKeys() {
   watching_ = true;
-  watched_keys_.clear();
-  watched_keys_.reserve(size_t{1} << 20);
+  watch_chunks_.clear();
+  watch_at_ = nullptr;
+  watch_left_ = 0;
+  watch_failed_ = false;
   searched_keys_.clear();
   max_tracked_ = max_queued_ = max_overlapped_ = 0;
   WatchSizes();
@@ -669,16 +671,38 @@ bool RequestMatcher::Untouched(const Older& older) const {
     for (const RequestEntry& e : *list) tracked.push_back(KeyHash(e.dev, e.sector));
   }
   for (const RequestEntry& e : older.overlapped) apart.push_back(KeyHash(e.dev, e.sector));
-  return !AnyKeyIn(watched_keys_, &tracked) && !AnyKeyIn(searched_keys_, &apart);
+  if (watch_failed_) return false;
+  if (!tracked.empty()) {
+    const size_t per_chunk = kWatchChunkBytes / sizeof(uint32_t);
+    for (size_t i = 0; i < watch_chunks_.size(); ++i) {
+      const auto* keys = static_cast<const uint32_t*>(watch_chunks_[i].addr());
+      const size_t n = i + 1 < watch_chunks_.size() ? per_chunk : per_chunk - watch_left_;
+      if (AnyKeyIn(keys, n, &tracked)) return false;
+    }
+  }
+  return !AnyKeyIn(searched_keys_.data(), searched_keys_.size(), &apart);
 }
 
-bool RequestMatcher::AnyKeyIn(const std::vector<uint32_t>& log, std::vector<uint32_t>* keys) {
+void RequestMatcher::NewWatchChunk() {
+  absl::StatusOr<UniqueMapping> chunk = MapHugeAnonymous(kWatchChunkBytes);
+  if (!chunk.ok()) {
+    watch_failed_ = true;
+    watching_ = false;
+    return;
+  }
+  watch_at_ = static_cast<uint32_t*>(chunk->addr());
+  watch_left_ = kWatchChunkBytes / sizeof(uint32_t);
+  watch_chunks_.push_back(*std::move(chunk));
+}
+
+bool RequestMatcher::AnyKeyIn(const uint32_t* log, size_t n, std::vector<uint32_t>* keys) {
   if (keys->empty()) return false;
   std::sort(keys->begin(), keys->end());
   // A 4096-bit filter in front of the search: the logged keys are millions, the older few.
   std::array<uint64_t, 64> filter{};
   for (uint32_t k : *keys) filter[(k >> 6) & 63] |= uint64_t{1} << (k & 63);
-  for (uint32_t k : log) {
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t k = log[i];
     if (((filter[(k >> 6) & 63] >> (k & 63)) & 1) != 0 &&
         std::binary_search(keys->begin(), keys->end(), k)) {
       return true;  // (or another key with the same hash: taken as the same, to be safe)
