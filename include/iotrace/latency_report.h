@@ -66,10 +66,11 @@ struct ReportOptions {
   // Threads for building the report: 1 reads, decodes, pairs and counts on the calling thread;
   // 2 also lets the reader read the file ahead on a second thread (TraceReader::set_read_ahead);
   // 3 in addition reads and decodes on a thread other than the pairing one, which gets the
-  // decoded events in batches. 0 (auto), when the process may run on two CPUs or more: reads
-  // ahead, and pairs on the reading thread or apart, whichever measures faster while the report
-  // runs (PairingPlacement); with a block event sink (--events), as 2; on one CPU, as 1. The
-  // report is the same whatever the number.
+  // decoded events in batches. 0 (auto), when the process may run on two CPUs or more: a large
+  // file as two time ranges (split_min_bytes, BuildLatencyReport), else reads ahead, and pairs
+  // on the reading thread or apart, whichever measures faster while the report runs
+  // (PairingPlacement); with a block event sink (--events), as 2; on one CPU, as 1. The report
+  // is the same whatever the number.
   int threads = 0;
   // Auto's stretches, in events (0: PairingPlacement's defaults: probe (and warm-up), first
   // hold, longest hold), and auto even when one CPU is usable: tests make the stretches small

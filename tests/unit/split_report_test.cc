@@ -19,6 +19,7 @@
 #include "iotrace/latency_report.h"
 #include "iotrace/perf_data_writer.h"
 #include "iotrace/report_format.h"
+#include "iotrace/report_runner.h"
 #include "iotrace/trace_dat_reader.h"
 #include "iotrace/trace_dat_writer.h"
 #include "iotrace/trace_reader.h"
@@ -328,6 +329,32 @@ TEST(SplitReportTest, OnlyAutoOnALargeEnoughUnwindowedReportSplits) {
   ReportOptions big = o;
   big.split_min_bytes = uint64_t{1} << 40;
   EXPECT_EQ(plan(big), "one pass: a small file");
+}
+
+// IOTRACE_REPORT_PLAN=1 says on the error stream how the file was read, and nothing else
+// changes.
+TEST(SplitReportTest, ThePlanIsPrintedWhenAskedFor) {
+  BlockTraceDat f;
+  const std::string path = f.Write(Workload(2000, 12));
+  ReportOptions o;
+  o.input = path;
+  o.format = OutputFormat::kJson;
+  o.sysfs_root = o.procfs_root = "/nonexistent";
+  o.split_min_bytes = 1;
+  o.split_on_one_cpu = true;
+  auto run = [&](bool ask) {
+    if (ask) setenv("IOTRACE_REPORT_PLAN", "1", 1); else unsetenv("IOTRACE_REPORT_PLAN");
+    auto reader = TraceReader::Open(path);
+    EXPECT_TRUE(reader.ok());
+    std::ostringstream out, err;
+    EXPECT_TRUE(RunReportOn(**reader, o, out, err).ok());
+    return std::make_pair(out.str(), err.str());
+  };
+  const auto [plain_out, plain_err] = run(false);
+  const auto [asked_out, asked_err] = run(true);
+  unsetenv("IOTRACE_REPORT_PLAN");
+  EXPECT_EQ(asked_out, plain_out);
+  EXPECT_EQ(asked_err, plain_err + "iotrace: read plan: two ranges\n");
 }
 
 // Two ranges read apart deliver every record once: the first up to the cut, the second counted
