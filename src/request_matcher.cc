@@ -650,6 +650,7 @@ void RequestMatcher::WatchKeys() {
   watch_left_ = 0;
   watch_failed_ = false;
   searched_keys_.clear();
+  searched_keys_.reserve(4096);
   max_tracked_ = max_queued_ = max_overlapped_ = 0;
   WatchSizes();
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "allocation_counter.h"
 #include "ftrace_page_builder.h"
 #include "gtest/gtest.h"
 #include "perf_data_test_builder.h"
@@ -329,6 +330,33 @@ TEST(SplitReportTest, OnlyAutoOnALargeEnoughUnwindowedReportSplits) {
   ReportOptions big = o;
   big.split_min_bytes = uint64_t{1} << 40;
   EXPECT_EQ(plan(big), "one pass: a small file");
+}
+
+// Reading two ranges allocates per file, not per event: a file three times as long costs the
+// same number of allocations (a few more for the vectors of rare things, within the margin).
+TEST(SplitReportTest, TwoRangesAllocateNothingPerEvent) {
+  IOTRACE_REQUIRE_ALLOCATION_COUNTER();
+  BlockTraceDat f;
+  auto allocations = [&](uint64_t span_ms) {
+    const std::string path = f.Write(Workload(span_ms, 13));
+    ReportOptions o;
+    o.input = path;
+    o.sysfs_root = o.procfs_root = "/nonexistent";
+    o.split_min_bytes = 1;
+    o.split_on_one_cpu = true;
+    auto reader = TraceReader::Open(path);
+    EXPECT_TRUE(reader.ok());
+    test::ScopedAllocationCount counter;
+    auto report = BuildLatencyReport(**reader, o);
+    const uint64_t n = counter.count();
+    EXPECT_TRUE(report.ok());
+    EXPECT_EQ(report->read_plan, "two ranges");
+    EXPECT_GT(report->completeness.reader_events, span_ms * 20);
+    return n;
+  };
+  const uint64_t short_file = allocations(2000);
+  const uint64_t long_file = allocations(6000);
+  EXPECT_LE(long_file, short_file + 16) << short_file;
 }
 
 // IOTRACE_REPORT_PLAN=1 says on the error stream how the file was read, and nothing else
