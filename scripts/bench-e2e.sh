@@ -375,6 +375,14 @@ cross_cpu_rt() {
   "$repo/build/handoff_benchmark" --benchmark_filter=RoundTrip --benchmark_min_time=0.2 \
     --benchmark_format=csv 2>/dev/null | awk -F, '/BM_CrossCpuRoundTrip/ {printf "%.0f", $3}'
 }
+# How iotrace reads each file by default (two time ranges, or one pass and why): not timed.
+read_plan() {
+  IOTRACE_REPORT_PLAN=1 "$iotrace" report -i "$1" 2>&1 >/dev/null |
+    sed -n 's/^iotrace: read plan: //p' | head -1
+}
+pd_plan=$(read_plan "$pd")
+td_plan=$(read_plan "$td")
+log "iotrace report read plan: perf.data: ${pd_plan:-n/a}; trace.dat: ${td_plan:-n/a}"
 round_trips=()
 for rep in $(seq 1 "$report_reps"); do
   log "report repetition $rep/$report_reps"
@@ -409,7 +417,8 @@ $(bpftrace --version 2>/dev/null || echo 'no bpftrace'), iotrace $(git -C "$repo
 fio 4k randread iodepth 16 libaio direct on a loop device (mq-deadline), pinned to CPU 0, \
 ${seconds}s per run, $reps repetitions interleaved; report phase on $pd_events events \
 (perf.data) / $td_events events (trace.dat), $report_reps repetitions; cross-CPU round trip \
-before each report repetition: ${round_trips[*]} ns. $(date -u '+%Y-%m-%d %H:%M UTC')."
+before each report repetition: ${round_trips[*]} ns; iotrace report read plan: perf.data \
+${pd_plan:-n/a}, trace.dat ${td_plan:-n/a}. $(date -u '+%Y-%m-%d %H:%M UTC')."
 python3 "$repo/bench/e2e_table.py" "$raw" --header "$header" >"$table"
 cat "$table"
 log "table: $table; raw numbers: $raw"
