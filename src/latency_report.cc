@@ -255,10 +255,14 @@ void LatencyReportBuilder::OnEvent(const RawEvent& event) {
     }
   }
   if (before_cut_) [[unlikely]] {
-    if (event.ts < cut_ts_) return BeforeCut(event);
-    PassCut();
+    // HoldUntil: before the cut, skipped, or only priming the matcher (its samples go to the
+    // null sink, its counters are taken off at the cut), through the one call site below.
+    if (event.ts >= cut_ts_) {
+      PassCut();
+    } else if (!prime_) {
+      return;
+    }
   }
-  backwards_ += event.ts < last_ts_ ? 1 : 0;
   if (event.ts > last_ts_) last_ts_ = event.ts;
   // One call site, so that the decoder's fast path is inlined here. With pairing on its own
   // thread, the event goes on into the batch with streaming stores (stream_store.h: decoding
@@ -397,10 +401,6 @@ void LatencyReportBuilder::HoldUntil(uint64_t cut_ts, bool prime) {
   if (prime) matcher_->set_sink(&null_sink_);
 }
 
-void LatencyReportBuilder::BeforeCut(const RawEvent& event) {
-  if (prime_ && decoder_.Decode(event, &event_)) matcher_->OnEvent(event_);
-}
-
 void LatencyReportBuilder::PassCut() {
   before_cut_ = false;
   if (!prime_) return;
@@ -435,7 +435,6 @@ void LatencyReportBuilder::Absorb(LatencyReportBuilder& later) {
   counters_.samples_filtered += later.counters_.samples_filtered;
   longest_d2c_ = std::max(longest_d2c_, later.longest_d2c_);
   last_ts_ = std::max(last_ts_, later.last_ts_);
-  backwards_ += later.backwards_;
   for (const LossSummary& l : later.losses_) AddLoss(l.kind, l.cpu, l.event_id, l.count);
 }
 
@@ -932,8 +931,9 @@ std::optional<absl::StatusOr<LatencyReport>> BuildSplit(TraceReader& reader,
     *why_not = "one pass: a range could not be read";
     return std::nullopt;
   }
-  std::string unfit = reader.RangesUnfit(plan->first, ra, rb);
-  if (unfit.empty() && a.backwards() + b.backwards() != 0) unfit = "records out of time order";
+  // (Records out of order are the readers' to find: every record they pass is compared with
+  // the one before it.)
+  const std::string unfit = reader.RangesUnfit(plan->first, ra, rb);
   if (!unfit.empty()) {
     *why_not = "one pass: " + unfit;
     return std::nullopt;
@@ -952,8 +952,7 @@ std::optional<absl::StatusOr<LatencyReport>> BuildSplit(TraceReader& reader,
   a.HoldUntil(plan->cut, /*prime=*/false);
   RangeReadResult rc;
   if (!reader.ReadRange(&a, plan->rest, &rc).ok() ||
-      !reader.RangesUnfit(plan->first, ra, rc).empty() ||
-      a.backwards() != 0) {
+      !reader.RangesUnfit(plan->first, ra, rc).empty()) {
     *why_not = "one pass: the first range could not read on";
     return std::nullopt;
   }

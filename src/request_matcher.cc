@@ -87,6 +87,7 @@ void RequestMatcher::TakeQueued(RequestEntry* ent) {
 }
 
 RequestEntry* RequestMatcher::AddEntry(const BlockEvent& e) {
+  if (watching_) [[unlikely]] max_tracked_ = std::max(max_tracked_, table_.size());
   if (table_.full()) {
     RequestEntry* oldest = table_.Oldest();
     ++stats_.evicted[StateIndex(oldest->state)];
@@ -148,8 +149,6 @@ void RequestMatcher::OnEvent(const BlockEvent& e) {
   ++d.stats.events[static_cast<int>(e.kind)];
   Expire(e.ts);
   if (watching_) [[unlikely]] {
-    // Sizes before the event: it adds at most one entry to a table (or one kept apart).
-    WatchSizes();
     Watch(e.dev, e.sector);
     last_event_ts_ = e.ts;
   }
@@ -309,6 +308,7 @@ inline void RequestMatcher::OnComplete(const BlockEvent& e) {
 }
 
 bool RequestMatcher::KeepApart(RequestEntry* ent) {
+  if (watching_) [[unlikely]] max_overlapped_ = std::max(max_overlapped_, overlapped_.size());
   if (ent->state != RequestState::kIssued || overlapped_.size() == kMaxOverlapping) return false;
   overlapped_.push_back(*ent);  // issue phases not sent yet travel with it
   table_.Remove(ent);
@@ -377,6 +377,7 @@ void RequestMatcher::OnBioQueue(const BlockEvent& e) {
   if (table_.Find(e.dev, e.sector) != nullptr) ++stats_.bio_queue_on_live;
   RequestEntry* q = queued_.Find(e.dev, e.sector);
   if (q == nullptr) {
+    if (watching_) [[unlikely]] max_queued_ = std::max(max_queued_, queued_.size());
     if (queued_.full()) {
       ++stats_.evicted[StateIndex(RequestState::kQueued)];
       queued_.Remove(queued_.Oldest());
@@ -651,15 +652,16 @@ void RequestMatcher::WatchKeys() {
   watch_failed_ = false;
   searched_keys_.clear();
   searched_keys_.reserve(4096);
-  max_tracked_ = max_queued_ = max_overlapped_ = 0;
-  WatchSizes();
+  max_tracked_ = table_.size();
+  max_queued_ = queued_.size();
+  max_overlapped_ = overlapped_.size();
 }
 
 bool RequestMatcher::Untouched(const Older& older) const {
   if (older.empty()) return true;
   if (!watching_) return false;
   // Holding the older ones too, no table would have been full when something was added (the
-  // sizes were taken before each event; an event adds at most one).
+  // sizes were taken before each addition).
   if (max_tracked_ + older.requests.size() >= table_.capacity() ||
       max_queued_ + older.queued.size() >= queued_.capacity() ||
       max_overlapped_ + older.overlapped.size() >= kMaxOverlapping) {

@@ -977,9 +977,41 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
       if (!heap.empty()) sift_down(0);
     }
   };
+  // Hands the top cursor's record to the sink (false: too short to be one).
+  auto deliver = [&](const Cursor* c) {
+    const ByteView p = c->rec.payload;
+    if (p.size < 8 || p.size < pid_off + 4) {
+      ++problems[kHotShortRecord];
+      return false;
+    }
+    ev.ts = c->rec.ts + ts_offset_;
+    ev.cpu = static_cast<uint32_t>(c->stream->cpu);
+    std::memcpy(&ev.type, p.data, 2);
+    std::memcpy(&ev.pid, p.data + pid_off, 4);
+    ev.tid = ev.pid;
+    ev.payload = p;
+    sink->OnEvent(ev);
+    return true;
+  };
+  if constexpr (kRanged) {
+    // The records before count_from_ts: passed over before start_ts, else delivered but not
+    // counted (nor the losses placed before them: the earlier range's).
+    while (!heap.empty()) {
+      Cursor* c = heap.front();
+      const uint64_t ts = c->rec.ts + ts_offset_;
+      if (ts >= range.count_from_ts || ts >= range.end_ts) break;
+      if (ts < previous_ts) ++out->out_of_order;
+      previous_ts = ts;
+      c->loss_pending = false;
+      if (ts >= range.start_ts) deliver(c);
+      step(c);
+    }
+    // Every cursor is on its first record at or after count_from_ts (a later one before it
+    // would be out of order, and counted so).
+    for (const Cursor* h : heap) out->first_counted[h->order] = position(h);
+  }
   while (!heap.empty()) {
     Cursor* c = heap.front();
-    bool counted = true;
     if constexpr (kRanged) {
       const uint64_t ts = c->rec.ts + ts_offset_;
       if (ts >= range.end_ts) {
@@ -989,35 +1021,13 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
       }
       if (ts < previous_ts) ++out->out_of_order;
       previous_ts = ts;
-      if (ts < range.start_ts) {
-        // Before the range, on the page that holds its start: passed over.
-        c->loss_pending = false;
-        step(c);
-        continue;
-      }
-      counted = ts >= range.count_from_ts;
-      if (counted && out->first_counted[c->order] == RangeReadResult::kNoPosition) {
-        out->first_counted[c->order] = position(c);
-      }
     }
     if (c->loss_pending) {
-      if (counted) sink->OnLoss(c->loss);
+      sink->OnLoss(c->loss);
       c->loss_pending = false;
     }
-    records += counted ? 1 : 0;
-    const ByteView p = c->rec.payload;
-    if (p.size >= 8 && p.size >= pid_off + 4) {
-      ev.ts = c->rec.ts + ts_offset_;
-      ev.cpu = static_cast<uint32_t>(c->stream->cpu);
-      std::memcpy(&ev.type, p.data, 2);
-      std::memcpy(&ev.pid, p.data + pid_off, 4);
-      ev.tid = ev.pid;
-      ev.payload = p;
-      sink->OnEvent(ev);
-      events += counted ? 1 : 0;
-    } else {
-      ++problems[kHotShortRecord];
-    }
+    ++records;
+    if (deliver(c)) ++events;
     step(c);
   }
 

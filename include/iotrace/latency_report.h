@@ -230,8 +230,6 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // kept to be taken off again). skip: events before `cut_ts` are ignored altogether (a builder
   // that read up to the cut and reads on from there).
   void HoldUntil(uint64_t cut_ts, bool prime);
-  // Events delivered with a time below one delivered before them.
-  uint64_t backwards() const { return backwards_; }
   // The builder of the later range, after both ranges were read: whether its matcher, at the
   // cut, was in the state `earlier`'s ended in, but for requests last active before
   // `primed_from` that none of its events touched; those it then takes in (RequestMatcher::
@@ -297,8 +295,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   Group* GroupFor(DeviceSlot& slot, BlockOp op, Phase phase);
   void CloseInterval(Group* g);
   bool PassesProcessFilter(const RequestSample& s) const;
-  // An event before the cut of HoldUntil; PassCut at the first one after it.
-  void BeforeCut(const RawEvent& event);
+  // At the first event after the cut of HoldUntil.
   void PassCut();
   void AddLoss(LossRecord::Kind kind, int32_t cpu, int32_t event_id, uint64_t count);
 
@@ -330,7 +327,6 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   bool started_ = false;
   uint64_t first_ts_ = 0;  // also read by the pairing thread once set (before the first batch)
   uint64_t last_ts_ = 0;
-  uint64_t backwards_ = 0;
   // HoldUntil: events before cut_ts_ are held back (before_cut_), priming the matcher or not.
   bool before_cut_ = false;
   bool prime_ = false;

@@ -249,11 +249,6 @@ class RequestMatcher {
   }
   // Whether a key of `keys` (sorted here) is in `log`.
   static bool AnyKeyIn(const uint32_t* log, size_t n, std::vector<uint32_t>* keys);
-  void WatchSizes() {
-    max_tracked_ = std::max(max_tracked_, table_.size());
-    max_queued_ = std::max(max_queued_, queued_.size());
-    max_overlapped_ = std::max(max_overlapped_, overlapped_.size());
-  }
 
   Device& DeviceFor(uint32_t dev) {
     // Events of one device come in long stretches: remember the last one.
