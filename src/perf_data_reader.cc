@@ -97,12 +97,13 @@ class PerfDataReader final : public TraceReader {
     ScanKind Scan(uint64_t pos, uint64_t* next, uint64_t* time) {
       if constexpr (kRanged) {
         if (stopped_) return ScanKind::kStop;
-        if (pos == range_.end_position) met_end_position_ = true;
-        mine_ = pos < range_.end_position;
+        if (pos >= range_.end_position && mine_) [[unlikely]] {
+          mine_ = false;  // positions only grow: the rest is not this range's
+          met_end_position_ = pos == range_.end_position;
+        }
       }
       const ScanKind kind = ScanRecord(pos, next, time);
       if constexpr (kRanged) {
-        if (kind != ScanKind::kStop) scan_end_ = *next;
         if (kind == ScanKind::kTimed) {
           if (mine_) latest_mine_ = std::max(latest_mine_, *time);
           if (*time < range_.count_from_ts) last_before_count_ = pos;
@@ -144,7 +145,11 @@ class PerfDataReader final : public TraceReader {
         return ScanKind::kStop;
       }
       *next = n;
-      records_ += mine_ ? 1 : 0;
+      if constexpr (kRanged) {
+        records_ += mine_ ? 1 : 0;
+      } else {
+        ++records_;
+      }
       if (h.type == perf::kRecordSample) {
         // Nearly every record: checked, timed, and decoded only when its cursor reaches it.
         PerfProblem p = r_->parser_.SampleTime(ByteView(at, h.size), time);
@@ -219,15 +224,8 @@ class PerfDataReader final : public TraceReader {
 
     void Emit(const PerfRecord& item, bool out_of_order) {
       if constexpr (kRanged) {
-        if (stopped_) return;  // the merger empties its runs once the scan stops
-        if (item.time >= range_.end_ts) {
-          stopped_ = true;
-          return;
-        }
-        if (item.time < range_.start_ts) return;
-        if (item.time < range_.count_from_ts) {
-          if (item.kind == PerfRecord::Kind::kEvent) sink_->OnEvent(item.event);
-          return;
+        if (item.time >= range_.end_ts || item.time < range_.count_from_ts) [[unlikely]] {
+          return EmitOutside(item);
         }
       }
       if (item.kind == PerfRecord::Kind::kEvent) {
@@ -236,6 +234,20 @@ class PerfDataReader final : public TraceReader {
       } else {
         sink_->OnLoss(item.loss);
       }
+    }
+
+    // kRanged: a record outside what the range counts. The first at or after end_ts stops the
+    // scan (the merger then empties its runs: those records, and any it would emit late, out
+    // of order, are not delivered; out of order, the range does not stand anyway). Before
+    // count_from_ts, events from start_ts on are delivered, uncounted; losses are the earlier
+    // range's.
+    void EmitOutside(const PerfRecord& item) {
+      if (item.time >= range_.end_ts) {
+        stopped_ = true;
+        return;
+      }
+      if (stopped_ || item.time < range_.start_ts) return;
+      if (item.kind == PerfRecord::Kind::kEvent) sink_->OnEvent(item.event);
     }
 
     // A record the merger dropped as a copy of one emitted just before (SameRecord).
@@ -267,7 +279,6 @@ class PerfDataReader final : public TraceReader {
     std::array<uint64_t, static_cast<size_t>(PerfProblem::kCount)> problems_{};
     absl::flat_hash_map<int32_t, std::string>* comms_ = nullptr;  // collected when set
     // kRanged: see RangeReadResult.
-    uint64_t scan_end_ = 0;
     bool met_end_position_ = false;
     uint64_t latest_mine_ = 0;
     uint64_t last_before_count_ = 0;
@@ -666,7 +677,7 @@ absl::Status PerfDataReader::Read(EventSink* sink, const TimeRange& range, Range
   for (size_t i = 1; i < stream.problems_.size(); ++i) problems += stream.problems_[i];
   out->problems = problems;
   out->out_of_order = merger.counters().out_of_order;
-  out->scan_end = stream.scan_end_;
+  out->scan_end = merger.scan_position();
   out->met_end_position = stream.met_end_position_;
   out->latest_before_end_position = stream.latest_mine_;
   out->last_position_before_count = stream.last_before_count_;

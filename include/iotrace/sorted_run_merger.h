@@ -101,6 +101,8 @@ class SortedRunMerger {
   }
 
   const MergeCounters& counters() const { return counters_; }
+  // Where the scan stopped: the first record not scanned (the end, once all was).
+  uint64_t scan_position() const { return scan_pos_; }
 
  private:
   static constexpr uint32_t kNone = 0xffffffff;
