@@ -840,13 +840,11 @@ ReadStats AddReadStats(const ReadStats& a, const ReadStats& b) {
   return sum;
 }
 
-// The time ranges of a split read: the earlier one up to the cut, the later one from the
-// middle of the file, primed from half a priming span after it (the records of a perf.data
-// written before its start position may reach past its middle time, by the time between two
-// drains of a ring) and counted from the cut, a whole span after the middle (1/64 of the
-// file's span, at least 20 ms, at most the matcher's expiry and a second: an entry idle longer
-// is gone from the earlier matcher too); and the rest of the file from the cut, for the
-// earlier builder to read on when the later matcher did not start in its state.
+// The time ranges of a split read: the earlier one up to the cut, the later one primed for
+// half a span before it (a span: 1/64 of the file's, at least 20 ms, at most the matcher's
+// expiry and a second: an entry idle longer is gone from the earlier matcher too) and counted
+// from the cut; and the rest of the file from the cut, for the earlier builder to read on when
+// the later matcher did not start in its state.
 struct SplitPlan {
   uint64_t cut = 0;
   TimeRange first, second, rest;
@@ -885,10 +883,13 @@ std::optional<SplitPlan> PlanSplit(TraceReader& reader, const ReportOptions& opt
     return std::nullopt;
   }
   SplitPlan plan;
-  plan.cut = span->middle_ts + prime;
+  // Half a span of priming. Where the later range may start anywhere, the cut lies a quarter
+  // span after the middle, so that both threads read as much; else (perf.data) the priming
+  // starts half a span after it, and the cut a whole span.
+  plan.cut = span->middle_ts + (span->starts_anywhere ? prime / 4 : prime);
   plan.first.end_ts = plan.cut;
   plan.first.end_position = span->split_position;
-  plan.second.start_ts = span->middle_ts + prime / 2;
+  plan.second.start_ts = plan.cut - std::min(plan.cut, prime / 2);
   plan.second.count_from_ts = plan.cut;
   plan.second.start_position = span->split_position;
   plan.rest = plan.second;

@@ -855,6 +855,7 @@ std::optional<TraceTimeSpan> TraceDatReader::TimeSpan() const {
     span.data_bytes += s.size;
   }
   if (pages == 0) return std::nullopt;
+  span.starts_anywhere = true;
   // Of the streams' middle times, the one that halves the pages best.
   uint64_t best_gap = ~uint64_t{0};
   for (uint64_t t : middles) {

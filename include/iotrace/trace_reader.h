@@ -87,8 +87,11 @@ struct TraceTimeSpan {
   uint64_t last_ts = 0;
   uint64_t data_bytes = 0;
   // perf.data: a record boundary near the middle of the data, where records from middle_ts on
-  // start (TimeRange::start_position).
+  // start (TimeRange::start_position); records before it may reach past middle_ts (by the time
+  // between two drains of a ring), so a later range must start reading after that.
   uint64_t split_position = 0;
+  // trace.dat: a range may start at any time (each CPU's stream is found by time).
+  bool starts_anywhere = false;
 };
 
 // What one ReadRange saw at the edges of its range, so that the caller can check that two

@@ -39,7 +39,8 @@ class DumpSink : public EventSink {
 };
 
 // Opens `path` as `iotrace report` does, builds the report (a time series when `variant` is
-// odd), prints it in every format, then dumps every event in the format `variant` picks.
+// odd), prints it in every format, checks that reading it as two time ranges gives the
+// one-pass report, then dumps every event in the format `variant` picks.
 inline void RunReportPipeline(const std::string& path, size_t variant) {
   auto opened = TraceReader::Open(path);
   if (!opened.ok()) {
@@ -67,6 +68,26 @@ inline void RunReportPipeline(const std::string& path, size_t variant) {
     WriteBucketCsv(*report, sink);
     WriteSummaryCsv(*report, sink);
     WriteJsonReport(*report, sink);
+  }
+
+  // Auto reading two time ranges (whatever the size): the one-pass report, byte for byte,
+  // however the split ends.
+  {
+    ReportOptions split = options;
+    split.interval_s = 0;
+    split.split_min_bytes = 1;
+    split.split_on_one_cpu = true;
+    ReportOptions one = split;
+    one.threads = 1;
+    auto a = BuildLatencyReport(reader, split);
+    auto b = BuildLatencyReport(reader, one);
+    if (a.ok() != b.ok()) __builtin_trap();
+    if (a.ok()) {
+      std::ostringstream ja, jb;
+      WriteJsonReport(*a, ja);
+      WriteJsonReport(*b, jb);
+      if (ja.str() != jb.str()) __builtin_trap();
+    }
   }
 
   // `iotrace report --events`: a second pass over the same reader.
