@@ -417,10 +417,11 @@ bool LatencyReportBuilder::StartedWhereEnded(const LatencyReportBuilder& earlier
   RequestMatcher::Older old;
   if (cut_ == nullptr ||
       !RequestMatcher::SplitOlder(earlier.matcher_->Snapshot(), cut_->state, primed_from, &old) ||
-      !matcher_->Untouched(old) || !matcher_->Adopt(old)) {
+      !matcher_->Resolve(&old) || !matcher_->Adopt(old)) {
     return false;
   }
-  *older = old.requests.size() + old.queued.size() + old.overlapped.size();
+  *older = old.requests.size() + old.queued.size() + old.overlapped.size() +
+           old.kept_apart.size() + old.collided.size();
   return true;
 }
 

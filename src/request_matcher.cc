@@ -148,10 +148,7 @@ void RequestMatcher::OnEvent(const BlockEvent& e) {
   Device& d = DeviceFor(e.dev);
   ++d.stats.events[static_cast<int>(e.kind)];
   Expire(e.ts);
-  if (watching_) [[unlikely]] {
-    Watch(e.dev, e.sector);
-    last_event_ts_ = e.ts;
-  }
+  if (watching_) [[unlikely]] last_event_ts_ = e.ts;
   // Flushes carry no usable sector (issue 0 + 0, complete -1): paired per device, FIFO. (One
   // switch: the flush test sits in the four cases it applies to.)
   switch (e.kind) {
@@ -179,6 +176,7 @@ void RequestMatcher::OnEvent(const BlockEvent& e) {
 
 inline void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
   RequestEntry* ent = table_.Find(e.dev, e.sector);
+  if (ent == nullptr) Touched(e.dev, e.sector, TouchKind::kInsert);
   if (ent != nullptr) {
     switch (ent->state) {
       case RequestState::kQueued:  // not held in table_
@@ -215,6 +213,7 @@ inline void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
 
 inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
   RequestEntry* ent = table_.Find(e.dev, e.sector);
+  if (ent == nullptr) Touched(e.dev, e.sector, TouchKind::kIssue);
   bool emit_queue_phases = false;
   if (ent != nullptr && ent->state == RequestState::kIssued) {
     // Issued twice without a completion between: another request at the same sector, or the
@@ -266,6 +265,7 @@ inline void RequestMatcher::OnComplete(const BlockEvent& e) {
   RequestEntry* ent = table_.Find(e.dev, e.sector);
   if (watching_ && !FitsInTable(e, ent)) [[unlikely]] {
     searched_keys_.push_back(KeyHash(e.dev, e.sector));  // would look among those kept apart
+    if (ent == nullptr) Touched(e.dev, e.sector, TouchKind::kOther);
   }
   if (!overlapped_.empty() && CompleteOverlapped(e, ent)) [[unlikely]] return;
   if (ent == nullptr) {
@@ -286,7 +286,7 @@ inline void RequestMatcher::OnComplete(const BlockEvent& e) {
     // Partial completion: the rest of the request now starts at sector + done.
     ++stats_.partial_completions;
     const uint64_t next = e.sector + e.nr_sector;
-    Watch(e.dev, next);
+    Touched(e.dev, next, TouchKind::kOther);  // looked up, and where the rest moves to
     if (RequestEntry* other = table_.Find(e.dev, next); other != nullptr) {
       ++stats_.collisions;
       RemoveRequest(table_, other);
@@ -343,6 +343,7 @@ bool RequestMatcher::CompleteOverlapped(const BlockEvent& e, const RequestEntry*
 
 void RequestMatcher::OnRequeue(const BlockEvent& e) {
   RequestEntry* ent = table_.Find(e.dev, e.sector);
+  if (ent == nullptr) Touched(e.dev, e.sector, TouchKind::kOther);
   if (ent == nullptr || ent->state != RequestState::kIssued) {
     ++stats_.requeues_unmatched;
     return;
@@ -360,6 +361,7 @@ void RequestMatcher::OnMerge(const BlockEvent& e) {
   // event: only its bio's queue entry is there, and it goes away with it.
   RequestEntry* ent = table_.Find(e.dev, e.sector);
   if (ent == nullptr) {
+    Touched(e.dev, e.sector, TouchKind::kOther);
     if (RequestEntry* q = queued_.Find(e.dev, e.sector); q != nullptr) {
       ++stats_.merges_before_insert;
       queued_.Remove(q);
@@ -374,6 +376,7 @@ void RequestMatcher::OnMerge(const BlockEvent& e) {
 
 void RequestMatcher::OnBioQueue(const BlockEvent& e) {
   if (e.IsFlush()) return;  // empty preflush bios become flush requests: not tracked by sector
+  Touched(e.dev, e.sector, TouchKind::kOther);  // both tables are looked up
   if (table_.Find(e.dev, e.sector) != nullptr) ++stats_.bio_queue_on_live;
   RequestEntry* q = queued_.Find(e.dev, e.sector);
   if (q == nullptr) {
@@ -402,7 +405,8 @@ void RequestMatcher::OnBioFrontMerge(const BlockEvent& e) {
   // inserted already.
   if (RequestEntry* q = queued_.Find(e.dev, e.sector); q != nullptr) queued_.Remove(q);
   const uint64_t next = e.sector + e.nr_sector;
-  Watch(e.dev, next);
+  Touched(e.dev, e.sector, TouchKind::kOther);  // looked up, and where a request moves to
+  Touched(e.dev, next, TouchKind::kOther);
   if (RequestEntry* q = queued_.Find(e.dev, next); q != nullptr) {
     if (queued_.Rekey(q, e.sector)) {
       q->nr_sector += e.nr_sector;
@@ -420,6 +424,7 @@ void RequestMatcher::OnBioFrontMerge(const BlockEvent& e) {
 
 void RequestMatcher::OnBioBackMerge(const BlockEvent& e) {
   ++stats_.bio_back_merges;
+  Touched(e.dev, e.sector, TouchKind::kOther);
   // The bio joined the back of another request: its own queue entry will never be inserted.
   if (RequestEntry* q = queued_.Find(e.dev, e.sector); q != nullptr) queued_.Remove(q);
 }
@@ -646,9 +651,9 @@ bool RequestMatcher::SplitOlder(const State& earlier, const State& later, uint64
 
 void RequestMatcher::WatchKeys() {
   watching_ = true;
-  watch_chunks_.clear();
-  watch_at_ = nullptr;
-  watch_left_ = 0;
+  touch_chunks_.clear();
+  touch_at_ = nullptr;
+  touch_left_ = 0;
   watch_failed_ = false;
   searched_keys_.clear();
   searched_keys_.reserve(4096);
@@ -657,45 +662,97 @@ void RequestMatcher::WatchKeys() {
   max_overlapped_ = overlapped_.size();
 }
 
-bool RequestMatcher::Untouched(const Older& older) const {
-  if (older.empty()) return true;
-  if (!watching_) return false;
+bool RequestMatcher::Resolve(Older* older) const {
+  if (older->empty()) return true;
+  if (!watching_ || watch_failed_) return false;
   // Holding the older ones too, no table would have been full when something was added (the
-  // sizes were taken before each addition).
-  if (max_tracked_ + older.requests.size() >= table_.capacity() ||
-      max_queued_ + older.queued.size() >= queued_.capacity() ||
-      max_overlapped_ + older.overlapped.size() >= kMaxOverlapping) {
+  // sizes were taken before each addition; any older request may have been kept apart).
+  if (max_tracked_ + older->requests.size() >= table_.capacity() ||
+      max_queued_ + older->queued.size() >= queued_.capacity() ||
+      max_overlapped_ + older->overlapped.size() + older->requests.size() >= kMaxOverlapping) {
     return false;
   }
-  // Requests tracked in the tables change with any event at their key; those kept apart only
-  // with a completion at their sector that does not fit the request in the table there.
-  std::vector<uint32_t> tracked, apart;
-  for (const auto* list : {&older.requests, &older.queued}) {
-    for (const RequestEntry& e : *list) tracked.push_back(KeyHash(e.dev, e.sector));
+  // The first lookup of each older request's or bio's key since the cut.
+  struct Key {
+    uint32_t dev;
+    uint64_t sector;
+    auto operator<=>(const Key&) const = default;
+  };
+  std::vector<std::pair<Key, int>> first;  // key -> kind of its first lookup (-1: none)
+  for (const auto* list : {&older->requests, &older->queued}) {
+    for (const RequestEntry& e : *list) first.push_back({Key{e.dev, e.sector}, -1});
   }
-  for (const RequestEntry& e : older.overlapped) apart.push_back(KeyHash(e.dev, e.sector));
-  if (watch_failed_) return false;
-  if (!tracked.empty()) {
-    const size_t per_chunk = kWatchChunkBytes / sizeof(uint32_t);
-    for (size_t i = 0; i < watch_chunks_.size(); ++i) {
-      const auto* keys = static_cast<const uint32_t*>(watch_chunks_[i].addr());
-      const size_t n = i + 1 < watch_chunks_.size() ? per_chunk : per_chunk - watch_left_;
-      if (AnyKeyIn(keys, n, &tracked)) return false;
+  std::sort(first.begin(), first.end());
+  std::array<uint64_t, 64> filter{};  // by KeyHash: the log holds millions, the older are few
+  for (const auto& [k, kind] : first) {
+    const uint32_t h = KeyHash(k.dev, k.sector);
+    filter[(h >> 6) & 63] |= uint64_t{1} << (h & 63);
+  }
+  const size_t per_chunk = kTouchChunkBytes / sizeof(TouchRecord);
+  for (size_t i = 0; i < touch_chunks_.size(); ++i) {
+    const auto* log = static_cast<const TouchRecord*>(touch_chunks_[i].addr());
+    const size_t n = i + 1 < touch_chunks_.size() ? per_chunk : per_chunk - touch_left_;
+    for (size_t j = 0; j < n; ++j) {
+      const uint32_t h = KeyHash(log[j].dev, log[j].sector);
+      if (((filter[(h >> 6) & 63] >> (h & 63)) & 1) == 0) continue;
+      auto it = std::lower_bound(first.begin(), first.end(),
+                                 std::make_pair(Key{log[j].dev, log[j].sector}, -1));
+      if (it != first.end() && it->first == Key{log[j].dev, log[j].sector} && it->second < 0) {
+        it->second = static_cast<int>(log[j].kind);
+      }
     }
+  }
+  auto kind_of = [&first](const RequestEntry& e) {
+    return std::lower_bound(first.begin(), first.end(), std::make_pair(Key{e.dev, e.sector}, -1))
+        ->second;
+  };
+  for (const RequestEntry& q : older->queued) {
+    if (kind_of(q) >= 0) return false;  // a request at its sector would have taken its time
+  }
+  std::vector<RequestEntry> untouched;
+  for (const RequestEntry& r : older->requests) {
+    const int kind = kind_of(r);
+    if (kind < 0) {
+      untouched.push_back(r);
+      continue;
+    }
+    // Met after the cut: it must still have been there (not expired before).
+    const uint64_t limit = r.last_ts > ~uint64_t{0} - options_.expiry_ns
+                               ? ~uint64_t{0}
+                               : r.last_ts + options_.expiry_ns;
+    if (last_event_ts_ > limit) return false;
+    const auto k = static_cast<TouchKind>(kind);
+    if (r.state == RequestState::kIssued && (k == TouchKind::kInsert || k == TouchKind::kIssue)) {
+      older->kept_apart.push_back(r);  // KeepApart, with room (checked above)
+    } else if (r.state == RequestState::kInserted && k == TouchKind::kInsert) {
+      older->collided.push_back(r);  // OnInsert gives an inserted one up
+    } else {
+      return false;
+    }
+  }
+  older->requests = std::move(untouched);
+  // Those kept apart change only with a completion at their sector that does not fit the
+  // request in the table there.
+  std::vector<uint32_t> apart;
+  for (const auto* list : {&older->overlapped, &older->kept_apart}) {
+    for (const RequestEntry& e : *list) apart.push_back(KeyHash(e.dev, e.sector));
   }
   return !AnyKeyIn(searched_keys_.data(), searched_keys_.size(), &apart);
 }
 
-void RequestMatcher::NewWatchChunk() {
-  absl::StatusOr<UniqueMapping> chunk = MapHugeAnonymous(kWatchChunkBytes);
+bool RequestMatcher::NewTouchChunk() {
+  absl::StatusOr<UniqueMapping> chunk = touch_chunks_.size() < kMaxTouchChunks
+                                            ? MapHugeAnonymous(kTouchChunkBytes)
+                                            : absl::ResourceExhaustedError("touch log full");
   if (!chunk.ok()) {
     watch_failed_ = true;
     watching_ = false;
-    return;
+    return false;
   }
-  watch_at_ = static_cast<uint32_t*>(chunk->addr());
-  watch_left_ = kWatchChunkBytes / sizeof(uint32_t);
-  watch_chunks_.push_back(*std::move(chunk));
+  touch_at_ = static_cast<TouchRecord*>(chunk->addr());
+  touch_left_ = kTouchChunkBytes / sizeof(TouchRecord);
+  touch_chunks_.push_back(*std::move(chunk));
+  return true;
 }
 
 bool RequestMatcher::AnyKeyIn(const uint32_t* log, size_t n, std::vector<uint32_t>* keys) {
@@ -717,7 +774,7 @@ bool RequestMatcher::AnyKeyIn(const uint32_t* log, size_t n, std::vector<uint32_
 bool RequestMatcher::Adopt(const Older& older) {
   if (table_.size() + older.requests.size() > table_.capacity() ||
       queued_.size() + older.queued.size() > queued_.capacity() ||
-      overlapped_.size() + older.overlapped.size() > kMaxOverlapping) {
+      overlapped_.size() + older.overlapped.size() + older.kept_apart.size() > kMaxOverlapping) {
     return false;
   }
   watching_ = false;
@@ -743,6 +800,16 @@ bool RequestMatcher::Adopt(const Older& older) {
   for (const RequestEntry& e : older.requests) take(table_, e);
   for (const RequestEntry& e : older.queued) take(queued_, e);
   for (const RequestEntry& e : older.overlapped) overlapped_.push_back(e);
+  for (const RequestEntry& e : older.kept_apart) {
+    ++stats_.overlapping;
+    overlapped_.push_back(e);
+  }
+  for (const RequestEntry& e : older.collided) {
+    ++stats_.collisions;
+    ++stats_.collided[StateIndex(e.state)];
+    RequestEntry gone = e;
+    if (gone.pending_phases != 0) FlushPending(&gone);
+  }
   return true;
 }
 

@@ -193,22 +193,34 @@ class RequestMatcher {
     std::vector<RequestEntry> requests;
     std::vector<RequestEntry> queued;
     std::vector<RequestEntry> overlapped;
-    bool empty() const { return requests.empty() && queued.empty() && overlapped.empty(); }
+    // Resolve: issued requests that an insert or issue at their sector met after the cut (one
+    // pass would have kept them apart), and inserted ones an insert met (given up).
+    std::vector<RequestEntry> kept_apart;
+    std::vector<RequestEntry> collided;
+    bool empty() const {
+      return requests.empty() && queued.empty() && overlapped.empty() && kept_apart.empty() &&
+             collided.empty();
+    }
   };
   // Whether `earlier` is `later` plus requests last active before `primed_from` (*older gets
   // those): equal flushes, and the rest equal and in the same order.
   static bool SplitOlder(const State& earlier, const State& later, uint64_t primed_from,
                          Older* older);
-  // From now on, remembers a hash of every key the events look up and the largest sizes of the
-  // tables, so that Untouched can tell whether requests it never saw would have changed what
-  // it did.
+  // From now on, remembers every key the events look up and do not find (and every key a
+  // request moves to), with the kind of event, and the largest sizes of the tables, so that
+  // Resolve can tell what requests it never saw would have changed.
   void WatchKeys();
-  // Since WatchKeys: no event looked up the key of a request in `older`, and the tables never
-  // came so close to full that holding those too would have evicted anything.
-  bool Untouched(const Older& older) const;
-  // Takes in `older` as if it had tracked them since before WatchKeys: those idle past the
-  // expiry by the last event since expire, the others stay tracked (for Finish; nothing else
-  // may follow). False (nothing done) when the tables have no room for them.
+  // Since WatchKeys: whether one pass, holding `older` too, would have done what this matcher
+  // did, but for what Adopt accounts for: requests whose key no event looked up, issued ones
+  // whose key an insert or issue looked up first (moved to kept_apart), inserted ones an insert
+  // met first (moved to collided); requests kept apart that no completion looked for; and
+  // tables that never came so close to full that holding those too would have evicted
+  // anything. False for anything else.
+  bool Resolve(Older* older) const;
+  // Takes in `older` (Resolved) as if it had tracked them since before WatchKeys: those idle
+  // past the expiry by the last event since expire, those met after the cut are kept apart or
+  // given up (counted as one pass would count them), the others stay tracked (for Finish;
+  // nothing else may follow). False (nothing done) when the tables have no room for them.
   bool Adopt(const Older& older);
 
   // Whether the input carries block_rq_insert at all (decides the no-insert reason).
@@ -234,13 +246,22 @@ class RequestMatcher {
   static uint32_t KeyHash(uint32_t dev, uint64_t sector) {
     return static_cast<uint32_t>(((sector * 0x9e3779b97f4a7c15ULL) ^ dev) >> 32);
   }
-  void Watch(uint32_t dev, uint64_t sector) {
+  // What looked up a key that was not there (WatchKeys).
+  enum class TouchKind : uint8_t { kInsert, kIssue, kOther };
+  struct TouchRecord {
+    uint64_t sector;
+    uint32_t dev;
+    TouchKind kind;
+  };
+  void Touched(uint32_t dev, uint64_t sector, TouchKind kind) {
     if (!watching_) [[likely]] return;
-    if (watch_left_ == 0) [[unlikely]] NewWatchChunk();
-    *watch_at_++ = KeyHash(dev, sector);
-    --watch_left_;
+    if (touch_left_ == 0) [[unlikely]] {
+      if (!NewTouchChunk()) return;
+    }
+    *touch_at_++ = TouchRecord{sector, dev, kind};
+    --touch_left_;
   }
-  void NewWatchChunk();
+  bool NewTouchChunk();
   // Whether the request in the table at a completion's sector is the one it completes (of its
   // size and op); else the completion goes to one kept apart, if one fits (CompleteOverlapped).
   static bool FitsInTable(const BlockEvent& e, const RequestEntry* in_table) {
@@ -315,13 +336,16 @@ class RequestMatcher {
   MatchStats stats_;
   // WatchKeys.
   bool watching_ = false;
-  // Every event's key (and rekey targets): millions, in 2 MiB chunks of huge pages (a vector
-  // in 4 KiB pages cost the later range ~30% more time on this VM, faulting its pages in).
-  static constexpr size_t kWatchChunkBytes = size_t{2} << 20;
-  std::vector<UniqueMapping> watch_chunks_;
-  uint32_t* watch_at_ = nullptr;
-  size_t watch_left_ = 0;
-  bool watch_failed_ = false;  // a chunk could not be mapped: Untouched says no
+  // The keys looked up and not found: about one per request, in 2 MiB chunks of huge pages (a
+  // vector in 4 KiB pages cost the later range ~30% more time on this VM, faulting its pages
+  // in), at most kMaxTouchChunks of them (32 MiB, ~6 M events after the cut): past that the
+  // log stops and Resolve says no to any older request.
+  static constexpr size_t kTouchChunkBytes = size_t{2} << 20;
+  static constexpr size_t kMaxTouchChunks = 16;
+  std::vector<UniqueMapping> touch_chunks_;
+  TouchRecord* touch_at_ = nullptr;
+  size_t touch_left_ = 0;
+  bool watch_failed_ = false;  // the log stopped (full, or no memory): Resolve says no
   std::vector<uint32_t> searched_keys_;  // completions that look among those kept apart
   size_t max_tracked_ = 0;
   size_t max_queued_ = 0;
