@@ -949,8 +949,8 @@ std::optional<absl::StatusOr<LatencyReport>> BuildSplit(TraceReader& reader,
                                                     older);
     return report;
   }
-  // The later matcher did not start where the earlier one ended, but for older requests it
-  // never touched: the earlier builder reads on from the cut.
+  // The later matcher did not start where the earlier one ended (but for older requests it can
+  // account for, RequestMatcher::Resolve): the earlier builder reads on from the cut.
   a.HoldUntil(plan->cut, /*prime=*/false);
   RangeReadResult rc;
   if (!reader.ReadRange(&a, plan->rest, &rc).ok() ||
