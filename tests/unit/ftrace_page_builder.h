@@ -13,13 +13,37 @@
 #include <vector>
 
 #include "fixtures.h"
+#include "gtest/gtest.h"
 #include "iotrace/event_format.h"
 #include "iotrace/ftrace_page.h"
+#include "iotrace/trace_dat_writer.h"
 
 namespace iotrace::testing {
 
 inline std::string ReadFixtureFile(const std::string& name) {
   return ::iotrace::test::ReadFixture(name);
+}
+
+// Writes a trace.dat of pages.size() CPUs at `path` through TraceDatWriter: pages[cpu] (whole
+// pages, one after another) and, when given, cpu_stats[cpu] (per_cpu stats text). Returns the
+// offset where the CPU data starts.
+inline uint64_t WriteTraceDat(const std::string& path, const TracingMetadata& meta,
+                              const std::vector<std::string>& pages,
+                              const std::vector<std::string>& cpu_stats = {}) {
+  TraceDatWriterOptions o;
+  o.meta = meta;
+  o.nr_cpus = static_cast<int>(pages.size());
+  auto w = TraceDatWriter::Create(path, o);
+  EXPECT_TRUE(w.ok()) << w.status();
+  if (!w.ok()) return 0;
+  for (size_t cpu = 0; cpu < pages.size(); ++cpu) {
+    const int c = static_cast<int>(cpu);
+    EXPECT_TRUE((*w)->AppendPages(c, ByteView(pages[cpu].data(), pages[cpu].size())).ok());
+    if (cpu < cpu_stats.size()) (*w)->SetCpuStats(c, cpu_stats[cpu]);
+  }
+  auto result = (*w)->Finish();
+  EXPECT_TRUE(result.ok()) << result.status();
+  return (*w)->data_start();
 }
 
 // header_page text for a sub-buffer of `page_size` bytes (64-bit kernel).

@@ -97,15 +97,7 @@ class BlockTraceDat {
       flush();
     }
     const std::string path = dir_ + "/t" + std::to_string(files_++) + ".dat";
-    TraceDatWriterOptions o;
-    o.meta = meta_;
-    o.nr_cpus = 2;
-    auto w = TraceDatWriter::Create(path, o);
-    EXPECT_TRUE(w.ok()) << w.status();
-    for (int cpu = 0; cpu < 2; ++cpu) {
-      EXPECT_TRUE((*w)->AppendPages(cpu, ByteView(pages[cpu].data(), pages[cpu].size())).ok());
-    }
-    EXPECT_TRUE((*w)->Finish().ok());
+    testing::WriteTraceDat(path, meta_, {pages[0], pages[1]});
     return path;
   }
 
@@ -380,6 +372,16 @@ TEST(SplitReportTest, TwoRangesAllocateNothingPerEvent) {
   EXPECT_LE(long_file, short_file + 16) << short_file;
 }
 
+// Keeps (time, CPU) of the events from `from` on, and counts those before.
+struct RangeSink : EventSink {
+  void OnEvent(const RawEvent& e) override {
+    if (e.ts >= from) seen.push_back({e.ts, e.cpu}); else ++before;
+  }
+  uint64_t from = 0;
+  uint64_t before = 0;
+  std::vector<std::pair<uint64_t, uint32_t>> seen;
+};
+
 // IOTRACE_REPORT_PLAN=1 says on the error stream how the file was read, and nothing else
 // changes.
 TEST(SplitReportTest, ThePlanIsPrintedWhenAskedFor) {
@@ -413,22 +415,14 @@ TEST(SplitReportTest, RangesMeetAtTheCutAndTogetherAreReadAll) {
   const std::string path = f.Write(Workload(2000, 7));
   auto reader = TraceReader::Open(path);
   ASSERT_TRUE(reader.ok());
-  struct Sink : EventSink {
-    void OnEvent(const RawEvent& e) override {
-      if (e.ts >= from) seen.push_back({e.ts, e.cpu}); else ++before;
-    }
-    uint64_t from = 0;
-    uint64_t before = 0;
-    std::vector<std::pair<uint64_t, uint32_t>> seen;
-  };
-  Sink all;
+  RangeSink all;
   ASSERT_TRUE((*reader)->ReadAll(&all).ok());
   const std::optional<TraceTimeSpan> span = (*reader)->TimeSpan();
   ASSERT_TRUE(span.has_value());
   EXPECT_LT(span->first_ts, span->middle_ts);
   EXPECT_LT(span->middle_ts, span->last_ts);
   const uint64_t cut = span->middle_ts + 12345;
-  Sink early, late;
+  RangeSink early, late;
   late.from = cut;
   RangeReadResult ra, rb;
   TimeRange a;
@@ -566,15 +560,7 @@ TEST_F(SplitPerfDataTest, RangesTogetherAreReadAll) {
   const std::string path = WritePerfData(Path("e.data"), PerfWorkload(24), kMs, 5);
   auto reader = TraceReader::Open(path);
   ASSERT_TRUE(reader.ok());
-  struct Sink : EventSink {
-    void OnEvent(const RawEvent& e) override {
-      if (e.ts >= from) seen.push_back({e.ts, e.cpu}); else ++before;
-    }
-    uint64_t from = 0;
-    uint64_t before = 0;
-    std::vector<std::pair<uint64_t, uint32_t>> seen;
-  };
-  Sink all;
+  RangeSink all;
   ASSERT_TRUE((*reader)->ReadAll(&all).ok());
   const std::optional<TraceTimeSpan> span = (*reader)->TimeSpan();
   ASSERT_TRUE(span.has_value());
@@ -587,7 +573,7 @@ TEST_F(SplitPerfDataTest, RangesTogetherAreReadAll) {
   b.start_ts = span->middle_ts;
   b.count_from_ts = cut;
   b.start_position = span->split_position;
-  Sink early, late;
+  RangeSink early, late;
   late.from = cut;
   RangeReadResult ra, rb;
   ASSERT_TRUE((*reader)->ReadRange(&early, a, &ra).ok());
@@ -606,7 +592,7 @@ TEST_F(SplitPerfDataTest, RangesTogetherAreReadAll) {
   TimeRange shifted = b;
   shifted.start_position += 8;
   RangeReadResult rs;
-  Sink other;
+  RangeSink other;
   ASSERT_TRUE((*reader)->ReadRange(&other, shifted, &rs).ok());
   a.end_position = shifted.start_position;
   ASSERT_TRUE((*reader)->ReadRange(&early, a, &ra).ok());

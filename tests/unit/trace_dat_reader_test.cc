@@ -141,18 +141,7 @@ class SyntheticFile {
 
   std::string Write() {
     std::string path = dir_ + "/t.dat";
-    TraceDatWriterOptions o;
-    o.meta = meta_;
-    o.nr_cpus = 2;
-    auto w = TraceDatWriter::Create(path, o);
-    EXPECT_TRUE(w.ok()) << w.status();
-    for (int cpu = 0; cpu < 2; ++cpu) {
-      EXPECT_TRUE((*w)->AppendPages(cpu, ByteView(pages_[cpu].data(), pages_[cpu].size())).ok());
-      (*w)->SetCpuStats(cpu, stats_[cpu]);
-    }
-    auto result = (*w)->Finish();
-    EXPECT_TRUE(result.ok()) << result.status();
-    data_start_ = (*w)->data_start();
+    data_start_ = testing::WriteTraceDat(path, meta_, pages_, stats_);
     return path;
   }
   uint64_t data_start() const { return data_start_; }
