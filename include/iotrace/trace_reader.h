@@ -97,16 +97,18 @@ struct TraceTimeSpan {
 // What one ReadRange saw at the edges of its range, so that the caller can check that two
 // adjacent ranges, read apart, covered each record exactly once and in the order ReadAll gives.
 struct RangeReadResult {
+  // The records and events counted (see TimeRange); the problems of the data and of the file
+  // only in the range that reads to the end of the file (and duplicates, counted by time).
   ReadStats stats;
-  // Per stream of the file (the same numbering in every range of one reader): the position of
+  // trace.dat, per stream of the file (the same numbering in every range of one reader): the position of
   // the first record counted, and of the first record not delivered because it lies at or after
   // end_ts; kNoPosition when there is none (the stream ended first).
   static constexpr uint64_t kNoPosition = ~uint64_t{0};
   std::vector<uint64_t> first_counted;
   std::vector<uint64_t> stopped_at;
-  // Records found out of time order, problems met in the data (stats of a range hold only those
-  // of its counted part), and losses that the file places in the data: any of these makes
-  // the ranges unfit to stand for one ReadAll.
+  // Records found out of time order, problems met anywhere in the data the range read, and
+  // (trace.dat) pages that say events were lost before them: any of these makes the ranges
+  // unfit to stand for one ReadAll.
   uint64_t out_of_order = 0;
   uint64_t problems = 0;
   uint64_t losses_placed = 0;
