@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -382,6 +384,17 @@ struct RangeSink : EventSink {
   std::vector<std::pair<uint64_t, uint32_t>> seen;
 };
 
+// Opens `path`, reads it all into `all`, and takes its time span (which it must have).
+void OpenReadAllAndSpan(const std::string& path, std::unique_ptr<TraceReader>* reader,
+                        RangeSink* all, std::optional<TraceTimeSpan>* span) {
+  auto opened = TraceReader::Open(path);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  *reader = *std::move(opened);
+  ASSERT_TRUE((*reader)->ReadAll(all).ok());
+  *span = (*reader)->TimeSpan();
+  ASSERT_TRUE(span->has_value());
+}
+
 // IOTRACE_REPORT_PLAN=1 says on the error stream how the file was read, and nothing else
 // changes.
 TEST(SplitReportTest, ThePlanIsPrintedWhenAskedFor) {
@@ -413,12 +426,10 @@ TEST(SplitReportTest, ThePlanIsPrintedWhenAskedFor) {
 TEST(SplitReportTest, RangesMeetAtTheCutAndTogetherAreReadAll) {
   BlockTraceDat f;
   const std::string path = f.Write(Workload(2000, 7));
-  auto reader = TraceReader::Open(path);
-  ASSERT_TRUE(reader.ok());
+  std::unique_ptr<TraceReader> reader;
   RangeSink all;
-  ASSERT_TRUE((*reader)->ReadAll(&all).ok());
-  const std::optional<TraceTimeSpan> span = (*reader)->TimeSpan();
-  ASSERT_TRUE(span.has_value());
+  std::optional<TraceTimeSpan> span;
+  ASSERT_NO_FATAL_FAILURE(OpenReadAllAndSpan(path, &reader, &all, &span));
   EXPECT_LT(span->first_ts, span->middle_ts);
   EXPECT_LT(span->middle_ts, span->last_ts);
   const uint64_t cut = span->middle_ts + 12345;
@@ -430,8 +441,8 @@ TEST(SplitReportTest, RangesMeetAtTheCutAndTogetherAreReadAll) {
   TimeRange b;
   b.start_ts = cut - 40 * kMs;
   b.count_from_ts = cut;
-  ASSERT_TRUE((*reader)->ReadRange(&early, a, &ra).ok());
-  ASSERT_TRUE((*reader)->ReadRange(&late, b, &rb).ok());
+  ASSERT_TRUE(reader->ReadRange(&early, a, &ra).ok());
+  ASSERT_TRUE(reader->ReadRange(&late, b, &rb).ok());
   EXPECT_EQ(ra.stopped_at, rb.first_counted);
   EXPECT_EQ(ra.stopped_at.size(), 2u);
   EXPECT_NE(ra.stopped_at[0], RangeReadResult::kNoPosition);
@@ -439,7 +450,7 @@ TEST(SplitReportTest, RangesMeetAtTheCutAndTogetherAreReadAll) {
   EXPECT_GT(ra.stats.events, 1000u);
   EXPECT_GT(rb.stats.events, 1000u);
   EXPECT_EQ(ra.stats.events + rb.stats.events, all.seen.size());
-  EXPECT_EQ(ra.stats.records + rb.stats.records, (*reader)->stats().records);
+  EXPECT_EQ(ra.stats.records + rb.stats.records, reader->stats().records);
   std::vector<std::pair<uint64_t, uint32_t>> joined = early.seen;
   joined.insert(joined.end(), late.seen.begin(), late.seen.end());
   EXPECT_EQ(joined, all.seen);
@@ -558,12 +569,10 @@ TEST_F(SplitPerfDataTest, RecordsWrittenLateAcrossTheCutMeanOnePass) {
 // perf.data ranges: together, what ReadAll delivers and counts.
 TEST_F(SplitPerfDataTest, RangesTogetherAreReadAll) {
   const std::string path = WritePerfData(Path("e.data"), PerfWorkload(24), kMs, 5);
-  auto reader = TraceReader::Open(path);
-  ASSERT_TRUE(reader.ok());
+  std::unique_ptr<TraceReader> reader;
   RangeSink all;
-  ASSERT_TRUE((*reader)->ReadAll(&all).ok());
-  const std::optional<TraceTimeSpan> span = (*reader)->TimeSpan();
-  ASSERT_TRUE(span.has_value());
+  std::optional<TraceTimeSpan> span;
+  ASSERT_NO_FATAL_FAILURE(OpenReadAllAndSpan(path, &reader, &all, &span));
   ASSERT_GT(span->split_position, 0u);
   const uint64_t cut = span->middle_ts + 30 * kMs;
   TimeRange a;
@@ -576,14 +585,14 @@ TEST_F(SplitPerfDataTest, RangesTogetherAreReadAll) {
   RangeSink early, late;
   late.from = cut;
   RangeReadResult ra, rb;
-  ASSERT_TRUE((*reader)->ReadRange(&early, a, &ra).ok());
-  ASSERT_TRUE((*reader)->ReadRange(&late, b, &rb).ok());
-  EXPECT_EQ((*reader)->RangesUnfit(a, ra, rb), "");
+  ASSERT_TRUE(reader->ReadRange(&early, a, &ra).ok());
+  ASSERT_TRUE(reader->ReadRange(&late, b, &rb).ok());
+  EXPECT_EQ(reader->RangesUnfit(a, ra, rb), "");
   EXPECT_EQ(ra.stats.events + rb.stats.events, all.seen.size());
-  EXPECT_EQ(ra.stats.records + rb.stats.records, (*reader)->stats().records);
+  EXPECT_EQ(ra.stats.records + rb.stats.records, reader->stats().records);
   EXPECT_EQ(ra.stats.Problem("duplicate_record") + rb.stats.Problem("duplicate_record"),
-            (*reader)->stats().Problem("duplicate_record"));
-  EXPECT_GT((*reader)->stats().Problem("duplicate_record"), 10u);
+            reader->stats().Problem("duplicate_record"));
+  EXPECT_GT(reader->stats().Problem("duplicate_record"), 10u);
   std::vector<std::pair<uint64_t, uint32_t>> joined = early.seen;
   joined.insert(joined.end(), late.seen.begin(), late.seen.end());
   EXPECT_EQ(joined, all.seen);
@@ -593,10 +602,10 @@ TEST_F(SplitPerfDataTest, RangesTogetherAreReadAll) {
   shifted.start_position += 8;
   RangeReadResult rs;
   RangeSink other;
-  ASSERT_TRUE((*reader)->ReadRange(&other, shifted, &rs).ok());
+  ASSERT_TRUE(reader->ReadRange(&other, shifted, &rs).ok());
   a.end_position = shifted.start_position;
-  ASSERT_TRUE((*reader)->ReadRange(&early, a, &ra).ok());
-  EXPECT_NE((*reader)->RangesUnfit(a, ra, rs), "");
+  ASSERT_TRUE(reader->ReadRange(&early, a, &ra).ok());
+  EXPECT_NE(reader->RangesUnfit(a, ra, rs), "");
 }
 
 }  // namespace
