@@ -264,7 +264,13 @@ inline void RequestMatcher::OnComplete(const BlockEvent& e) {
   if (e.error != 0) ++stats_.completion_errors;
   RequestEntry* ent = table_.Find(e.dev, e.sector);
   if (watching_ && !FitsInTable(e, ent)) [[unlikely]] {
-    searched_keys_.push_back(KeyHash(e.dev, e.sector));  // would look among those kept apart
+    // Would look among those kept apart. Rare, but bounded like the touch log: past 4 M of
+    // them (16 MiB), Resolve says no.
+    if (searched_keys_.size() < kMaxSearchedKeys) {
+      searched_keys_.push_back(KeyHash(e.dev, e.sector));
+    } else {
+      watch_failed_ = true;
+    }
     if (ent == nullptr) Touched(e.dev, e.sector, TouchKind::kOther);
   }
   if (!overlapped_.empty() && CompleteOverlapped(e, ent)) [[unlikely]] return;

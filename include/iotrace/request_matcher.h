@@ -347,6 +347,7 @@ class RequestMatcher {
   size_t touch_left_ = 0;
   bool watch_failed_ = false;  // the log stopped (full, or no memory): Resolve says no
   std::vector<uint32_t> searched_keys_;  // completions that look among those kept apart
+  static constexpr size_t kMaxSearchedKeys = size_t{4} << 20;
   size_t max_tracked_ = 0;
   size_t max_queued_ = 0;
   size_t max_overlapped_ = 0;
