@@ -4,9 +4,11 @@ min-max over the repetitions), the ratios of iotrace against each peer, and the 
 
   e2e_table.py RAW.csv [--header TEXT]
 
-Slowdown and added CPU are taken against the median of the no-tracer runs. Every ratio between
-tools is computed inside one repetition (tools measured back to back on the same machine
-state), then summarised as median [min-max] over the repetitions.
+Slowdown and added CPU of a tracer run are taken against the no-tracer runs right before and
+after it (its neighbours by `seq`, in the same repetition; raw files from before `seq` existed
+fall back to the median of all no-tracer runs). Every ratio between tools is computed inside
+one repetition (tools measured back to back on the same machine state), then summarised as
+median [min-max] over the repetitions.
 """
 import argparse
 import csv
@@ -42,17 +44,35 @@ def num(row, key):
 
 
 class Runs:
-    """Rows of one phase, by tool then repetition."""
+    """Rows of one phase, by tool then run key: the repetition, or for the no-tracer runs
+    (several per repetition) the run's `seq` where the file has it."""
 
     def __init__(self, rows, phase):
         self.by_tool = {}
+        self.by_seq = {}
         for r in rows:
             if r["phase"] != phase:
                 continue
-            self.by_tool.setdefault(r["tool"], {})[int(r["rep"])] = r
+            seq = r.get("seq") or ""
+            key = int(seq) if r["tool"] == "none" and seq else int(r["rep"])
+            self.by_tool.setdefault(r["tool"], {})[key] = r
+            if seq:
+                self.by_seq[int(seq)] = r
 
     def ok(self, tool):
-        return {rep: r for rep, r in self.by_tool.get(tool, {}).items() if r["status"] == "ok"}
+        return {k: r for k, r in self.by_tool.get(tool, {}).items() if r["status"] == "ok"}
+
+    def neighbours(self, row, tool):
+        """The ok runs of `tool` right before and after `row`, in its repetition."""
+        seq = row.get("seq") or ""
+        if not seq:
+            return []
+        out = []
+        for s in (int(seq) - 1, int(seq) + 1):
+            r = self.by_seq.get(s)
+            if r and r["tool"] == tool and r["status"] == "ok" and r["rep"] == row["rep"]:
+                out.append(r)
+        return out
 
     def reason(self, tool):
         runs = self.by_tool.get(tool)
@@ -106,41 +126,53 @@ def cell(s, f):
     return f"{f(med)} [{f(lo)}..{f(hi)}]"
 
 
+def machine_cpu(r):
+    """The run's busy CPU of the whole machine less what others used meanwhile, in seconds."""
+    return num(r, "busy_s") - num(r, "foreign_s")
+
+
 def record_metrics(runs):
     """tool -> metric -> per-rep values (rep -> value)."""
     base = runs.ok("none")
-    base_per_io = {}
-    for rep, r in base.items():
-        cpu = num(r, "busy_s") - num(r, "foreign_s")
-        base_per_io[rep] = cpu / num(r, "ios")
-    median_per_io = statistics.median(base_per_io.values()) if base_per_io else None
+    per_io = lambda r: machine_cpu(r) / num(r, "ios")  # noqa: E731
+    median_per_io = statistics.median(per_io(r) for r in base.values()) if base else None
     median_iops = statistics.median(num(r, "iops") for r in base.values()) if base else None
     out = {}
     for tool, _ in RECORD_TOOLS:
-        m = {k: {} for k in ("iops", "slowdown", "cpu_per_io", "added", "own", "bytes",
-                             "events", "lost", "others")}
-        for rep, r in runs.ok(tool).items():
+        m = {k: {} for k in ("iops", "slowdown", "cpu_per_io", "added", "own", "wakeups",
+                             "bytes", "events", "lost", "others")}
+        for key, r in runs.ok(tool).items():
             ios, iops = num(r, "ios"), num(r, "iops")
             events = num(r, "events") or 0
-            cpu = num(r, "busy_s") - num(r, "foreign_s")
-            m["iops"][rep] = iops
-            m["cpu_per_io"][rep] = cpu / ios * 1e9 if ios else None
-            m["others"][rep] = num(r, "foreign_s") / num(r, "window_s")
-            # The baseline is the median of all no-tracer runs: on a shared machine one
-            # baseline run's noise would otherwise move every tracer of its repetition.
-            b_iops, b_per_io = median_iops, median_per_io
-            if tool != "none" and b_iops:
-                m["slowdown"][rep] = 1 - iops / b_iops
-            if tool == "none" or not events:
+            cpu = machine_cpu(r)
+            m["iops"][key] = iops
+            m["cpu_per_io"][key] = cpu / ios * 1e9 if ios else None
+            m["others"][key] = num(r, "foreign_s") / num(r, "window_s")
+            if tool == "none":
                 continue
-            m["events"][rep] = events
+            # The baseline: the no-tracer runs right before and after this one. The host's
+            # speed drifts over minutes, so a baseline taken seconds away is the one that
+            # shares this run's machine state (raw files without `seq`: the median of all).
+            near = runs.neighbours(r, "none")
+            if near:
+                b_iops = statistics.mean(num(b, "iops") for b in near)
+                b_per_io = statistics.mean(per_io(b) for b in near)
+            else:
+                b_iops, b_per_io = median_iops, median_per_io
+            if b_iops:
+                m["slowdown"][key] = 1 - iops / b_iops
+            if not events:
+                continue
+            m["events"][key] = events
             if b_per_io is not None:
-                m["added"][rep] = (cpu - ios * b_per_io) / events * 1e9
-            m["own"][rep] = num(r, "own_cpu_s") / events * 1e9
+                m["added"][key] = (cpu - ios * b_per_io) / events * 1e9
+            m["own"][key] = num(r, "own_cpu_s") / events * 1e9
+            if num(r, "vcsw") is not None:
+                m["wakeups"][key] = num(r, "vcsw") / num(r, "window_s")
             if num(r, "file_bytes"):
-                m["bytes"][rep] = num(r, "file_bytes") / events
+                m["bytes"][key] = num(r, "file_bytes") / events
             if r.get("lost", "") != "":
-                m["lost"][rep] = num(r, "lost")
+                m["lost"][key] = num(r, "lost")
         out[tool] = m
     return out
 
@@ -186,13 +218,13 @@ def main():
         out.append(args.header)
         out.append("")
     out.append("| tool | IOPS | slowdown | machine CPU / I/O | added machine CPU / event | "
-               "tracer's own CPU / event | bytes / event | events | lost | others' CPU "
-               "| report wall | report events/s | report events/CPU-s | peak RSS |")
-    out.append("|" + " --- |" * 14)
+               "tracer's own CPU / event | tracer wake-ups / s | bytes / event | events | lost "
+               "| others' CPU | report wall | report events/s | report events/CPU-s | peak RSS |")
+    out.append("|" + " --- |" * 15)
     for tool, label in RECORD_TOOLS:
         m = rec[tool]
         if not rec_runs.ok(tool):
-            out.append(f"| {label} | n/a: {rec_runs.reason(tool)} |" + " |" * 13)
+            out.append(f"| {label} | n/a: {rec_runs.reason(tool)} |" + " |" * 14)
             continue
         note = rec_runs.reason(tool)
         if note:
@@ -202,16 +234,17 @@ def main():
         out.append(
             f"| {label} | {cell(s(m['iops']), fmt_si)} | {cell(s(m['slowdown']), fmt_pct)} "
             f"| {cell(s(m['cpu_per_io']), fmt_ns)} | {cell(s(m['added']), fmt_ns)} "
-            f"| {cell(s(m['own']), fmt_ns)} | {cell(s(m['bytes']), lambda v: f'{v:.3g}')} "
+            f"| {cell(s(m['own']), fmt_ns)} | {cell(s(m['wakeups']), fmt_si)} "
+            f"| {cell(s(m['bytes']), lambda v: f'{v:.3g}')} "
             f"| {cell(s(m['events']), fmt_si)} | {lost} "
             f"| {cell(s(m['others']), lambda v: f'{v:.2f}')} | | | | |")
     for tool, label in REPORT_TOOLS:
         m = rpt[tool]
         if not rep_runs.ok(tool):
-            out.append(f"| {label} | n/a: {rep_runs.reason(tool)} |" + " |" * 13)
+            out.append(f"| {label} | n/a: {rep_runs.reason(tool)} |" + " |" * 14)
             continue
         out.append(
-            f"| {label} | | | | | | | {cell(s(m['events']), fmt_si)} | | "
+            f"| {label} | | | | | | | | {cell(s(m['events']), fmt_si)} | | "
             f"| {cell(s(m['wall']), lambda v: f'{v:.3g} s')} "
             f"| {cell(s(m['evps']), fmt_si)} | {cell(s(m['cpu_evps']), fmt_si)} "
             f"| {cell(s(m['rss']), lambda v: f'{v:.3g} MiB')} |")
@@ -229,7 +262,22 @@ def main():
             verdict = "n/a"
         out.append(f"| {what} | {cell(summ, f) if summ else 'n/a'} | {target or ''} | {verdict} |")
 
+    def paired(mine, peer, name):
+        """iotrace's added CPU/event less the peer's, per repetition, and in how many
+        repetitions iotrace added less: the spread shows how far one run can be trusted."""
+        a, b = rec[mine]["added"], rec[peer]["added"]
+        diffs = [a[k] - b[k] for k in a if k in b]
+        if not diffs:
+            line(f"{mine}: added CPU/event - {name}'s", None, fmt_ns)
+            return
+        below = sum(d < 0 for d in diffs)
+        out.append(f"| {mine}: added CPU/event - {name}'s (context) "
+                   f"| {cell(summary(diffs), fmt_ns)}; less in {below} of {len(diffs)} "
+                   f"repetitions | | - |")
+
     ip, iff = rec["iotrace-perf"], rec["iotrace-ftrace"]
+    paired("iotrace-perf", "perf-B", "perf record -B")
+    paired("iotrace-ftrace", "trace-cmd", "trace-cmd record")
     for name, peer in (("perf record -B", "perf-B"), ("perf record", "perf"),
                        ("trace-cmd record", "trace-cmd"), ("bpftrace", "bpftrace")):
         tgt = ok = None

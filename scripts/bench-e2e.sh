@@ -6,8 +6,9 @@
 # numbers next to it. See bench/README.md for what every column means.
 #
 # Environment:
-#   BENCH_SECONDS=10          fio runtime of each recording run
-#   BENCH_REPS=3              repetitions of the recording runs (all tools, interleaved)
+#   BENCH_SECONDS=5           fio runtime of each recording run
+#   BENCH_REPS=6              repetitions of the recording runs (all tools, interleaved, a
+#                             no-tracer run before and after every tracer run)
 #   BENCH_REPORT_EVENTS=3000000  at least this many events in the recording that is reported on
 #   BENCH_REPORT_REPS=3       repetitions of each report timing
 #   BENCH_OUT=build/bench-e2e where table.md and raw.csv go
@@ -20,8 +21,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 
-seconds=${BENCH_SECONDS:-10}
-reps=${BENCH_REPS:-3}
+seconds=${BENCH_SECONDS:-5}
+reps=${BENCH_REPS:-6}
 report_events=${BENCH_REPORT_EVENTS:-3000000}
 report_reps=${BENCH_REPORT_REPS:-3}
 out_dir=${BENCH_OUT:-$repo/build/bench-e2e}
@@ -90,7 +91,7 @@ trap 'exit 129' HUP
 mkdir -p "$out_dir"
 raw=$out_dir/raw.csv
 table=$out_dir/table.md
-echo "phase,rep,tool,status,reason,ios,iops,events,lost,file_bytes,window_s,busy_s,foreign_s,own_cpu_s,rss_kb,wall_s,user_s,sys_s" >"$raw"
+echo "phase,rep,seq,tool,status,reason,ios,iops,events,lost,file_bytes,window_s,busy_s,foreign_s,own_cpu_s,vcsw,ivcsw,rss_kb,wall_s,user_s,sys_s" >"$raw"
 
 # The scratch disk: sparse backing file under /tmp, mq-deadline.
 truncate -s 1G "$work/disk.img"
@@ -137,14 +138,16 @@ fio_field() {  # fio_field FILE iops|total_ios
 }
 now_s() { date +%s.%N; }
 calc() { awk "BEGIN { printf \"%.3f\", $* }"; }
-csv_row() {  # csv_row phase rep tool status reason key=value...
+csv_row() {  # csv_row phase rep seq tool status reason key=value...
   python3 - "$raw" "$@" <<'EOF'
 import csv, sys
-cols = ["phase","rep","tool","status","reason","ios","iops","events","lost","file_bytes",
-        "window_s","busy_s","foreign_s","own_cpu_s","rss_kb","wall_s","user_s","sys_s"]
-path, phase, rep, tool, status, reason, *kv = sys.argv[1:]
+cols = ["phase","rep","seq","tool","status","reason","ios","iops","events","lost","file_bytes",
+        "window_s","busy_s","foreign_s","own_cpu_s","vcsw","ivcsw","rss_kb","wall_s","user_s",
+        "sys_s"]
+path, phase, rep, seq, tool, status, reason, *kv = sys.argv[1:]
 row = dict.fromkeys(cols, "")
-row.update(phase=phase, rep=rep, tool=tool, status=status, reason=reason.replace("\n", " ")[:200])
+row.update(phase=phase, rep=rep, seq=seq, tool=tool, status=status,
+           reason=reason.replace("\n", " ")[:200])
 for item in kv:
     k, v = item.split("=", 1)
     assert k in cols, k
@@ -153,7 +156,7 @@ with open(path, "a", newline="") as f:
     csv.writer(f).writerow([row[c] for c in cols])
 EOF
 }
-na_record() { log "  $2: n/a: $3"; csv_row record "$1" "$2" n/a "$3"; }
+na_record() { log "  $2: n/a: $3"; csv_row record "$1" "$run_seq" "$2" n/a "$3"; }
 
 # ------------------------------------------------------------ which tools are present
 declare -A reason
@@ -237,7 +240,7 @@ record_run() {  # record_run REP TOOL
   local cpu0 cpu1 t0 t1 pid
   cpu0=$(python3 "$repo/bench/e2e_cpu.py" $$)
   t0=$(now_s)
-  /usr/bin/time -f "%U %S %M" -o "$tim" "${cmd[@]}" >"$err" 2>&1 &
+  /usr/bin/time -f "%U %S %M %w %c" -o "$tim" "${cmd[@]}" >"$err" 2>&1 &
   pid=$!
   running=("$pid")
   local waited=0
@@ -269,30 +272,42 @@ record_run() {  # record_run REP TOOL
   fi
   # /usr/bin/time writes "Command exited with non-zero status N" first when the tracer passes
   # on the gate's status: the numbers are on the last line.
-  local u s m b0 f0 b1 f1
-  read -r u s m < <(tail -1 "$tim")
+  local u s m w c b0 f0 b1 f1
+  read -r u s m w c < <(tail -1 "$tim")
   read -r b0 f0 <<<"$cpu0"
   read -r b1 f1 <<<"$cpu1"
   local busy foreign own window
   busy=$(calc "$b1 - $b0"); foreign=$(calc "$f1 - $f0"); own=$(calc "$u + $s")
   window=$(calc "$t1 - $t0")
-  csv_row record "$rep" "$tool" ok "" ios="$ios" iops="$iops" events="$ev" lost="$lost" \
+  csv_row record "$rep" "$run_seq" "$tool" ok "" ios="$ios" iops="$iops" events="$ev" lost="$lost" \
     file_bytes="$size" window_s="$window" busy_s="$busy" foreign_s="$foreign" \
-    own_cpu_s="$own" rss_kb="$m"
+    own_cpu_s="$own" vcsw="$w" ivcsw="$c" rss_kb="$m"
   log "  $tool: $(printf '%.0f' "$iops") IOPS, $ev events, lost ${lost:-n/a}, ${window}s, machine busy ${busy}s (others ${foreign}s), own CPU ${own}s"
   if [ "$tool" = iotrace ]; then log "    $(grep -o 'recording with the [a-z]* backend ([^)]*)' "$err" | head -1)"; fi
   rm -f "$out"
 }
 
+# Every tracer run sits between two no-tracer runs of the same repetition (none, A, none, B,
+# none, ...): its added CPU is taken against those two, seconds away, because the host's speed
+# drifts by 10-30% over minutes (bench/README.md, "Measuring added CPU"). `run_seq` numbers the
+# runs in the order they ran, so that the table can find each run's neighbours.
 read -r -a tool_list <<<"$tools"
-log "record phase: ${#tool_list[@]} tools x $reps repetitions x ${seconds}s of fio"
+tracers=()
+for t in "${tool_list[@]}"; do [ "$t" = none ] || tracers+=("$t"); done
+with_none=0
+for t in "${tool_list[@]}"; do [ "$t" = none ] && with_none=1; done
+log "record phase: ${#tracers[@]} tracers x $reps repetitions x ${seconds}s of fio$(
+  [ "$with_none" = 1 ] && echo ', a no-tracer run before and after each')"
 # warm the loop device's page cache so the first run is not special
 fio_job "$work/fio.json" --runtime=2 --time_based >/dev/null || die "fio cannot run on $loop"
+run_seq=0
 for rep in $(seq 1 "$reps"); do
-  n=${#tool_list[@]}
+  n=${#tracers[@]}
   log "repetition $rep/$reps"
+  if [ "$with_none" = 1 ]; then run_seq=$((run_seq + 1)); record_run "$rep" none; fi
   for i in $(seq 0 $((n - 1))); do  # rotate the order so no tool always runs first
-    record_run "$rep" "${tool_list[$(( (i + rep - 1) % n ))]}"
+    run_seq=$((run_seq + 1)); record_run "$rep" "${tracers[$(( (i + rep - 1) % n ))]}"
+    if [ "$with_none" = 1 ]; then run_seq=$((run_seq + 1)); record_run "$rep" none; fi
   done
 done
 
@@ -357,13 +372,13 @@ report_run() {  # report_run REP TOOL EVENTS FILE command...
     local why
     why=$(grep -m1 -i 'error' "$err" || tail -1 "$err")
     log "  $tool: n/a: exit $rc: $why"
-    csv_row report "$rep" "$tool" n/a "exit $rc: $why"
+    csv_row report "$rep" "" "$tool" n/a "exit $rc: $why"
     return
   fi
   local u s m
   read -r u s m < <(tail -1 "$tim")
   local wall; wall=$(calc "$t1 - $t0")
-  csv_row report "$rep" "$tool" ok "" events="$ev" file_bytes="$(stat -c %s "$file")" \
+  csv_row report "$rep" "" "$tool" ok "" events="$ev" file_bytes="$(stat -c %s "$file")" \
     wall_s="$wall" user_s="$u" sys_s="$s" rss_kb="$m"
   log "  $tool: ${wall}s wall, ${m} KiB peak RSS"
 }
@@ -405,7 +420,7 @@ for rep in $(seq 1 "$report_reps"); do
     report_run "$rep" btt "$td_events" "$work/report.blktrace" \
       env -C "$work/btt" btt -i "$work/report.blktrace" -o "$work/btt/out"
   else
-    csv_row report "$rep" btt n/a "btt is not installed or its input could not be made"
+    csv_row report "$rep" "" btt n/a "btt is not installed or its input could not be made"
   fi
 done
 
@@ -415,7 +430,7 @@ header="Machine: $(nproc) CPUs ($cpu_model), kernel $(uname -r); $(fio --version
 $(perf --version 2>/dev/null), trace-cmd $(trace-cmd --version 2>/dev/null | awk 'NF {print $3; exit}'), \
 $(bpftrace --version 2>/dev/null || echo 'no bpftrace'), iotrace $(git -C "$repo" rev-parse --short HEAD). \
 fio 4k randread iodepth 16 libaio direct on a loop device (mq-deadline), pinned to CPU 0, \
-${seconds}s per run, $reps repetitions interleaved; report phase on $pd_events events \
+${seconds}s per run, $reps repetitions interleaved, a no-tracer run before and after each tracer run; report phase on $pd_events events \
 (perf.data) / $td_events events (trace.dat), $report_reps repetitions; cross-CPU round trip \
 before each report repetition: ${round_trips[*]} ns; iotrace report read plan: perf.data \
 ${pd_plan:-n/a}, trace.dat ${td_plan:-n/a}. $(date -u '+%Y-%m-%d %H:%M UTC')."
