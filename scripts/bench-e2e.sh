@@ -293,9 +293,10 @@ record_run() {  # record_run REP TOOL
 # runs in the order they ran, so that the table can find each run's neighbours.
 read -r -a tool_list <<<"$tools"
 tracers=()
-for t in "${tool_list[@]}"; do [ "$t" = none ] || tracers+=("$t"); done
 with_none=0
-for t in "${tool_list[@]}"; do [ "$t" = none ] && with_none=1; done
+for t in "${tool_list[@]}"; do
+  if [ "$t" = none ]; then with_none=1; else tracers+=("$t"); fi
+done
 log "record phase: ${#tracers[@]} tracers x $reps repetitions x ${seconds}s of fio$(
   [ "$with_none" = 1 ] && echo ', a no-tracer run before and after each')"
 # warm the loop device's page cache so the first run is not special

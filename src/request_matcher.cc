@@ -723,10 +723,7 @@ bool RequestMatcher::Resolve(Older* older) const {
       continue;
     }
     // Met after the cut: it must still have been there (not expired before).
-    const uint64_t limit = r.last_ts > ~uint64_t{0} - options_.expiry_ns
-                               ? ~uint64_t{0}
-                               : r.last_ts + options_.expiry_ns;
-    if (last_event_ts_ > limit) return false;
+    if (ExpiredSinceCut(r.last_ts)) return false;
     const auto k = static_cast<TouchKind>(kind);
     if (r.state == RequestState::kIssued && (k == TouchKind::kInsert || k == TouchKind::kIssue)) {
       older->kept_apart.push_back(r);  // KeepApart, with room (checked above)
@@ -787,9 +784,7 @@ bool RequestMatcher::Adopt(const Older& older) {
   // What Expire would have done at the events since: an entry expires at the first event after
   // its last activity + expiry_ns.
   auto take = [this](RequestTable& t, const RequestEntry& e) {
-    const uint64_t limit =
-        e.last_ts > ~uint64_t{0} - options_.expiry_ns ? ~uint64_t{0} : e.last_ts + options_.expiry_ns;
-    if (last_event_ts_ > limit) {
+    if (ExpiredSinceCut(e.last_ts)) {
       ++stats_.expired[StateIndex(e.state)];
       RequestEntry gone = e;
       if (gone.pending_phases != 0) FlushPending(&gone);

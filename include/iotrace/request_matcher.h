@@ -270,6 +270,12 @@ class RequestMatcher {
   }
   // Whether a key of `keys` (sorted here) is in `log`.
   static bool AnyKeyIn(const uint32_t* log, size_t n, std::vector<uint32_t>* keys);
+  // Whether an entry last active at `last_ts` would have expired by the last event seen while
+  // watching: Expire drops it at the first event after last_ts + expiry_ns.
+  bool ExpiredSinceCut(uint64_t last_ts) const {
+    const uint64_t expiry = options_.expiry_ns;
+    return last_ts <= ~uint64_t{0} - expiry && last_event_ts_ > last_ts + expiry;
+  }
 
   Device& DeviceFor(uint32_t dev) {
     // Events of one device come in long stretches: remember the last one.

@@ -100,9 +100,9 @@ struct RangeReadResult {
   // The records and events counted (see TimeRange); the problems of the data and of the file
   // only in the range that reads to the end of the file (and duplicates, counted by time).
   ReadStats stats;
-  // trace.dat, per stream of the file (the same numbering in every range of one reader): the position of
-  // the first record counted, and of the first record not delivered because it lies at or after
-  // end_ts; kNoPosition when there is none (the stream ended first).
+  // trace.dat, per stream of the file (the same numbering in every range of one reader): the
+  // position of the first record counted, and of the first record not delivered because it
+  // lies at or after end_ts; kNoPosition when there is none (the stream ended first).
   static constexpr uint64_t kNoPosition = ~uint64_t{0};
   std::vector<uint64_t> first_counted;
   std::vector<uint64_t> stopped_at;
