@@ -36,6 +36,7 @@ def main():
     pairs = []
     only_a = 0
     used = set()
+    unmatched_a = []
     for key, reqs in a.items():
         cand = b.get(key, [])
         times = [r[0] for r in cand]
@@ -48,11 +49,19 @@ def main():
                         best = j
             if best is None:
                 only_a += 1
+                unmatched_a.append((key, (iss, ins, done)))
                 continue
             used.add((key, best))
             pairs.append(((iss, ins, done), cand[best]))
     only_b = sum(len(v) for v in b.values()) - len(used)
     print("matched %d only_a %d only_b %d" % (len(pairs), only_a, only_b))
+    # What did not match, with its key's requests on the other side: so that a failure shows
+    # whether a request is missing, or its two stamps lie further apart than WINDOW_NS.
+    unmatched_b = [(key, r) for key, v in b.items() for j, r in enumerate(v)
+                   if (key, j) not in used]
+    for side, other, lst in (("a", b, unmatched_a), ("b", a, unmatched_b)):
+        for key, r in lst[:5]:
+            print("unmatched %s %s %s; the other has %s" % (side, key, r, other.get(key, [])))
     worst = 0.0
     for phase in ("I2D", "D2C"):
         def lat(r):

@@ -214,7 +214,8 @@ TEST(ReportBackendsLiveTest, TheSameRunRecordedByBothBackendsAgrees) {
   ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
   std::regex matched("matched (\\d+) only_a (\\d+) only_b (\\d+)");
   ASSERT_TRUE(std::regex_search(cmp.out, m, matched)) << cmp.out;
-  EXPECT_EQ(std::stoull(m[1]), recorded) << "every request perf captured is in ftrace's file";
+  EXPECT_EQ(std::stoull(m[1]), recorded) << "every request perf captured is in ftrace's file\n"
+                                          << cmp.out;
   EXPECT_EQ(std::stoull(m[2]), 0u);
   EXPECT_EQ(std::stoull(m[3]), kernel - recorded);
   // The two backends stamp the same event separately (one probe after the other, ~0.5 us
