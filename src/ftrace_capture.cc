@@ -136,6 +136,8 @@ absl::Status FtraceCapture::Start() {
   return absl::OkStatus();
 }
 
+absl::Status FtraceCapture::Pause() { return instance_->SetTracingOn(false); }
+
 absl::StatusOr<bool> FtraceCapture::Wait(int timeout_ms) {
   std::vector<pollfd> fds;
   fds.reserve(cpu_state_.size() + watched_.size());

@@ -215,6 +215,13 @@ absl::Status PerfCapture::WatchFd(int fd) {
   return absl::OkStatus();
 }
 
+absl::Status PerfCapture::UnwatchFd(int fd) {
+  if (epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr) != 0) {
+    return ErrnoError(errno, "remove fd from", "epoll");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<bool> PerfCapture::Wait(int timeout_ms) {
   epoll_event evs[16];
   int n = epoll_wait(epoll_.get(), evs, 16, timeout_ms);

@@ -25,6 +25,7 @@
 #include "iotrace/perf_data_writer.h"
 #include "iotrace/probe.h"
 #include "iotrace/process.h"
+#include "iotrace/record_control.h"
 #include "iotrace/status.h"
 #include "iotrace/tracefs.h"
 
@@ -128,6 +129,9 @@ class RunningCapture {
  public:
   virtual ~RunningCapture() = default;
   virtual absl::Status WatchFd(int fd) = 0;
+  virtual absl::Status UnwatchFd(int fd) = 0;
+  // Turns the events on or off in the kernel (--delay, --control); the output stays open.
+  virtual absl::Status SetEnabled(bool on) = 0;
   // Waits for data, a watched fd (true), or the timeout.
   virtual absl::StatusOr<bool> Wait(int timeout_ms) = 0;
   // Moves what is there to the output; `check` (about once a second) also refreshes the
@@ -172,10 +176,81 @@ class ProgressLine {
 
 // Runs until the duration passes, the command exits or a signal arrives; the capture is enabled
 // and the command released by the caller. Returns the first failure (disk full included).
+// Events on or off (--delay, --control), and how long they were off.
+class EventSwitch {
+ public:
+  EventSwitch(RunningCapture& cap, bool on, uint64_t now_ns)
+      : cap_(cap), on_(on), off_since_ns_(now_ns) {}
+  bool on() const { return on_; }
+  absl::Status Set(bool on, uint64_t now_ns) {
+    if (on == on_) return absl::OkStatus();
+    IOTRACE_RETURN_IF_ERROR(cap_.SetEnabled(on));
+    on_ = on;
+    if (on) {
+      off_ns_ += now_ns - off_since_ns_;
+    } else {
+      off_since_ns_ = now_ns;
+    }
+    return absl::OkStatus();
+  }
+  double OffSeconds(uint64_t now_ns) const {
+    return (off_ns_ + (on_ ? 0 : now_ns - off_since_ns_)) / 1e9;
+  }
+
+ private:
+  RunningCapture& cap_;
+  bool on_;
+  uint64_t off_since_ns_;
+  uint64_t off_ns_ = 0;
+};
+
+// Carries out what the --control client sent. True when it asked to stop.
+absl::StatusOr<bool> ServeControl(ControlChannel*& control, RunningCapture& cap,
+                                  EventSwitch& events) {
+  std::vector<std::string> lines;
+  auto open = control->Read(&lines);
+  if (!open.ok()) return open.status();
+  bool stop = false;
+  for (const std::string& line : lines) {
+    switch (ParseControlCommand(line)) {
+      case ControlCommand::kEnable:
+        IOTRACE_RETURN_IF_ERROR(events.Set(true, MonotonicNs()));
+        break;
+      case ControlCommand::kDisable:
+        IOTRACE_RETURN_IF_ERROR(events.Set(false, MonotonicNs()));
+        break;
+      case ControlCommand::kStop:
+        stop = true;
+        break;
+      case ControlCommand::kPing:
+        break;
+      case ControlCommand::kUnknown:
+        // Not answered, as perf does not answer what it does not know.
+        std::fprintf(stderr,
+                     "iotrace: warning: --control: unknown command '%s' (enable, disable, stop, "
+                     "ping)\n",
+                     line.c_str());
+        continue;
+    }
+    control->Ack();
+  }
+  if (!*open) {
+    // The client closed the channel: recording goes on as it is.
+    IOTRACE_RETURN_IF_ERROR(cap.UnwatchFd(control->fd()));
+    control = nullptr;
+  }
+  return stop;
+}
+
+// Runs until the duration passes, the command exits, a signal arrives or the --control client
+// says stop. The caller released the command and enabled the events unless --delay holds them.
 absl::Status RunLoop(const RecordOptions& opt, RunningCapture& cap, SignalGuard& signals,
-                     GatedChild* child, uint64_t start_ns, RecordSummary* summary) {
+                     GatedChild* child, ControlChannel* control, uint64_t start_ns,
+                     RecordSummary* summary) {
   ProgressLine progress(opt.progress < 0 ? isatty(STDERR_FILENO) : opt.progress > 0);
   uint64_t last_check_ns = start_ns;
+  EventSwitch events(cap, opt.delay_ms == 0, start_ns);
+  bool delay_pending = opt.delay_ms > 0;
   absl::Status failure;
   for (;;) {
     uint64_t now = MonotonicNs();
@@ -184,12 +259,19 @@ absl::Status RunLoop(const RecordOptions& opt, RunningCapture& cap, SignalGuard&
       summary->stop_reason = "duration";
       break;
     }
-    int timeout_ms = 250;
-    if (opt.duration_s > 0) {
-      double left_ms = (opt.duration_s - elapsed) * 1000.0;
-      timeout_ms = static_cast<int>(std::clamp(left_ms, 0.0, 250.0)) + 1;
+    double wait_ms = 250;
+    if (opt.duration_s > 0) wait_ms = std::min(wait_ms, (opt.duration_s - elapsed) * 1000.0);
+    if (delay_pending) {
+      double left_ms = opt.delay_ms - elapsed * 1000.0;
+      if (left_ms <= 0) {
+        failure = events.Set(true, now);
+        if (!failure.ok()) break;
+        delay_pending = false;
+      } else {
+        wait_ms = std::min(wait_ms, left_ms);
+      }
     }
-    auto woke = cap.Wait(timeout_ms);
+    auto woke = cap.Wait(static_cast<int>(std::max(wait_ms, 0.0)) + 1);
     if (!woke.ok()) {
       failure = woke.status();
       break;
@@ -198,9 +280,21 @@ absl::Status RunLoop(const RecordOptions& opt, RunningCapture& cap, SignalGuard&
     int sig = *woke ? signals.Read(&child_changed) : 0;
     if (sig != 0) {
       summary->stop_reason = SignalName(sig);
+      summary->stop_signal = sig;
       // A terminal's Ctrl-C reached the command already; a SIGTERM sent to us alone is passed on.
       if (child != nullptr && sig != SIGINT) child->Signal(sig);
       break;
+    }
+    if (control != nullptr && *woke) {
+      auto stop = ServeControl(control, cap, events);
+      if (!stop.ok()) {
+        failure = stop.status();
+        break;
+      }
+      if (*stop) {
+        summary->stop_reason = "--control stop";
+        break;
+      }
     }
     if (child != nullptr && (child_changed || !*woke) && child->Poll()) {
       summary->stop_reason = "command exit";
@@ -214,7 +308,22 @@ absl::Status RunLoop(const RecordOptions& opt, RunningCapture& cap, SignalGuard&
     if (check) progress.Update((now - start_ns) / 1e9, cap.Progress());
   }
   progress.Clear();
+  summary->disabled_s = events.OffSeconds(MonotonicNs());
   return failure;
+}
+
+// After the recording: a command still running when the recording stopped for a reason of its
+// own (duration, --control stop, an error) is ended with SIGTERM, as perf record does, instead of
+// being waited for. Returns what iotrace exits with: the command's status, or 0 when iotrace
+// ended it. After a signal (passed on to the command) the command is waited for.
+int EndCommand(GatedChild& child, const RecordSummary& s) {
+  if (s.stop_signal != 0 || child.Poll()) {
+    child.Wait();
+    return child.exit_code();
+  }
+  child.Signal(SIGTERM);
+  child.Wait();
+  return 0;
 }
 
 absl::Status DiskFullError(const RecordSummary& s) {
@@ -244,6 +353,8 @@ class PerfRun : public RunningCapture {
       : cap_(cap), writer_(writer), silent_reported_(cap.events().size() * cap.cpus().size()) {}
 
   absl::Status WatchFd(int fd) override { return cap_.WatchFd(fd); }
+  absl::Status UnwatchFd(int fd) override { return cap_.UnwatchFd(fd); }
+  absl::Status SetEnabled(bool on) override { return on ? cap_.Enable() : cap_.Disable(); }
   absl::StatusOr<bool> Wait(int timeout_ms) override { return cap_.Wait(timeout_ms); }
 
   // With `check`: counts first, then the drain (see WriteSilentDrops).
@@ -338,7 +449,7 @@ class PerfRun : public RunningCapture {
 absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& tracefs,
                                    const std::vector<TraceEventInfo>& events,
                                    const std::string& filter, SignalGuard& signals,
-                                   RecordSummary* summary) {
+                                   ControlChannel* control, RecordSummary* summary) {
   PerfCaptureOptions copt;
   copt.events = events;
   copt.mmap_pages = opt.mmap_pages;
@@ -367,8 +478,9 @@ absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& 
 
   PerfRun run(*cap, *writer);
   IOTRACE_RETURN_IF_ERROR(run.WatchFd(signals.fd()));
+  if (control != nullptr) IOTRACE_RETURN_IF_ERROR(run.WatchFd(control->fd()));
   AnnounceBackend(*summary);
-  IOTRACE_RETURN_IF_ERROR(cap->Enable());
+  if (opt.delay_ms == 0) IOTRACE_RETURN_IF_ERROR(cap->Enable());
   const uint64_t start_ns = MonotonicNs();
   if (child) {
     absl::Status s = child->Release();
@@ -378,7 +490,8 @@ absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& 
       return AsUsageError(WithHint(s, "check the command after --"));
     }
   }
-  absl::Status failure = RunLoop(opt, run, signals, child ? &*child : nullptr, start_ns, summary);
+  absl::Status failure =
+      RunLoop(opt, run, signals, child ? &*child : nullptr, control, start_ns, summary);
   absl::Status s = run.Stop();
   if (failure.ok()) failure = s;
   const uint64_t end_ns = MonotonicNs();
@@ -389,10 +502,10 @@ absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& 
   summary->output_bytes = FileSize(summary->output);
   summary->disk_full = writer->disk_full();
   run.Summarize(summary);
-  if (child) child->Wait();
+  const int command_status = child ? EndCommand(*child, *summary) : 0;
   if (summary->disk_full) return DiskFullError(*summary);
   if (!failure.ok()) return failure;
-  return child ? child->exit_code() : 0;
+  return command_status;
 }
 
 // ---- ftrace backend ----
@@ -404,6 +517,11 @@ class FtraceRun : public RunningCapture {
     cap_.WatchFd(fd);
     return absl::OkStatus();
   }
+  absl::Status UnwatchFd(int fd) override {
+    cap_.UnwatchFd(fd);
+    return absl::OkStatus();
+  }
+  absl::Status SetEnabled(bool on) override { return on ? cap_.Start() : cap_.Pause(); }
   absl::StatusOr<bool> Wait(int timeout_ms) override { return cap_.Wait(timeout_ms); }
   absl::Status Drain(bool check) override {
     IOTRACE_ASSIGN_OR_RETURN(uint64_t moved, cap_.DrainOnce());
@@ -434,7 +552,7 @@ class FtraceRun : public RunningCapture {
 absl::StatusOr<int> RecordWithFtrace(const RecordOptions& opt, const std::string& tracefs,
                                      const std::vector<TraceEventInfo>& events,
                                      const std::string& filter, SignalGuard& signals,
-                                     RecordSummary* summary) {
+                                     ControlChannel* control, RecordSummary* summary) {
   FtraceCaptureOptions fopt;
   fopt.tracefs = tracefs;
   fopt.events = events;
@@ -449,8 +567,9 @@ absl::StatusOr<int> RecordWithFtrace(const RecordOptions& opt, const std::string
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<FtraceCapture> cap, FtraceCapture::Create(fopt));
   FtraceRun run(*cap);
   IOTRACE_RETURN_IF_ERROR(run.WatchFd(signals.fd()));
+  if (control != nullptr) IOTRACE_RETURN_IF_ERROR(run.WatchFd(control->fd()));
   AnnounceBackend(*summary);
-  IOTRACE_RETURN_IF_ERROR(cap->Start());
+  if (opt.delay_ms == 0) IOTRACE_RETURN_IF_ERROR(cap->Start());
   const uint64_t start_ns = MonotonicNs();
   if (child) {
     absl::Status s = child->Release();
@@ -459,12 +578,13 @@ absl::StatusOr<int> RecordWithFtrace(const RecordOptions& opt, const std::string
       return AsUsageError(WithHint(s, "check the command after --"));
     }
   }
-  absl::Status failure = RunLoop(opt, run, signals, child ? &*child : nullptr, start_ns, summary);
+  absl::Status failure =
+      RunLoop(opt, run, signals, child ? &*child : nullptr, control, start_ns, summary);
   absl::Status s = cap->Stop();
   if (failure.ok()) failure = s;
   const uint64_t end_ns = MonotonicNs();
   absl::StatusOr<FtraceCaptureResult> result = cap->Finish();
-  if (child) child->Wait();
+  const int command_status = child ? EndCommand(*child, *summary) : 0;
   summary->seconds = (end_ns - start_ns) / 1e9;
   if (!result.ok()) return result.status();
   summary->output_bytes = result->output_bytes;
@@ -490,7 +610,7 @@ absl::StatusOr<int> RecordWithFtrace(const RecordOptions& opt, const std::string
   }
   if (summary->disk_full) return DiskFullError(*summary);
   if (!failure.ok()) return failure;
-  return child ? child->exit_code() : 0;
+  return command_status;
 }
 
 // ---- backend choice ----
@@ -529,6 +649,13 @@ absl::StatusOr<int> RunRecord(const RecordOptions& opt, RecordSummary* summary) 
     if (!exe.ok()) return AsUsageError(WithHint(exe.status(), "check the command after --"));
   }
   IOTRACE_ASSIGN_OR_RETURN(std::string tracefs, FindTracefs(opt.tracefs_dir));
+  std::optional<ControlChannel> control;
+  if (!opt.control.empty()) {
+    IOTRACE_ASSIGN_OR_RETURN(ControlSpec spec, ParseControlSpec(opt.control));
+    auto opened = ControlChannel::Open(spec);
+    if (!opened.ok()) return AsUsageError(opened.status());
+    control.emplace(std::move(*opened));
+  }
   // From here on iotrace changes things (probes, an instance): Ctrl-C and SIGTERM are taken
   // from a signalfd, so that they end the recording through the cleanup path, even if they
   // arrive while things are being set up.
@@ -566,10 +693,11 @@ absl::StatusOr<int> RunRecord(const RecordOptions& opt, RecordSummary* summary) 
   summary->output = opt.output.empty()
                         ? (backend == Backend::kFtrace ? "iotrace.dat" : "iotrace.data")
                         : opt.output;
+  ControlChannel* ctl = control ? &*control : nullptr;
   absl::StatusOr<int> result =
       backend == Backend::kFtrace
-          ? RecordWithFtrace(opt, tracefs, events, filter, signals, summary)
-          : RecordWithPerf(opt, tracefs, events, filter, signals, summary);
+          ? RecordWithFtrace(opt, tracefs, events, filter, signals, ctl, summary)
+          : RecordWithPerf(opt, tracefs, events, filter, signals, ctl, summary);
   if (probes) {
     absl::Status s = probes->Remove();
     if (!s.ok()) {

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_format.h"
 #include "iotrace/block_dev.h"
+#include "iotrace/record_control.h"
 #include "iotrace/status.h"
 
 namespace iotrace {
@@ -38,9 +39,10 @@ const std::vector<std::string>& DefaultRecordEvents() {
 
 std::string FormatRecordSummary(const RecordSummary& s) {
   std::string out = absl::StrFormat(
-      "iotrace: recorded %.2f s with the %s backend into %s (%s)%s\n", s.seconds,
+      "iotrace: recorded %.2f s with the %s backend into %s (%s)%s%s\n", s.seconds,
       BackendName(s.backend), s.output, HumanBytes(s.output_bytes),
-      s.stop_reason.empty() ? "" : ", stopped by " + s.stop_reason);
+      s.stop_reason.empty() ? "" : ", stopped by " + s.stop_reason,
+      s.disabled_s > 0 ? absl::StrFormat("; events off for %.2f s of it", s.disabled_s) : "");
   size_t width = 5;
   for (const EventSummary& e : s.events) width = std::max(width, e.name.size());
   const int w = static_cast<int>(width);
@@ -150,6 +152,21 @@ absl::Status ValidateRecordOptions(const RecordOptions& opt) {
     return WithHint(absl::InvalidArgumentError(
                         absl::StrFormat("--mmap-pages %u is not a power of two", pages)),
                     "use 256, 512, 1024 (the default), 2048 ...");
+  }
+  if (opt.delay_ms < -1) {
+    return WithHint(absl::InvalidArgumentError(
+                        absl::StrFormat("--delay %d: not a delay", opt.delay_ms)),
+                    "use milliseconds, or -1 to start with events off until --control enables "
+                    "them");
+  }
+  if (opt.delay_ms == -1 && opt.control.empty()) {
+    return WithHint(absl::InvalidArgumentError(
+                        "--delay -1: nothing could ever turn the events on"),
+                    "add --control fifo:CTL[,ACK] and write 'enable' into it");
+  }
+  if (!opt.control.empty()) {
+    auto spec = ParseControlSpec(opt.control);
+    if (!spec.ok()) return spec.status();
   }
   if (opt.buffer_kb < 4) {
     return absl::InvalidArgumentError(

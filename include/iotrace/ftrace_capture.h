@@ -86,10 +86,13 @@ class FtraceCapture {
   const std::vector<int>& cpus() const { return cpus_; }
   uint32_t page_size() const { return writer_->page_size(); }
 
-  // Turns tracing on in the instance.
+  // Turns tracing on in the instance (again after Pause).
   absl::Status Start();
+  // Turns tracing off for a while (--control disable); what is in the buffers stays.
+  absl::Status Pause();
   // Adds an fd (a signalfd) that ends Wait when readable.
   void WatchFd(int fd) { watched_.push_back(fd); }
+  void UnwatchFd(int fd) { std::erase(watched_, fd); }
   // Waits up to `timeout_ms` for a CPU buffer to pass the instance's buffer_percent or a watched
   // fd to become readable. True when a watched fd is readable.
   absl::StatusOr<bool> Wait(int timeout_ms);

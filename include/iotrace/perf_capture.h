@@ -63,6 +63,7 @@ class PerfCapture {
 
   // Adds an fd (a signalfd) that ends Wait when readable.
   absl::Status WatchFd(int fd);
+  absl::Status UnwatchFd(int fd);
   // Waits until a ring passes its wakeup watermark, a watched fd is readable, or `timeout_ms`
   // passes. Returns true when a watched fd is readable.
   absl::StatusOr<bool> Wait(int timeout_ms);

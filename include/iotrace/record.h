@@ -30,6 +30,8 @@ struct RecordOptions {
   std::vector<std::string> command;     // after --
   int progress = -1;                    // -1: when stderr is a terminal
   std::string tracefs_dir;              // "" = find the mount
+  int64_t delay_ms = 0;                 // events enabled after this long; -1: by --control
+  std::string control;                  // --control spec ("" = none), see record_control.h
   std::vector<std::string> argv;        // the whole command line, stored in the file
 };
 
@@ -55,6 +57,8 @@ struct RecordSummary {
   bool per_event_losses = true;
   bool disk_full = false;
   std::string stop_reason;          // "duration", "command exited", "SIGINT", ...
+  int stop_signal = 0;              // the signal that stopped it, if one did
+  double disabled_s = 0;            // time with events off (--delay, --control disable)
 };
 
 // The table printed at the end of every recording (also unit-tested).

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "iotrace/cli.h"
@@ -61,6 +62,27 @@ int RecordCommand(const std::vector<std::string>& args) {
             [&](const std::string& v) { return ParseUint32Flag("--mmap-pages", v, &opt.mmap_pages); });
   flags.Add("buffer-kb", 0, true, "KB", "ftrace buffer per CPU in KiB (default 8192)",
             [&](const std::string& v) { return ParseUint32Flag("--buffer-kb", v, &opt.buffer_kb); });
+  flags.Add("delay", 'D', true, "MS",
+            "turn the events on this many ms after the start (the command starts at once); -1: "
+            "only when --control says enable",
+            [&](const std::string& v) {
+              int64_t ms = 0;
+              if (!absl::SimpleAtoi(v, &ms) || ms < -1) {
+                return WithHint(absl::InvalidArgumentError(absl::StrFormat(
+                                    "--delay '%s': expected milliseconds or -1", v)),
+                                "e.g. --delay 500, or --delay -1 with --control");
+              }
+              opt.delay_ms = ms;
+              return absl::OkStatus();
+            });
+  flags.Add("control", 0, true, "fifo:CTL[,ACK]|fd:CTL[,ACK]",
+            "take commands while recording, as perf record does: 'enable', 'disable', 'stop', "
+            "'ping', one per line, each answered 'ack' on ACK (requests that cross a disabled "
+            "stretch show as unpaired in the report)",
+            [&](const std::string& v) {
+              opt.control = v;
+              return absl::OkStatus();
+            });
   flags.Add("probe", 0, true, "DEF",
             "add a dynamic probe: 'p:[GRP/]NAME SYMBOL[+OFFS] [ARGS]', 'r:...', or "
             "'p:NAME /path/bin:SYMBOL [ARGS]' (repeatable)",
@@ -95,7 +117,9 @@ int RecordCommand(const std::vector<std::string>& args) {
         "Records block-layer tracepoints system-wide into a perf.data file (perf backend) or a\n"
         "trace.dat file (ftrace backend) that iotrace report, perf script and trace-cmd read.\n"
         "Stops after --duration, when the command after -- exits (iotrace then exits with its\n"
-        "status), or on Ctrl-C / SIGTERM; the file is complete in every case.\n\n"
+        "status), on Ctrl-C / SIGTERM, or on 'stop' from --control; the file is complete in\n"
+        "every case. A command still running when the recording stops gets SIGTERM, as with\n"
+        "perf record.\n\n"
         "Default events: %s\n\noptions:\n%s",
         absl::StrJoin(DefaultRecordEvents(), ", ").c_str(), flags.Help().c_str());
     return kExitOk;

@@ -215,6 +215,19 @@ TEST_P(RecordLiveTest, DurationStopsTheRecording) {
   EXPECT_NE(r.err.find("stopped by duration"), std::string::npos) << r.err;
 }
 
+// A command still running when --duration ends the recording gets SIGTERM (as perf record's
+// workload does) instead of being waited for; iotrace then exits 0, not with its status.
+TEST_P(RecordLiveTest, DurationEndsTheCommandWithSigterm) {
+  std::string out = Out("duration_cmd"), mark = dir_.File("term");
+  CommandResult r = RunCmd(Record(
+      {"-d", "0.3", "-o", out, "--", "bash", "-c",
+       "trap 'echo term >" + mark + "; kill $!; exit 3' TERM; sleep 1000 & wait"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("stopped by duration"), std::string::npos) << r.err;
+  EXPECT_EQ(Sh("cat " + mark).out, "term\n") << "the command was not sent SIGTERM";
+  EXPECT_EQ(Decode(out).exit_code, 0);
+}
+
 TEST_P(RecordLiveTest, BadInputGivesOneLineErrorsAndTouchesNothing) {
   struct Case {
     std::vector<std::string> args;
@@ -229,6 +242,9 @@ TEST_P(RecordLiveTest, BadInputGivesOneLineErrorsAndTouchesNothing) {
       {{"--dev", "/dev/null"}, 2, "not a block device", "lsblk"},
       {{"--", "/nonexistent/command"}, 2, "command not found", "after --"},
       {{"-o", "/nonexistent/dir/x.data", "-d", "0.1"}, 1, "/nonexistent/dir/x.data", ""},
+      {{"--delay", "-1", "-d", "0.1"}, 2, "nothing could ever turn the events on", "--control"},
+      {{"--control", "fifo:/nonexistent/ctl", "-d", "0.1"}, 2, "/nonexistent/ctl", ""},
+      {{"--control", "/tmp/ctl", "-d", "0.1"}, 2, "expected fifo: or fd:", "fifo:CTL"},
   };
   for (const Case& c : cases) {
     CommandResult r = RunCmd(Record(c.args));
@@ -272,6 +288,87 @@ TEST_P(RecordLiveTest, DiskFullStopsAndKeepsAValidFile) {
   ASSERT_TRUE(std::regex_search(r.err, m, re)) << r.err;
   EXPECT_EQ(std::stoull(m[1]), issues) << "the summary's recorded column must match the file";
   Sh("umount " + mnt);
+}
+
+// --delay -1 with --control, as perf record takes them: only the I/O between "enable" and
+// "disable" is recorded, every command is answered, and "stop" ends the recording.
+TEST_P(RecordLiveTest, ControlRecordsOnlyTheEnabledStretch) {
+  ScratchLoop loop("mq-deadline");
+  ASSERT_TRUE(loop.ok()) << loop.error();
+  std::string out = Out("control");
+  std::string ctl = dir_.File("ctl"), ack = dir_.File("ack"), err = dir_.File("err");
+  std::string record;
+  for (const std::string& a : Record({"-D", "-1", "--control", "fifo:" + ctl + "," + ack,
+                                      "--dev", loop.device(), "--no-progress", "-o", out, "--",
+                                      "sleep", "1000"})) {
+    record += "'" + a + "' ";
+  }
+  // Each command waits for its "ack" (at most 30 s): the first ping tells that iotrace is
+  // recording (with the events off), and the I/O after "disable" can no longer be recorded.
+  std::string say = "say() { echo \"$1\" >&7 && read -t 30 -u 8 a && echo \"$1: $a\"; }; ";
+  // A failing step ends the script, and the trap ends iotrace (it would hold the output pipe).
+  CommandResult r = RunCmd({"bash", "-c",
+                       "set -e; mkfifo " + ctl + " " + ack + "; " + say + record + ">/dev/null 2>" +
+                       err + " & p=$!; trap 'kill $p 2>/dev/null || true' EXIT; exec 7>" + ctl +
+                       " 8<" + ack + "; say ping; " +
+                       DdRead(loop, 100) + "; say enable; " + DdRead(loop, 200, 1000) +
+                       "; say disable; " + DdRead(loop, 300, 3000) +
+                       "; echo nonsense >&7; say stop; wait $p; echo rc=$?"});
+  CommandResult summary = Sh("cat " + err);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << summary.out;
+  for (const char* cmd : {"ping: ack", "enable: ack", "disable: ack", "stop: ack", "rc=0"}) {
+    EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd << "\n" << r.out;
+  }
+  EXPECT_NE(summary.out.find("unknown command 'nonsense'"), std::string::npos) << summary.out;
+  EXPECT_NE(summary.out.find("stopped by --control stop; events off for"), std::string::npos)
+      << summary.out;
+  const uint64_t kEnabled = 200;
+  for (const char* ev :
+       {"block:block_rq_insert", "block:block_rq_issue", "block:block_rq_complete"}) {
+    if (Ftrace()) {
+      std::regex re(std::string("\\s+") + ev + "\\s+(\\d+)\\s+-");
+      std::smatch m;
+      ASSERT_TRUE(std::regex_search(summary.out, m, re)) << ev << "\n" << summary.out;
+      EXPECT_EQ(std::stoull(m[1]), kEnabled) << ev << "\n" << summary.out;
+      continue;
+    }
+    Row row = SummaryRow(summary.out, ev);
+    ASSERT_TRUE(row.found) << ev << "\n" << summary.out;
+    EXPECT_EQ(row.kernel, kEnabled) << ev << "\n" << summary.out;
+    EXPECT_EQ(row.recorded + row.ring_lost + row.silent, row.kernel) << ev;
+  }
+  // The referee finds the enabled stretch's requests, and only those (sectors 8000-9599).
+  CommandResult ps = Decode(out);
+  ASSERT_EQ(ps.exit_code, 0) << ps.err;
+  std::regex sector("block_rq_complete:.* R[A-Z]* \\(\\) (\\d+) \\+ 8");
+  std::smatch m;
+  size_t completes = 0;
+  std::istringstream in(ps.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!std::regex_search(line, m, sector)) continue;
+    ++completes;
+    uint64_t s = std::stoull(m[1]);
+    EXPECT_TRUE(s >= 8000 && s < 9600) << line;
+  }
+  EXPECT_EQ(completes, Ftrace() ? kEnabled
+                               : SummaryRow(summary.out, "block:block_rq_complete").recorded);
+}
+
+// --delay N: the command starts at once, the events are turned on N ms later.
+TEST_P(RecordLiveTest, DelayHoldsTheEventsBack) {
+  ScratchLoop loop("mq-deadline");
+  ASSERT_TRUE(loop.ok()) << loop.error();
+  std::string out = Out("delay");
+  // 100 reads well inside the first 1.5 s, 200 well after it.
+  CommandResult r = RunCmd(Record({"--delay", "1500", "--dev", loop.device(), "-o", out, "--",
+                                   "sh", "-c",
+                                   DdRead(loop, 100) + "; sleep 3; " + DdRead(loop, 200, 1000)}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("events off for 1."), std::string::npos) << r.err;
+  Row total = SummaryRow(r.err, "total");
+  ASSERT_TRUE(total.found) << r.err;
+  EXPECT_EQ(total.kernel, 3u * 200) << r.err;
 }
 
 // The acceptance run of the perf backend: fio 4k randread iodepth 16 on a loop device, 5 s,

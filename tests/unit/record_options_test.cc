@@ -63,6 +63,24 @@ TEST(RecordOptionsTest, NoEventsAtAllIsAUsageError) {
   EXPECT_TRUE(ValidateRecordOptions(opt).ok());
 }
 
+TEST(RecordOptionsTest, DelayAndControlAreChecked) {
+  RecordOptions opt;
+  opt.delay_ms = -1;
+  absl::Status s = ValidateRecordOptions(opt);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("nothing could ever turn the events on"), std::string::npos);
+  EXPECT_NE(HintOf(s).find("--control"), std::string::npos);
+  opt.control = "fifo:/run/ctl";
+  EXPECT_TRUE(ValidateRecordOptions(opt).ok());
+  opt.delay_ms = -2;
+  EXPECT_EQ(ValidateRecordOptions(opt).code(), absl::StatusCode::kInvalidArgument);
+  opt.delay_ms = 500;
+  EXPECT_TRUE(ValidateRecordOptions(opt).ok());
+  opt.control = "pipe:/run/ctl";
+  s = ValidateRecordOptions(opt);
+  EXPECT_NE(s.message().find("expected fifo: or fd:"), std::string::npos) << s;
+}
+
 TEST(BlockDevTest, KernelEncodingIsMajorShiftedByTwenty) {
   EXPECT_EQ(KernelDev(7, 0), 7u << 20);
   EXPECT_EQ(KernelDev(254, 16), (254u << 20) | 16u);
@@ -119,6 +137,17 @@ TEST(RecordSummaryTest, RingLossAndDiskFullAreSaid) {
   EXPECT_NE(text.find("buffer was full"), std::string::npos);
   EXPECT_NE(text.find("disk filled up"), std::string::npos);
   EXPECT_EQ(text.find("silently"), std::string::npos);
+}
+
+TEST(RecordSummaryTest, TimeWithTheEventsOffIsSaid) {
+  RecordSummary s;
+  s.seconds = 4;
+  s.stop_reason = "--control stop";
+  EXPECT_EQ(FormatRecordSummary(s).find("events off"), std::string::npos);
+  s.disabled_s = 2.5;
+  EXPECT_NE(FormatRecordSummary(s).find("stopped by --control stop; events off for 2.50 s of it"),
+            std::string::npos)
+      << FormatRecordSummary(s);
 }
 
 TEST(FlagParserTest, LongShortInlineRepeatedAndRest) {
