@@ -252,7 +252,8 @@ def run(args):
                 log(f"warning: {t} exited with {tracer.proc.returncode} (see {work}/{t}.err)")
             if total is not None:
                 log(f"{t}: own CPU {total / 1e9:.2f} s in all, {inside / 1e9:.2f} s of it inside "
-                    f"the windows, {(total - inside) / 1e9:.2f} s outside (start, idle, exit)")
+                    f"the windows, {(total - inside) / 1e9:.2f} s outside (start-up, exit, idle, "
+                    f"and the settling after each toggle)")
             with open(f"{work}/{t}.err") as e:
                 err = e.read()
             with open(f"{args.out}/{t}.err", "w") as e:
