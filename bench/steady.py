@@ -351,7 +351,14 @@ def make_table(paths):
         by_rep = {}
         for w in ws:
             if w["tool"] in (peer, mine):
-                by_rep.setdefault((w["file"], w["rep"]), {})[w["tool"]] = w["added_ns"]
+                by_rep.setdefault((w["file"], w["rep"]), {})[w["tool"]] = w
+        both = [v for v in by_rep.values() if peer in v and mine in v]
+        parts = {
+            "own": [v[mine]["own_ns"] - v[peer]["own_ns"] for v in both],
+            "rest": [(v[mine]["added_ns"] - v[mine]["own_ns"]) -
+                     (v[peer]["added_ns"] - v[peer]["own_ns"]) for v in both],
+        }
+        by_rep = {k: {t: w["added_ns"] for t, w in v.items()} for k, v in by_rep.items()}
         diffs = [v[mine] - v[peer] for v in by_rep.values() if peer in v and mine in v]
         if not diffs:
             continue
@@ -366,6 +373,11 @@ def make_table(paths):
             f"per event): iotrace minus peer per repetition {med_range(diffs, ns)} ns per event; "
             f"iotrace added less in {less} of {len(diffs)} repetitions (sign test: "
             f"p = {sign_p(less, len(diffs)):.3g}){ratio}. Verdict: {verdict(less, len(diffs))}.")
+        for part, label in (("own", "its own CPU"),
+                            ("rest", "the rest (kernel: tracepoint, ring, page cache, wake-ups)")):
+            d = parts[part]
+            lines.append(f"  - of that, {label}: {med_range(d, ns)} ns per event, less in "
+                         f"{sum(x < 0 for x in d)} of {len(d)}")
     return "\n".join(lines) + "\n"
 
 

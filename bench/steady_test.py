@@ -74,6 +74,10 @@ class SteadyTableTest(unittest.TestCase):
         self.assertIn("added less in 6 of 6 repetitions", met)
         self.assertIn("Verdict: **met**", met)
         self.assertIn("-100 [-100..-100] ns per event", met)
+        # Both tools' own CPU is 100 ns per event here: the whole difference is the rest.
+        self.assertIn("of that, its own CPU: 0 [0..0] ns per event, less in 0 of 6", met)
+        self.assertIn("the rest (kernel: tracepoint, ring, page cache, wake-ups): -100 [-100..-100] "
+                      "ns per event, less in 6 of 6", met)
         unresolved = steady.make_table([raw_file([(1000, 900)] * 5 + [(900, 1000)])])
         self.assertIn("added less in 5 of 6", unresolved)
         self.assertIn("not resolved (noise)", unresolved)
