@@ -55,6 +55,9 @@ class EventSink {
 // ReadStats problem of a file whose writer never finished it (killed): what it holds is read,
 // but whatever the writer stores at the end (perf's silent-drop counts) is missing.
 inline constexpr char kProblemUnfinishedFile[] = "file_not_finished";
+// ReadStats problem of a file cut short (a copy cut off, a disk that filled): its data section
+// runs past the end of the file. What is there is read, up to the last whole record.
+inline constexpr char kProblemFileCut[] = "file_cut_short";
 
 struct ReadStats {
   uint64_t records = 0;   // all records seen in the data
