@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "iotrace/clock.h"
 #include "iotrace/counters.h"
+#include "iotrace/ftrace_page.h"
 #include "iotrace/status.h"
 #include "iotrace/stream_store.h"
 
@@ -40,6 +41,26 @@ bool ReaderProblemMayLoseEvents(std::string_view name) {
     if (name == h) return false;
   }
   return true;
+}
+
+// Reader problems whose damage the reader placed in time, as gaps of its coverage: the data of
+// a CPU (or of all, in perf.data's one stream) ends early, or a page of it was skipped. Samples
+// across them are left out and counted (CoverageReport), so they leave phases partial, not
+// incomplete. Per-record problems of perf.data (a sample that does not parse) are not placed.
+bool ReaderProblemPlaced(std::string_view name) {
+  static constexpr std::string_view kPlaced[] = {
+      kProblemFileCut, "truncated_record", "perf_pipe_stream_truncated", "bad_record_size", "read_error",
+      "trace_dat_cpu_data_truncated", "trace_dat_cpu_data_overlap", "ftrace_partial_page",
+      "ftrace_short_record", "ftrace_missed_events_uncounted",
+  };
+  for (std::string_view p : kPlaced) {
+    if (name == p) return true;
+  }
+  // The page problems of ftrace_page.h (bad header, record past the page, time backwards, ...).
+  for (int i = 0; i < kFtracePageProblemCount; ++i) {
+    if (name == FtracePageProblemName(static_cast<FtracePageProblem>(i))) return true;
+  }
+  return false;
 }
 
 // A request issued and not completed at the end of the file is stale (its completion most
@@ -436,15 +457,19 @@ void LatencyReportBuilder::Absorb(LatencyReportBuilder& later) {
   counters_.samples_filtered += later.counters_.samples_filtered;
   longest_d2c_ = std::max(longest_d2c_, later.longest_d2c_);
   last_ts_ = std::max(last_ts_, later.last_ts_);
-  for (const LossSummary& l : later.losses_) AddLoss(l.kind, l.cpu, l.event_id, l.count);
+  for (const LossSummary& l : later.losses_) AddLoss(l.kind, l.cpu, l.event_id, l.count, l.placed);
 }
 
 void LatencyReportBuilder::OnLoss(const LossRecord& loss) {
-  AddLoss(loss.kind, loss.cpu, loss.event_id, loss.count);
+  AddLoss(loss.kind, loss.cpu, loss.event_id, loss.count, loss.placed ? loss.count : 0);
+}
+
+void LatencyReportBuilder::set_coverage(const Coverage& coverage) {
+  coverage_ = coverage.gaps.empty() ? nullptr : std::make_unique<CoverageFilter>(coverage.gaps);
 }
 
 void LatencyReportBuilder::AddLoss(LossRecord::Kind kind, int32_t cpu, int32_t event_id,
-                                   uint64_t count) {
+                                   uint64_t count, uint64_t placed) {
   std::string_view event = "unknown";
   for (const auto& [id, name] : format_names_) {
     if (event_id >= 0 && id == static_cast<uint32_t>(event_id)) event = name;
@@ -460,6 +485,7 @@ void LatencyReportBuilder::AddLoss(LossRecord::Kind kind, int32_t cpu, int32_t e
       loss_index_.try_emplace({kind, cpu, event_id}, static_cast<uint32_t>(losses_.size()));
   if (!inserted) {
     losses_[it->second].count += count;
+    losses_[it->second].placed += placed;
     return;
   }
   LossSummary l;
@@ -467,6 +493,7 @@ void LatencyReportBuilder::AddLoss(LossRecord::Kind kind, int32_t cpu, int32_t e
   l.cpu = cpu;
   l.event_id = event_id;
   l.count = count;
+  l.placed = placed;
   l.event = std::string(event);
   losses_.push_back(std::move(l));
 }
@@ -537,8 +564,28 @@ void LatencyReportBuilder::CloseInterval(Group* g) {
   g->current->Reset();
 }
 
+unsigned LatencyReportBuilder::DropOutsideCoverage(const RequestSample& s, DeviceSlot& slot,
+                                                   unsigned phases) {
+  unsigned kept = phases;
+  for (unsigned bits = phases; bits != 0; bits &= bits - 1) {
+    const int p = std::countr_zero(bits);
+    const Phase phase = static_cast<Phase>(p);
+    // Outside --since/--until: the window's to count, not the coverage's.
+    if (windowed_ && (s.End(phase) < since_ns_ || s.End(phase) > until_ns_)) continue;
+    const std::optional<GapCause> gap = coverage_->Crosses(s.Start(phase), s.End(phase));
+    if (!gap.has_value()) continue;
+    kept &= ~(1u << p);
+    ++outside_coverage_[p][static_cast<int>(*gap)];
+    ++GroupFor(slot, s.op, phase)->outside_coverage;
+  }
+  return kept;
+}
+
 void LatencyReportBuilder::OnRequestSample(const RequestSample& s) {
-  if ((s.phases & (1u << static_cast<int>(Phase::kD2C))) != 0) {
+  if ((s.phases & (1u << static_cast<int>(Phase::kD2C))) != 0 &&
+      (coverage_ == nullptr ||
+       !coverage_->Crosses(s.Start(Phase::kD2C), s.End(Phase::kD2C)).has_value())) {
+    // (A pair across a gap may be false: it must not stretch the yardstick for stale requests.)
     longest_d2c_ = std::max(longest_d2c_, s.End(Phase::kD2C) - s.Start(Phase::kD2C));
   }
   DeviceSlot& slot = SlotFor(s.dev);
@@ -548,10 +595,14 @@ void LatencyReportBuilder::OnRequestSample(const RequestSample& s) {
     return;
   }
   std::array<Group*, kPhaseCount>& groups = slot.groups[static_cast<int>(s.op)];
+  unsigned phases = s.phases;
+  if (coverage_ != nullptr) [[unlikely]] {
+    phases = DropOutsideCoverage(s, slot, phases);
+  }
   // Only the set phases, lowest first (the order of the loop over all phases this replaces).
   if (!windowed_) {
     // What the loop below does when no sample is outside the window and there are no intervals.
-    for (unsigned bits = s.phases; bits != 0; bits &= bits - 1) {
+    for (unsigned bits = phases; bits != 0; bits &= bits - 1) {
       const int p = std::countr_zero(bits);
       const Phase phase = static_cast<Phase>(p);
       Group* g = groups[p] != nullptr ? groups[p] : GroupFor(slot, s.op, phase);
@@ -559,7 +610,7 @@ void LatencyReportBuilder::OnRequestSample(const RequestSample& s) {
     }
     return;
   }
-  for (unsigned bits = s.phases; bits != 0; bits &= bits - 1) {
+  for (unsigned bits = phases; bits != 0; bits &= bits - 1) {
     const int p = std::countr_zero(bits);
     const Phase phase = static_cast<Phase>(p);
     const uint64_t end = s.End(phase);
@@ -581,6 +632,50 @@ void LatencyReportBuilder::OnRequestSample(const RequestSample& s) {
       g->current->Record(latency);
     }
   }
+}
+
+void LatencyReportBuilder::FinishCoverage(const ReadStats& reader_stats, LatencyReport* r) const {
+  const Coverage& in = reader_stats.coverage;
+  CoverageReport& out = r->coverage;
+  out.outside = outside_coverage_;
+  out.window_start_ns = first_ts_;
+  out.window_end_ns = last_ts_;
+  out.complete = in.gaps.empty();
+  std::map<int32_t, CpuCoverage> cpus;
+  for (const CpuSpan& s : in.cpus) {
+    CpuCoverage& c = cpus[s.cpu];
+    c.cpu = s.cpu;
+    c.records = s.records;
+    c.first_ts_ns = s.first_ts;
+    c.last_ts_ns = s.last_ts;
+  }
+  std::vector<DataGap> inside;
+  for (const DataGap& g : in.gaps) {
+    CpuCoverage& c = cpus[g.cpu];
+    c.cpu = g.cpu;
+    if (g.open_end()) {
+      // The earliest end of any CPU's data ends the window; a CPU with no data leaves none.
+      if (!c.ends_early || g.after_ts < c.last_ts_ns) c.end_cause = g.cause;
+      c.ends_early = true;
+      if (g.after_ts == 0) {
+        out.has_window = false;
+      } else {
+        out.window_end_ns = std::min(out.window_end_ns, g.after_ts);
+      }
+    } else {
+      ++c.gaps;
+      inside.push_back(g);
+    }
+  }
+  if (out.window_end_ns < out.window_start_ns) out.has_window = false;
+  if (!out.has_window) out.window_end_ns = out.window_start_ns;
+  for (auto& [cpu, c] : cpus) out.cpus.push_back(c);
+  std::stable_sort(inside.begin(), inside.end(), [](const DataGap& a, const DataGap& b) {
+    return std::tie(a.after_ts, a.cpu) < std::tie(b.after_ts, b.cpu);
+  });
+  out.gap_count = inside.size();
+  if (inside.size() > CoverageReport::kMaxListedGaps) inside.resize(CoverageReport::kMaxListedGaps);
+  out.gaps = std::move(inside);
 }
 
 LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
@@ -609,9 +704,17 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
 
   // Histograms.
   std::map<uint64_t, LatencyInterval> intervals;
+  FinishCoverage(reader_stats, &r);
+  const bool partial = !r.coverage.complete;
   for (auto& g : groups_) {
     const std::string device = names_.Label(g->dev);
-    r.groups.push_back(MakeGroup(g->total, g->dev, device, g->op, g->phase));
+    // A group whose every sample lay outside the coverage has nothing to show (its count is
+    // in the coverage's).
+    if (!g->total.empty() || g->outside_coverage == 0) {
+      r.groups.push_back(MakeGroup(g->total, g->dev, device, g->op, g->phase));
+      r.groups.back().partial = partial;
+      r.groups.back().outside_coverage = g->outside_coverage;
+    }
     CloseInterval(g.get());
     for (LatencyInterval& iv : g->closed) {
       LatencyInterval& out = intervals[iv.index];
@@ -619,6 +722,7 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
       out.start_s = static_cast<double>(iv.index) * options_.interval_s;
       for (LatencyGroup& lg : iv.groups) {
         lg.device = device;
+        lg.partial = partial;
         out.groups.push_back(std::move(lg));
       }
     }
@@ -660,12 +764,15 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
         kind_of_event = k;
       }
     }
+    // Losses the reader placed in time are gaps of the coverage: the samples across them are
+    // left out and counted there; the phases they feed are partial, not incomplete.
+    const uint64_t unplaced = l.count - std::min(l.placed, l.count);
     if (l.event_id < 0) {
-      c.lost_unknown += l.count;
-      unknown_by[static_cast<int>(l.kind)] += l.count;
+      c.lost_unknown += unplaced;
+      unknown_by[static_cast<int>(l.kind)] += unplaced;
     } else if (kind_of_event >= 0) {
-      c.lost[kind_of_event] += l.count;
-      lost_by[kind_of_event][static_cast<int>(l.kind)] += l.count;
+      c.lost[kind_of_event] += unplaced;
+      lost_by[kind_of_event][static_cast<int>(l.kind)] += unplaced;
     }
   }
   for (const DeviceMatchStats& dm : matcher_->devices()) {
@@ -697,7 +804,8 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
   // unknown, so every phase is incomplete.
   std::vector<std::string> unreadable;
   for (const auto& [name, count] : reader_stats.problems) {
-    if (count != 0 && ReaderProblemMayLoseEvents(name)) {
+    if (count != 0 && ReaderProblemMayLoseEvents(name) &&
+        !(ReaderProblemPlaced(name) && !r.coverage.complete)) {
       unreadable.push_back(absl::StrFormat("%s %u", name, count));
     }
   }
@@ -778,6 +886,41 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
     }
   }
 
+  // Partial phases: the file's data does not cover the whole recording on every CPU.
+  if (!r.coverage.complete) {
+    const CoverageReport& cov = r.coverage;
+    for (int p = 0; p < kPhaseCount; ++p) {
+      uint64_t outside = 0;
+      std::vector<std::string> by;
+      for (int g = 0; g < kGapCauseCount; ++g) {
+        const uint64_t n = cov.outside[p][g];
+        outside += n;
+        if (n != 0) by.push_back(absl::StrFormat("%s %u", GapCauseName(static_cast<GapCause>(g)), n));
+      }
+      if (!present[p] && outside == 0) continue;
+      const Phase phase = static_cast<Phase>(p);
+      const std::string left_out =
+          outside == 0 ? std::string()
+                       : absl::StrFormat("; %u %s across a gap or past the end of some CPU's data "
+                                         "(%s) %s left out, never drawn",
+                                         outside, outside == 1 ? "request" : "requests",
+                                         absl::StrJoin(by, ", "), outside == 1 ? "is" : "are");
+      if (!cov.has_window) {
+        r.warnings.push_back({phase, absl::StrFormat("%s cannot be shown: no time is covered by "
+                                                     "every CPU's data (a CPU has none)%s",
+                                                     PhaseName(phase), left_out)});
+      } else {
+        r.warnings.push_back(
+            {phase, absl::StrFormat("%s is partial: it holds only requests wholly inside "
+                                    "%.3f-%.3f s, the time every CPU's data covers%s%s",
+                                    PhaseName(phase), (cov.window_start_ns - first_ts_) / 1e9,
+                                    (cov.window_end_ns - first_ts_) / 1e9,
+                                    cov.gap_count == 0 ? "" : ", less the gaps inside it",
+                                    left_out)});
+      }
+    }
+  }
+
   // Notes: phases that are absent, and why.
   uint64_t block_events = 0;
   for (uint64_t n : c.events) block_events += n;
@@ -837,6 +980,7 @@ ReadStats AddReadStats(const ReadStats& a, const ReadStats& b) {
   ReadStats sum = b;
   sum.records += a.records;
   sum.events += a.events;
+  sum.coverage.Merge(a.coverage);
   for (const auto& [name, count] : a.problems) sum.AddProblem(name, count);
   return sum;
 }
@@ -935,7 +1079,10 @@ std::optional<absl::StatusOr<LatencyReport>> BuildSplit(TraceReader& reader,
   }
   // (Records out of order are the readers' to find: every record they pass is compared with
   // the one before it.)
-  const std::string unfit = reader.RangesUnfit(plan->first, ra, rb);
+  std::string unfit = reader.RangesUnfit(plan->first, ra, rb);
+  if (unfit.empty() && !(ra.stats.coverage.complete() && rb.stats.coverage.complete())) {
+    unfit = "gaps in the data";
+  }
   if (!unfit.empty()) {
     *why_not = "one pass: " + unfit;
     return std::nullopt;
@@ -954,7 +1101,7 @@ std::optional<absl::StatusOr<LatencyReport>> BuildSplit(TraceReader& reader,
   a.HoldUntil(plan->cut, /*prime=*/false);
   RangeReadResult rc;
   if (!reader.ReadRange(&a, plan->rest, &rc).ok() ||
-      !reader.RangesUnfit(plan->first, ra, rc).empty()) {
+      !reader.RangesUnfit(plan->first, ra, rc).empty() || !rc.stats.coverage.complete()) {
     *why_not = "one pass: the first range could not read on";
     return std::nullopt;
   }
@@ -972,6 +1119,14 @@ absl::StatusOr<LatencyReport> BuildLatencyReport(TraceReader& reader,
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<LatencyReportBuilder> builder,
                            LatencyReportBuilder::Create(reader.formats(), options));
   IOTRACE_RETURN_IF_ERROR(builder->ReadAll(reader));
+  if (!reader.stats().coverage.complete()) {
+    // The data has gaps. Where they lie is known only now (a perf ring loss shows where it
+    // ends, not where it began): read again, leaving out every sample across one.
+    const Coverage coverage = reader.stats().coverage;
+    IOTRACE_ASSIGN_OR_RETURN(builder, LatencyReportBuilder::Create(reader.formats(), options));
+    builder->set_coverage(coverage);
+    IOTRACE_RETURN_IF_ERROR(builder->ReadAll(reader));
+  }
   LatencyReport report = FinishReport(*builder, reader, reader.stats(), options);
   report.read_plan = plan;
   return report;

@@ -230,10 +230,36 @@ class PerfDataReader final : public TraceReader {
       }
       if (item.kind == PerfRecord::Kind::kEvent) {
         ++events_;
+        Cover(item.event.cpu, item.time);
         sink_->OnEvent(item.event);
+      } else if (item.loss.kind == LossRecord::Kind::kRingLost && item.loss.cpu >= 0 &&
+                 item.loss.cpu < static_cast<int32_t>(kMaxCoveredCpu)) {
+        // A ring loss with a time and a CPU: the events were lost on that CPU after its last
+        // record so far (those before are emitted first, in time order) and before this one.
+        LossRecord loss = item.loss;
+        loss.placed = true;
+        const CpuSpan* span = SpanOf(loss.cpu);
+        gaps_.push_back(DataGap{loss.cpu, span != nullptr ? span->last_ts : 0, item.time,
+                                GapCause::kRingLost, loss.count});
+        sink_->OnLoss(loss);
       } else {
         sink_->OnLoss(item.loss);
       }
+    }
+
+    // The span of `cpu`'s records so far (nullptr: none yet).
+    const CpuSpan* SpanOf(int32_t cpu) const {
+      const size_t i = static_cast<size_t>(cpu);
+      return i < spans_.size() && spans_[i].records != 0 ? &spans_[i] : nullptr;
+    }
+    void Cover(uint32_t cpu, uint64_t time) {
+      if (cpu >= spans_.size()) [[unlikely]] {
+        if (cpu >= kMaxCoveredCpu) return;  // a crafted CPU number: not covered, not counted
+        spans_.resize(cpu + 1);
+      }
+      CpuSpan& s = spans_[cpu];
+      if (s.records++ == 0) s.first_ts = time;
+      s.last_ts = time;
     }
 
     // kRanged: a record outside what the range counts. The first at or after end_ts stops the
@@ -271,9 +297,12 @@ class PerfDataReader final : public TraceReader {
 
     void Release(uint64_t below) { ring_->Release(below); }
 
+    static constexpr uint32_t kMaxCoveredCpu = 1 << 16;
     uint64_t records_ = 0;
     uint64_t events_ = 0;
     uint64_t duplicates_ = 0;
+    std::vector<CpuSpan> spans_;  // by CPU number (coverage)
+    std::vector<DataGap> gaps_;
     uint64_t truncated_ = 0;
     uint64_t bad_size_ = 0;
     std::array<uint64_t, static_cast<size_t>(PerfProblem::kCount)> problems_{};
@@ -672,6 +701,12 @@ absl::Status PerfDataReader::Read(EventSink* sink, const TimeRange& range, Range
   stats.records = stream.records_;
   stats.events = stream.events_;
   stats.AddProblem("duplicate_record", stream.duplicates_);
+  for (size_t cpu = 0; cpu < stream.spans_.size(); ++cpu) {
+    CpuSpan span = stream.spans_[cpu];
+    span.cpu = static_cast<int32_t>(cpu);
+    stats.coverage.AddSpan(span);
+  }
+  stats.coverage.gaps = std::move(stream.gaps_);
   uint64_t problems = read_failed ? 1 : 0;
   problems += stream.truncated_ + stream.bad_size_;
   for (size_t i = 1; i < stream.problems_.size(); ++i) problems += stream.problems_[i];
@@ -684,6 +719,21 @@ absl::Status PerfDataReader::Read(EventSink* sink, const TimeRange& range, Range
   // The problems of the data and the file's own belong to the range that reads to the end.
   if (kRanged && range.end_ts != ~uint64_t{0}) return absl::OkStatus();
   for (const auto& [name, count] : open_problems_) stats.AddProblem(name, count);
+  // The data ends early, for every CPU at once (the records of all CPUs are interleaved in one
+  // stream): the file is cut short, its writer never finished it, or its last part is unusable.
+  // A CPU's data then ends at its last record; one with none has no data at all.
+  bool cut = false, unfinished = false;
+  for (const auto& [name, count] : open_problems_) {
+    cut |= name == kProblemFileCut;
+    unfinished |= name == kProblemUnfinishedFile;
+  }
+  const bool damaged = read_failed || stream.bad_size_ != 0;
+  if (cut || unfinished || damaged || stream.truncated_ != 0) {
+    const GapCause cause = unfinished            ? GapCause::kUnfinished
+                           : cut || !damaged     ? GapCause::kCut
+                                                 : GapCause::kDamaged;
+    stats.coverage.EndAll(nr_cpus_, cause);
+  }
   for (size_t i = 1; i < stream.problems_.size(); ++i) {
     stats.AddProblem(PerfProblemName(static_cast<PerfProblem>(i)), stream.problems_[i]);
   }

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
@@ -111,8 +112,57 @@ void WriteSummaryTable(const std::vector<LatencyGroup>& groups, TimeUnit unit, s
         FormatLatency(s.min_ns, unit), FormatLatency(static_cast<uint64_t>(std::llround(s.mean_ns)), unit),
         FormatLatency(s.p50_ns, unit), FormatLatency(s.p90_ns, unit),
         FormatLatency(s.p99_ns, unit), FormatLatency(s.p999_ns, unit),
-        FormatLatency(s.max_ns, unit), g.incomplete ? " *" : "");
+        FormatLatency(s.max_ns, unit),
+        absl::StrCat(g.partial ? " partial" : "", g.incomplete ? " *" : ""));
   }
+}
+
+// Seconds from the report's first event.
+std::string Since(const LatencyReport& r, uint64_t ts) {
+  return absl::StrFormat("%.3f", ts > r.first_ts_ns ? (ts - r.first_ts_ns) / 1e9 : 0.0);
+}
+
+// The coverage lines of the text header (nothing when the data covers the whole recording).
+void WriteCoverage(const LatencyReport& r, std::ostream& out) {
+  const CoverageReport& c = r.coverage;
+  if (c.complete) return;
+  if (c.has_window) {
+    out << absl::StrFormat("coverage: PARTIAL: every CPU's data covers %s-%s s of the %.3f s%s\n",
+                           Since(r, c.window_start_ns), Since(r, c.window_end_ns), r.duration_s(),
+                           c.gap_count == 0
+                               ? ""
+                               : absl::StrFormat(", less %u %s inside", c.gap_count,
+                                                 c.gap_count == 1 ? "gap" : "gaps"));
+  } else {
+    out << "coverage: NONE: no time is covered by every CPU's data, so no latency can be "
+           "trusted\n";
+  }
+  for (const CpuCoverage& cpu : c.cpus) {
+    if (!cpu.ends_early) continue;
+    const std::string name = cpu.cpu < 0 ? std::string("CPU ?") : absl::StrCat("CPU ", cpu.cpu);
+    if (cpu.records == 0) {
+      out << absl::StrFormat("  %s: no data (%s)\n", name, GapCauseText(cpu.end_cause));
+    } else {
+      out << absl::StrFormat("  %s: data ends at %s s (%s)\n", name, Since(r, cpu.last_ts_ns),
+                             GapCauseText(cpu.end_cause));
+    }
+  }
+  for (const DataGap& g : c.gaps) {
+    out << absl::StrFormat("  CPU %d: gap %s-%s s (%s%s)\n", g.cpu,
+                           g.after_ts == 0 ? std::string("start") : Since(r, g.after_ts),
+                           Since(r, g.before_ts), GapCauseText(g.cause),
+                           g.events == 0 ? "" : absl::StrFormat(", %u events", g.events));
+  }
+  if (c.gap_count > c.gaps.size()) {
+    out << absl::StrFormat("  ... and %u more gaps\n", c.gap_count - c.gaps.size());
+  }
+  const uint64_t outside = c.outside_total();
+  out << absl::StrFormat(
+      "  %s; %u phase %s across a gap or past the end of some CPU's data %s left out (see "
+      "warnings)\n",
+      c.has_window ? "the histograms hold only requests wholly inside what is covered"
+                   : "no histogram can be trusted",
+      outside, outside == 1 ? "sample" : "samples", outside == 1 ? "is" : "are");
 }
 
 std::string Counts(const std::vector<std::pair<std::string_view, uint64_t>>& items) {
@@ -176,8 +226,12 @@ void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
   } else {
     out << "  lost:\n";
     for (const LossSummary& l : c.losses) {
-      out << absl::StrFormat("    %-15s cpu %-4s %-28s %u\n", LossKindName(l.kind),
-                             l.cpu < 0 ? "?" : absl::StrFormat("%d", l.cpu), l.event, l.count);
+      out << absl::StrFormat("    %-15s cpu %-4s %-28s %u%s\n", LossKindName(l.kind),
+                             l.cpu < 0 ? "?" : absl::StrFormat("%d", l.cpu), l.event, l.count,
+                             l.placed == 0 ? ""
+                             : l.placed == l.count
+                                 ? " (placed: gaps of the coverage)"
+                                 : absl::StrFormat(" (%u placed: gaps of the coverage)", l.placed));
     }
   }
   std::vector<std::pair<std::string_view, uint64_t>> reader;
@@ -190,6 +244,22 @@ void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
     decode.emplace_back(DecodeProblemName(static_cast<DecodeProblem>(i)), c.decode.problems[i]);
   }
   out << "  decoder problems:        " << Counts(decode) << "\n";
+  if (!r.coverage.complete) {
+    std::vector<std::string> phases;
+    for (int p = 0; p < kPhaseCount; ++p) {
+      std::vector<std::pair<std::string_view, uint64_t>> by;
+      for (int g = 0; g < kGapCauseCount; ++g) {
+        if (r.coverage.outside[p][g] != 0) {
+          by.emplace_back(GapCauseName(static_cast<GapCause>(g)), r.coverage.outside[p][g]);
+        }
+      }
+      if (!by.empty()) {
+        phases.push_back(absl::StrFormat("%s (%s)", PhaseName(static_cast<Phase>(p)), Counts(by)));
+      }
+    }
+    out << "  outside coverage:        " << (phases.empty() ? "none" : absl::StrJoin(phases, ", "))
+        << "\n";
+  }
   if (c.samples_filtered != 0 || c.phases_outside_window != 0) {
     out << absl::StrFormat("  filtered out:            %u requests, %u phase samples outside "
                            "--since/--until\n",
@@ -215,7 +285,9 @@ void WriteJsonGroup(const LatencyGroup& g, std::ostream& out, const std::string&
   out << indent << "{\"dev\": " << JsonString(DevString(g.dev))
       << ", \"device\": " << JsonString(g.device) << ", \"op\": " << JsonString(BlockOpName(g.op))
       << ", \"phase\": " << JsonString(PhaseName(g.phase))
-      << ", \"incomplete\": " << (g.incomplete ? "true" : "false") << ",\n";
+      << ", \"incomplete\": " << (g.incomplete ? "true" : "false")
+      << ", \"partial\": " << (g.partial ? "true" : "false")
+      << ", \"outside_coverage\": " << g.outside_coverage << ",\n";
   out << indent << " \"count\": " << s.count << ", \"min_ns\": " << s.min_ns
       << ", \"mean_ns\": " << JsonDouble(s.mean_ns) << ", \"p50_ns\": " << s.p50_ns
       << ", \"p90_ns\": " << s.p90_ns << ", \"p99_ns\": " << s.p99_ns
@@ -270,6 +342,7 @@ std::string FormatSeconds(double s) {
 void WriteTextReport(const LatencyReport& r, TimeUnit unit, std::ostream& out) {
   out << absl::StrFormat("iotrace report: %s (%s, %d CPUs), %.3f s of trace\n", r.input,
                          r.file_format.empty() ? "?" : r.file_format, r.nr_cpus, r.duration_s());
+  WriteCoverage(r, out);
   if (!r.filters.empty()) {
     std::vector<std::string> f;
     for (const auto& [k, v] : r.filters) f.push_back(k + "=" + v);
@@ -277,13 +350,30 @@ void WriteTextReport(const LatencyReport& r, TimeUnit unit, std::ostream& out) {
   }
   out << "phases: I2D insert->issue (queue), D2C issue->complete (device), I2C insert->complete,"
          " Q2D/Q2C bio queued->issue/complete\n\n";
+  // The warnings come right after the table they qualify, before any histogram.
+  auto write_warnings = [&r, &out] {
+    if (r.warnings.empty()) return;
+    out << "warnings\n";
+    for (const PhaseWarning& w : r.warnings) out << "  WARNING: " << w.message << "\n";
+    out << "\n";
+  };
   if (r.groups.empty()) {
-    out << "no request latencies to show\n\n";
+    out << (!r.coverage.complete && !r.coverage.has_window
+                ? "no request latencies to show: no time is covered by every CPU's data\n\n"
+                : "no request latencies to show\n\n");
+    write_warnings();
   } else {
-    out << absl::StrFormat("latency (%s)%s\n", TimeUnitName(unit),
-                           r.warnings.empty() ? "" : "; * = incomplete, see warnings");
+    std::vector<std::string> legend;
+    if (!r.coverage.complete) legend.push_back("partial = only what the coverage above holds");
+    bool incomplete = r.coverage.complete && !r.warnings.empty();
+    for (const LatencyGroup& g : r.groups) incomplete |= g.incomplete;
+    if (incomplete) legend.push_back("* = incomplete");
+    if (!legend.empty()) legend.back() += ", see warnings";
+    out << absl::StrFormat("latency (%s)%s%s\n", TimeUnitName(unit), legend.empty() ? "" : "; ",
+                           absl::StrJoin(legend, "; "));
     WriteSummaryTable(r.groups, unit, out, "");
     out << "\n";
+    write_warnings();
     for (const LatencyGroup& g : r.groups) WriteAsciiHistogram(g, unit, out);
   }
   if (!r.intervals.empty()) {
@@ -296,10 +386,6 @@ void WriteTextReport(const LatencyReport& r, TimeUnit unit, std::ostream& out) {
     out << "\n";
   }
   WriteCompleteness(r, out);
-  if (!r.warnings.empty()) {
-    out << "\nwarnings\n";
-    for (const PhaseWarning& w : r.warnings) out << "  WARNING: " << w.message << "\n";
-  }
   if (!r.notes.empty()) {
     out << "\nnotes\n";
     for (const std::string& n : r.notes) out << "  " << n << "\n";
@@ -345,6 +431,37 @@ void WriteSummaryCsv(const LatencyReport& r, std::ostream& out) {
   }
 }
 
+void WriteJsonCoverage(const LatencyReport& r, std::ostream& out) {
+  const CoverageReport& c = r.coverage;
+  out << "{\"complete\": " << (c.complete ? "true" : "false")
+      << ", \"has_window\": " << (c.has_window ? "true" : "false")
+      << ", \"window_start_ns\": " << c.window_start_ns
+      << ", \"window_end_ns\": " << c.window_end_ns << ", \"cpus\": [";
+  for (size_t i = 0; i < c.cpus.size(); ++i) {
+    const CpuCoverage& cpu = c.cpus[i];
+    out << (i == 0 ? "" : ", ") << "{\"cpu\": " << cpu.cpu << ", \"records\": " << cpu.records
+        << ", \"first_ts_ns\": " << cpu.first_ts_ns << ", \"last_ts_ns\": " << cpu.last_ts_ns
+        << ", \"ends_early\": " << (cpu.ends_early ? "true" : "false") << ", \"end_cause\": "
+        << (cpu.ends_early ? JsonString(GapCauseName(cpu.end_cause)) : "null")
+        << ", \"gaps\": " << cpu.gaps << "}";
+  }
+  out << "], \"gap_count\": " << c.gap_count << ", \"gaps\": [";
+  for (size_t i = 0; i < c.gaps.size(); ++i) {
+    const DataGap& g = c.gaps[i];
+    out << (i == 0 ? "" : ", ") << "{\"cpu\": " << g.cpu << ", \"after_ts_ns\": " << g.after_ts
+        << ", \"before_ts_ns\": " << g.before_ts
+        << ", \"cause\": " << JsonString(GapCauseName(g.cause)) << ", \"events\": " << g.events
+        << "}";
+  }
+  out << "], \"outside\": {";
+  for (int p = 0; p < kPhaseCount; ++p) {
+    out << (p == 0 ? "" : ", ") << JsonString(PhaseName(static_cast<Phase>(p))) << ": ";
+    WriteJsonCounts(c.outside[p], [](size_t g) { return GapCauseName(static_cast<GapCause>(g)); },
+                    out);
+  }
+  out << "}}";
+}
+
 void WriteJsonReport(const LatencyReport& r, std::ostream& out) {
   const Completeness& c = r.completeness;
   const MatchStats& m = c.match;
@@ -353,7 +470,9 @@ void WriteJsonReport(const LatencyReport& r, std::ostream& out) {
   out << "  \"input\": {\"path\": " << JsonString(r.input)
       << ", \"format\": " << JsonString(r.file_format) << ", \"cpus\": " << r.nr_cpus
       << ", \"first_ts_ns\": " << r.first_ts_ns << ", \"last_ts_ns\": " << r.last_ts_ns
-      << ", \"duration_s\": " << JsonDouble(r.duration_s()) << "},\n";
+      << ", \"duration_s\": " << JsonDouble(r.duration_s()) << ", \"coverage\": ";
+  WriteJsonCoverage(r, out);
+  out << "},\n";
   out << "  \"options\": {\"interval_s\": " << JsonDouble(r.interval_s)
       << ", \"expiry_s\": " << JsonDouble(r.expiry_s) << ", \"max_inflight\": " << r.max_inflight
       << ", \"filters\": [";
@@ -418,7 +537,7 @@ void WriteJsonReport(const LatencyReport& r, std::ostream& out) {
     const LossSummary& l = c.losses[i];
     out << (i == 0 ? "" : ", ") << "{\"kind\": " << JsonString(LossKindName(l.kind))
         << ", \"cpu\": " << l.cpu << ", \"event\": " << JsonString(l.event)
-        << ", \"count\": " << l.count << "}";
+        << ", \"count\": " << l.count << ", \"placed\": " << l.placed << "}";
   }
   out << "],\n    \"reader\": {\"records\": " << c.reader_records
       << ", \"events\": " << c.reader_events << ", \"problems\": {";

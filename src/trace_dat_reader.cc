@@ -47,6 +47,8 @@ struct Stream {
   uint64_t offset = 0;
   uint64_t size = 0;
   FtracePageLayout layout;
+  bool cut = false;      // the file ends inside this stream's data (or before it)
+  bool damaged = false;  // dropped: its data overlaps another stream's
 };
 
 struct BufferRef {
@@ -155,6 +157,18 @@ class TraceDatReader final : public TraceReader {
     LossRecord loss;
     uint64_t located_missed = 0;
     uint64_t missed_pages = 0;
+    // Coverage: the records delivered, and a gap met since the last one (closed at the next).
+    CpuSpan span;
+    bool gap_pending = false;
+    GapCause gap_cause = GapCause::kDamaged;
+    uint64_t gap_events = 0;
+    // A gap in this stream's data begins after its last delivered record (a cause already
+    // pending keeps its place: an overrun's count adds up, damage is reported as such).
+    void MarkGap(GapCause cause, uint64_t events = 0) {
+      if (!gap_pending || cause == GapCause::kDamaged) gap_cause = cause;
+      gap_pending = true;
+      gap_events += events;
+    }
 
     explicit Cursor(const Stream* s) : stream(s), walker(s->layout) {}
   };
@@ -516,10 +530,12 @@ absl::Status TraceDatReader::InflateStreams(const std::vector<bool>& compressed)
     s.size = 0;
     if (size == 0) continue;
     if (begin < covered) {
+      s.damaged = true;
       ++overlapping_streams_;
       continue;
     }
     if (begin > file_.size) {
+      s.cut = true;
       ++truncated_streams_;
       continue;
     }
@@ -532,6 +548,7 @@ absl::Status TraceDatReader::InflateStreams(const std::vector<bool>& compressed)
       covered = begin + consumed;
       if (!st.ok()) {
         if (absl::IsInvalidArgument(st)) {
+          s.cut = true;
           ++truncated_streams_;  // the chunks before the damage are kept
         } else {
           return Annotate(st, absl::StrCat("read trace.dat ", path_, ": inflate into ",
@@ -540,6 +557,7 @@ absl::Status TraceDatReader::InflateStreams(const std::vector<bool>& compressed)
       }
     } else {
       if (size > file_.size - begin) {
+        s.cut = true;
         ++truncated_streams_;
         size = file_.size - begin;
       }
@@ -676,9 +694,11 @@ absl::Status TraceDatReader::FinishMetadata(uint64_t data_file_size) {
     }
     if (s.offset > data_file_size) {
       s.size = 0;
+      s.cut = true;
       ++truncated_streams_;
     } else if (s.size > data_file_size - s.offset) {
       s.size = data_file_size - s.offset;
+      s.cut = true;
       ++truncated_streams_;
     }
   }
@@ -694,13 +714,16 @@ absl::Status TraceDatReader::FinishMetadata(uint64_t data_file_size) {
   for (Stream* s : by_offset) {
     if (s->offset < covered) {
       s->size = 0;
+      s->damaged = true;
       ++overlapping_streams_;
     } else {
       covered = s->offset + s->size;
     }
   }
   streams_.erase(
-      std::remove_if(streams_.begin(), streams_.end(), [](const Stream& s) { return s.size == 0; }),
+      // (A stream cut or dropped stays, empty: its CPU's data is missing, and coverage says so.)
+      std::remove_if(streams_.begin(), streams_.end(),
+                     [](const Stream& s) { return s.size == 0 && !s.cut && !s.damaged; }),
       streams_.end());
 
   for (const FormatText& f : meta_.event_formats) {
@@ -766,11 +789,13 @@ bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* pro
     }
     if (c->walker.problem() != FtracePageProblem::kNone) {
       ++(*problems)[static_cast<int>(c->walker.problem())];
+      c->MarkGap(GapCause::kDamaged);
     }
     const uint32_t page_size = c->stream->layout.page_size;
     if (c->next_off >= c->end_off) return false;
     if (c->end_off - c->next_off < page_size) {
       ++(*problems)[kHotPartialPage];
+      c->MarkGap(c->stream->cut ? GapCause::kCut : GapCause::kDamaged);
       c->next_off = c->end_off;
       return false;
     }
@@ -780,6 +805,7 @@ bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* pro
     c->ring.Release(c->page_off);
     if (c->ring.Fill(c->page_off, page_size) < page_size) {
       ++(*problems)[kHotReadError];  // the stream ends here, as a cut file would
+      c->MarkGap(GapCause::kDamaged);
       c->next_off = c->end_off;
       return false;
     }
@@ -794,11 +820,14 @@ bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* pro
         c->loss.ts = c->walker.page_timestamp() + ts_offset_;
         c->loss_pending = true;
       }
+      c->loss.placed = true;
       if (c->walker.missed_count_known()) {
         c->loss.count += c->walker.missed_count();
         c->located_missed += c->walker.missed_count();
+        c->MarkGap(GapCause::kFtraceOverrun, c->walker.missed_count());
       } else {
         ++(*problems)[kHotMissedUncounted];
+        c->MarkGap(GapCause::kFtraceOverrun);
       }
     }
     if (c->walker.data_size() == 0) continue;
@@ -808,6 +837,7 @@ bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* pro
     FtracePageWalker probe = c->walker;
     if (probe.Next(&first) && first.ts < c->last_ts) {
       ++(*problems)[static_cast<int>(FtracePageProblem::kTimeBackwards)];
+      c->MarkGap(GapCause::kDamaged);
       c->walker.SkipRest();
       continue;
     }
@@ -979,13 +1009,26 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
     }
   };
   // Hands the top cursor's record to the sink (false: too short to be one).
-  auto deliver = [&](const Cursor* c) {
+  auto deliver = [&](Cursor* c, bool counted) {
     const ByteView p = c->rec.payload;
     if (p.size < 8 || p.size < pid_off + 4) {
       ++problems[kHotShortRecord];
+      c->MarkGap(GapCause::kDamaged);
       return false;
     }
     ev.ts = c->rec.ts + ts_offset_;
+    // Coverage: a gap met since this stream's last record ends here.
+    if (c->gap_pending) [[unlikely]] {
+      stats.coverage.gaps.push_back(DataGap{c->stream->cpu,
+                                            c->span.records != 0 ? c->span.last_ts : 0, ev.ts,
+                                            c->gap_cause, c->gap_events});
+      c->gap_pending = false;
+      c->gap_events = 0;
+    }
+    if (counted) {
+      if (c->span.records++ == 0) c->span.first_ts = ev.ts;
+      c->span.last_ts = ev.ts;
+    }
     ev.cpu = static_cast<uint32_t>(c->stream->cpu);
     std::memcpy(&ev.type, p.data, 2);
     std::memcpy(&ev.pid, p.data + pid_off, 4);
@@ -1004,7 +1047,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
       if (ts < previous_ts) ++out->out_of_order;
       previous_ts = ts;
       c->loss_pending = false;
-      if (ts >= range.start_ts) deliver(c);
+      if (ts >= range.start_ts) deliver(c, false);
       step(c);
     }
     // Every cursor is on its first record at or after count_from_ts (a later one before it
@@ -1028,7 +1071,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
       c->loss_pending = false;
     }
     ++records;
-    if (deliver(c)) ++events;
+    if (deliver(c, true)) ++events;
     step(c);
   }
 
@@ -1037,6 +1080,18 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   const bool to_end = !kRanged || range.end_ts == ~uint64_t{0};
   for (Cursor& c : cursors) {
     if (c.loss_pending && to_end) sink->OnLoss(c.loss);
+    c.span.cpu = c.stream->cpu;
+    stats.coverage.AddSpan(c.span);
+    // A stream whose data ends early (the file is cut inside it, or its last part could not be
+    // read): nothing of its CPU after its last record is known.
+    if (to_end && (c.gap_pending || c.stream->cut || c.stream->damaged)) {
+      const GapCause cause = c.stream->cut       ? GapCause::kCut
+                             : c.stream->damaged ? GapCause::kDamaged
+                                                 : c.gap_cause;
+      stats.coverage.gaps.push_back(DataGap{c.stream->cpu,
+                                            c.span.records != 0 ? c.span.last_ts : 0,
+                                            DataGap::kOpenEnd, cause, c.gap_events});
+    }
     c.ring = FileRing();
     out->losses_placed += c.missed_pages;
   }

@@ -43,6 +43,8 @@ class PipePerfReader final : public TraceReader {
     absl::Status st = inner_->ReadAll(sink);
     stats_ = inner_->stats();
     stats_.AddProblem("perf_pipe_stream_truncated", conv_.truncated);
+    // A stream cut short: every CPU's data ends early (the records of all are interleaved).
+    if (conv_.truncated != 0) stats_.coverage.EndAll(inner_->nr_cpus(), GapCause::kCut);
     stats_.AddProblem("perf_pipe_late_attrs", conv_.late_attrs);
     return st;
   }

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "iotrace/block_event.h"
+#include "iotrace/coverage.h"
 #include "iotrace/device_names.h"
 #include "iotrace/fd.h"
 #include "iotrace/histogram.h"
@@ -122,6 +123,11 @@ struct LatencyGroup {
   LatencySummary summary;
   std::vector<LatencyBucket> buckets;  // non-empty buckets, increasing
   bool incomplete = false;             // its phase has a warning (inputs were lost)
+  // The file's data does not cover the whole recording on every CPU (see CoverageReport): the
+  // histogram holds only the requests wholly inside what is covered, and `outside_coverage` of
+  // this device x op x phase were left out.
+  bool partial = false;
+  uint64_t outside_coverage = 0;
 };
 
 struct LatencyInterval {
@@ -137,6 +143,7 @@ struct LossSummary {
   int32_t event_id = -1;
   std::string event;  // "block:block_rq_complete", or "unknown"
   uint64_t count = 0;
+  uint64_t placed = 0;  // of count, placed in time by the reader (a gap of the coverage)
 };
 std::string_view LossKindName(LossRecord::Kind kind);  // "ring_lost", "silent_drop", ...
 
@@ -167,6 +174,41 @@ struct Completeness {
   uint64_t late_interval_samples = 0;  // samples older than their group's current interval
 };
 
+// One CPU's data in the file, as far as coverage goes.
+struct CpuCoverage {
+  int32_t cpu = 0;
+  uint64_t records = 0;
+  uint64_t first_ts_ns = 0;  // its first and last records (trace clock; 0 without records)
+  uint64_t last_ts_ns = 0;
+  bool ends_early = false;   // its data ends before the recording did (a gap with an open end)
+  GapCause end_cause = GapCause::kCut;
+  uint64_t gaps = 0;         // gaps inside its data
+};
+
+// What the report's histograms stand for: the window of time that every CPU's data covers,
+// less the gaps inside it. A phase sample (a request's start to its end) is in a histogram only
+// when it lies wholly in that window and crosses no gap; the others are counted in `outside`.
+struct CoverageReport {
+  bool complete = true;       // no gap at all: the whole recording, on every CPU
+  bool has_window = true;     // some time is covered by every CPU's data
+  uint64_t window_start_ns = 0;
+  uint64_t window_end_ns = 0;
+  std::vector<CpuCoverage> cpus;  // CPUs with records or gaps, by number
+  static constexpr size_t kMaxListedGaps = 64;
+  std::vector<DataGap> gaps;  // gaps inside the data (not the open ends), by time; at most
+                              // kMaxListedGaps
+  uint64_t gap_count = 0;     // all of them
+  // Phase samples left out, by phase and by the cause of the gap they crossed.
+  std::array<std::array<uint64_t, kGapCauseCount>, kPhaseCount> outside{};
+  uint64_t outside_total() const {
+    uint64_t n = 0;
+    for (const auto& by_cause : outside) {
+      for (uint64_t v : by_cause) n += v;
+    }
+    return n;
+  }
+};
+
 struct PhaseWarning {
   Phase phase = Phase::kD2C;
   std::string message;
@@ -190,6 +232,7 @@ struct LatencyReport {
   Completeness completeness;
   std::vector<PhaseWarning> warnings;  // inputs of a phase were incomplete
   std::vector<std::string> notes;      // absent phases and why, reader problems, ...
+  CoverageReport coverage;
 
   double duration_s() const { return (last_ts_ns - first_ts_ns) / 1e9; }
 
@@ -218,6 +261,10 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
 
   void OnEvent(const RawEvent& event) override;
   void OnLoss(const LossRecord& loss) override;
+
+  // Keeps a sample only where no gap of `coverage` lies within it (a second pass over a file
+  // whose first pass found gaps: BuildLatencyReport). Call before the first event.
+  void set_coverage(const Coverage& coverage);
 
   // Feeds every event of `reader` through the builder (reader.ReadAll(this)), with the threads
   // options.threads asks for (see ReportOptions::threads).
@@ -253,6 +300,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
     BlockOp op;
     Phase phase;
     Histogram total;
+    uint64_t outside_coverage = 0;
     std::unique_ptr<Histogram> current;  // the open interval (time series only)
     uint64_t current_index = 0;
     std::vector<LatencyInterval> closed;  // one group each
@@ -297,7 +345,11 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   bool PassesProcessFilter(const RequestSample& s) const;
   // At the first event after the cut of HoldUntil.
   void PassCut();
-  void AddLoss(LossRecord::Kind kind, int32_t cpu, int32_t event_id, uint64_t count);
+  void AddLoss(LossRecord::Kind kind, int32_t cpu, int32_t event_id, uint64_t count,
+               uint64_t placed);
+  // The samples of `s` that cross a gap of the coverage: counted and taken out of `phases`.
+  unsigned DropOutsideCoverage(const RequestSample& s, DeviceSlot& slot, unsigned phases);
+  void FinishCoverage(const ReadStats& reader_stats, LatencyReport* r) const;
 
   // Samples of the events before the cut of HoldUntil(prime) go nowhere.
   class NullSampleSink : public RequestSampleSink {
@@ -360,6 +412,10 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // --since, --until or --interval given: samples are looked at against the window and put
   // into intervals; without them (the usual report) into the totals alone.
   bool windowed_ = false;
+  // set_coverage: the gaps a sample must not cross (nullptr: the file has none, or no second
+  // pass), and the samples left out by phase and cause.
+  std::unique_ptr<CoverageFilter> coverage_;
+  std::array<std::array<uint64_t, kGapCauseCount>, kPhaseCount> outside_coverage_{};
 
   std::vector<std::unique_ptr<Group>> groups_;
   std::vector<std::unique_ptr<DeviceSlot>> slots_;

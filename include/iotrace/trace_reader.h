@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "iotrace/bytes.h"
+#include "iotrace/coverage.h"
 #include "iotrace/event_format.h"
 
 namespace iotrace {
@@ -41,6 +42,11 @@ struct LossRecord {
   int32_t event_id = -1;   // format id of the lost event, -1 when unknown
   uint64_t count = 0;
   uint64_t ts = 0;         // when the loss was reported (0 when unknown)
+  // The reader placed these events in time: a gap of its Coverage holds them (a perf ring loss
+  // with a time and a CPU, an ftrace page that says events were missed before it). Losses that
+  // cannot be placed (perf's silent drops, ftrace's per-CPU totals) leave every phase they feed
+  // incomplete instead.
+  bool placed = false;
 };
 
 class EventSink {
@@ -63,6 +69,8 @@ struct ReadStats {
   uint64_t records = 0;   // all records seen in the data
   uint64_t events = 0;    // tracepoint records delivered to OnEvent
   std::vector<std::pair<std::string, uint64_t>> problems;  // name -> count, only non-zero
+  // Per CPU, the span of the records delivered, and the gaps found in the data (see coverage.h).
+  Coverage coverage;
   void AddProblem(const std::string& name, uint64_t count = 1);
   uint64_t Problem(const std::string& name) const;
 };

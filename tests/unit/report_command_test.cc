@@ -134,7 +134,10 @@ TEST_F(ReportCommandTest, FileThatIsNotATraceIsARuntimeError) {
 
 // A trace.dat cut short (a copy that stopped early, a full disk): what it holds is reported,
 // and every phase says that events are missing and why, in the JSON and on stderr.
-TEST_F(ReportCommandTest, FileCutShortIsReportedAsIncomplete) {
+// A file cut short: what it holds is read, and the report says which part of the recording
+// every CPU's data covers; the histograms hold only requests wholly inside it (partial), and the
+// cut is not counted as lost events (it is placed in time).
+TEST_F(ReportCommandTest, FileCutShortIsReportedAsPartial) {
   std::ifstream in(std::string(IOTRACE_FIXTURES) + "/tracedat/dd_buffered_v6.dat",
                    std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -142,15 +145,35 @@ TEST_F(ReportCommandTest, FileCutShortIsReportedAsIncomplete) {
   std::ofstream(dir_ / "cut.dat", std::ios::binary) << bytes.substr(0, 50000);
   RunResult r = Run({"-i", "cut.dat", "--format=json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("\"incomplete\": true"), std::string::npos);
-  EXPECT_EQ(r.out.find("\"incomplete\": false"), std::string::npos);
-  EXPECT_NE(r.out.find("D2C is incomplete: parts of the file could not be read "
-                       "(ftrace_partial_page 1, trace_dat_cpu_data_truncated 1)"),
+  EXPECT_NE(r.out.find("\"coverage\": {\"complete\": false, \"has_window\": true"),
             std::string::npos)
       << r.out.substr(0, 2000);
-  EXPECT_NE(r.err.find("iotrace: warning: D2C is incomplete: parts of the file could not be read"),
+  EXPECT_NE(r.out.find("\"ends_early\": true, \"end_cause\": \"cut\""), std::string::npos)
+      << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find("\"partial\": true"), std::string::npos);
+  EXPECT_EQ(r.out.find("\"partial\": false"), std::string::npos);
+  EXPECT_EQ(r.out.find("parts of the file could not be read"), std::string::npos)
+      << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find("D2C is partial: it holds only requests wholly inside 0.000-"),
+            std::string::npos)
+      << r.out.substr(0, 2000);
+  EXPECT_NE(r.err.find("iotrace: warning: D2C is partial: it holds only requests wholly inside"),
             std::string::npos)
       << r.err;
+  // The text report says so in its header, in the table rows, and warns above the histograms.
+  RunResult t = Run({"-i", "cut.dat"});
+  EXPECT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("\ncoverage: PARTIAL: every CPU's data covers 0.000-"), std::string::npos)
+      << t.out;
+  EXPECT_NE(t.out.find("(the file is cut short)\n"), std::string::npos) << t.out;
+  const size_t row = t.out.find(" D2C      ");  // a table row (the column is padded)
+  ASSERT_NE(row, std::string::npos) << t.out;
+  EXPECT_NE(t.out.substr(row, t.out.find('\n', row) - row).find(" partial"), std::string::npos);
+  const size_t warning = t.out.find("WARNING: D2C is partial");
+  const size_t histogram = t.out.find("distribution");
+  ASSERT_NE(warning, std::string::npos) << t.out;
+  ASSERT_NE(histogram, std::string::npos) << t.out;
+  EXPECT_LT(warning, histogram);
 }
 
 TEST_F(ReportCommandTest, RunnerWritesTheMainOutputAndTheSummaryCsvToFiles) {
