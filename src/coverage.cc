@@ -73,7 +73,9 @@ CoverageFilter::CoverageFilter(const std::vector<DataGap>& gaps) : gaps_(gaps) {
   for (const DataGap& g : gaps_) {
     m = std::max(m, g.before_ts);
     max_before_.push_back(m);
+    if (!g.open_end()) ends_.push_back(g.before_ts);
   }
+  std::sort(ends_.begin(), ends_.end());
 }
 
 std::optional<GapCause> CoverageFilter::Crosses(uint64_t start, uint64_t end) const {

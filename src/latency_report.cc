@@ -295,6 +295,7 @@ void LatencyReportBuilder::OnEvent(const RawEvent& event) {
     if (++batch_->size == EventBatch::kCapacity) PublishBatch();
   } else {
     if (block_sink_ != nullptr) block_sink_->OnBlockEvent(event_);
+    if (event_.ts >= next_gap_end_) [[unlikely]] PassGapEnds(event_.ts);
     matcher_->OnEvent(event_);
   }
   if (placement_.has_value() && --stretch_left_ == 0) EndStretch();
@@ -365,6 +366,8 @@ absl::Status LatencyReportBuilder::ReadAll(TraceReader& reader) {
   const bool two_cpus = UsableCpus() >= 2 || options_.placement_on_one_cpu;
   const bool adaptive = threads == 0 && two_cpus && block_sink_ == nullptr;
   if (threads == 0) threads = two_cpus ? 3 : 1;
+  // With gaps known, the matcher is told where each ends (PassGapEnds): in the reading thread.
+  if (coverage_ != nullptr) threads = std::min(threads, 2);
   // 2 and up: the kernel's copy of the file into the reader's ring overlaps the parsing
   // (perf.data; ~10% faster on a 2-vCPU VM, bench/README.md).
   reader.set_read_ahead(threads >= 2);
@@ -466,6 +469,17 @@ void LatencyReportBuilder::OnLoss(const LossRecord& loss) {
 
 void LatencyReportBuilder::set_coverage(const Coverage& coverage) {
   coverage_ = coverage.gaps.empty() ? nullptr : std::make_unique<CoverageFilter>(coverage.gaps);
+  gap_ends_passed_ = 0;
+  next_gap_end_ = coverage_ == nullptr || coverage_->gap_ends().empty()
+                      ? ~uint64_t{0}
+                      : coverage_->gap_ends().front();
+}
+
+void LatencyReportBuilder::PassGapEnds(uint64_t ts) {
+  const std::vector<uint64_t>& ends = coverage_->gap_ends();
+  while (gap_ends_passed_ < ends.size() && ends[gap_ends_passed_] <= ts) ++gap_ends_passed_;
+  next_gap_end_ = gap_ends_passed_ < ends.size() ? ends[gap_ends_passed_] : ~uint64_t{0};
+  matcher_->DropFlushes(ts);
 }
 
 void LatencyReportBuilder::AddLoss(LossRecord::Kind kind, int32_t cpu, int32_t event_id,
@@ -635,7 +649,8 @@ void LatencyReportBuilder::OnRequestSample(const RequestSample& s) {
 }
 
 void LatencyReportBuilder::FinishCoverage(const ReadStats& reader_stats, LatencyReport* r) const {
-  const Coverage& in = reader_stats.coverage;
+  Coverage in = reader_stats.coverage;
+  in.gaps.insert(in.gaps.end(), options_.assume_gaps.begin(), options_.assume_gaps.end());
   CoverageReport& out = r->coverage;
   out.outside = outside_coverage_;
   out.window_start_ns = first_ts_;
@@ -999,7 +1014,8 @@ std::optional<SplitPlan> PlanSplit(TraceReader& reader, const ReportOptions& opt
                                    std::string* why_not) {
   const bool windowed =
       options.since_s.has_value() || options.until_s.has_value() || options.interval_s != 0;
-  if (options.threads != 0 || options.split_min_bytes == 0 || windowed || options.events) {
+  if (options.threads != 0 || options.split_min_bytes == 0 || windowed || options.events ||
+      !options.assume_gaps.empty()) {
     *why_not = "one pass";
     return std::nullopt;
   }
@@ -1118,11 +1134,15 @@ absl::StatusOr<LatencyReport> BuildLatencyReport(TraceReader& reader,
   if (auto split = BuildSplit(reader, options, &plan); split.has_value()) return *split;
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<LatencyReportBuilder> builder,
                            LatencyReportBuilder::Create(reader.formats(), options));
+  Coverage assumed;
+  assumed.gaps = options.assume_gaps;
+  builder->set_coverage(assumed);
   IOTRACE_RETURN_IF_ERROR(builder->ReadAll(reader));
   if (!reader.stats().coverage.complete()) {
     // The data has gaps. Where they lie is known only now (a perf ring loss shows where it
     // ends, not where it began): read again, leaving out every sample across one.
-    const Coverage coverage = reader.stats().coverage;
+    Coverage coverage = reader.stats().coverage;
+    coverage.Merge(assumed);
     IOTRACE_ASSIGN_OR_RETURN(builder, LatencyReportBuilder::Create(reader.formats(), options));
     builder->set_coverage(coverage);
     IOTRACE_RETURN_IF_ERROR(builder->ReadAll(reader));

@@ -118,8 +118,8 @@ void WriteSummaryTable(const std::vector<LatencyGroup>& groups, TimeUnit unit, s
 }
 
 // Seconds from the report's first event.
-std::string Since(const LatencyReport& r, uint64_t ts) {
-  return absl::StrFormat("%.3f", ts > r.first_ts_ns ? (ts - r.first_ts_ns) / 1e9 : 0.0);
+std::string Since(const LatencyReport& r, uint64_t ts, int decimals = 3) {
+  return absl::StrFormat("%.*f", decimals, ts > r.first_ts_ns ? (ts - r.first_ts_ns) / 1e9 : 0.0);
 }
 
 // The coverage lines of the text header (nothing when the data covers the whole recording).
@@ -147,14 +147,20 @@ void WriteCoverage(const LatencyReport& r, std::ostream& out) {
                              GapCauseText(cpu.end_cause));
     }
   }
-  for (const DataGap& g : c.gaps) {
+  // The first few gaps (JSON input.coverage lists up to CoverageReport::kMaxListedGaps).
+  constexpr size_t kShown = 5;
+  for (size_t i = 0; i < c.gaps.size() && i < kShown; ++i) {
+    const DataGap& g = c.gaps[i];
     out << absl::StrFormat("  CPU %d: gap %s-%s s (%s%s)\n", g.cpu,
-                           g.after_ts == 0 ? std::string("start") : Since(r, g.after_ts),
-                           Since(r, g.before_ts), GapCauseText(g.cause),
-                           g.events == 0 ? "" : absl::StrFormat(", %u events", g.events));
+                           g.after_ts == 0 ? std::string("start") : Since(r, g.after_ts, 6),
+                           Since(r, g.before_ts, 6), GapCauseText(g.cause),
+                           g.events == 0 ? ""
+                           : g.events == 1 ? ", 1 event"
+                                           : absl::StrFormat(", %u events", g.events));
   }
-  if (c.gap_count > c.gaps.size()) {
-    out << absl::StrFormat("  ... and %u more gaps\n", c.gap_count - c.gaps.size());
+  if (c.gap_count > kShown) {
+    out << absl::StrFormat("  ... and %u more %s (see --format json)\n", c.gap_count - kShown,
+                           c.gap_count - kShown == 1 ? "gap" : "gaps");
   }
   const uint64_t outside = c.outside_total();
   out << absl::StrFormat(
@@ -212,6 +218,20 @@ void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
       m.merges_unmatched,
       m.bio_front_merges, m.bio_back_merges, m.partial_completions, m.collisions,
       m.overlapping, m.completion_errors);
+  uint64_t at_gap = 0;
+  for (uint64_t n : m.flushes_at_gap) at_gap += n;
+  if (at_gap != 0) {
+    out << absl::StrFormat("  flushes given up at gaps: %s (in flight where a gap in the data "
+                           "ended: their FIFO pairing cannot be trusted past it)\n",
+                           StateCounts(m.flushes_at_gap));
+  }
+  uint64_t across_gap = 0;
+  for (uint64_t n : m.across_gap) across_gap += n;
+  if (across_gap != 0) {
+    out << absl::StrFormat("  across gaps:             %s (last seen before a gap in the data "
+                           "ended, never completed: their events most likely lay in it)\n",
+                           StateCounts(m.across_gap));
+  }
   out << absl::StrFormat("  expired (idle > %s s):   %s\n", FormatSeconds(r.expiry_s),
                          StateCounts(m.expired));
   out << absl::StrFormat("  evicted (table full):    %s\n", StateCounts(m.evicted));
@@ -532,6 +552,10 @@ void WriteJsonReport(const LatencyReport& r, std::ostream& out) {
   WriteJsonCounts(m.in_flight_at_end, state_name, out);
   out << ",\n    \"stale_at_end\": ";
   WriteJsonCounts(m.stale_at_end, state_name, out);
+  out << ",\n    \"flushes_at_gap\": ";
+  WriteJsonCounts(m.flushes_at_gap, state_name, out);
+  out << ",\n    \"across_gap\": ";
+  WriteJsonCounts(m.across_gap, state_name, out);
   out << ",\n    \"losses\": [";
   for (size_t i = 0; i < c.losses.size(); ++i) {
     const LossSummary& l = c.losses[i];

@@ -72,7 +72,7 @@ RequestMatcher::Device& RequestMatcher::DeviceForSlow(uint32_t dev) {
 void RequestMatcher::ExpireIn(RequestTable& t, uint64_t now) {
   while (now > t.expires_after()) {  // the table keeps its oldest entry's expiry time
     RequestEntry* oldest = t.Oldest();
-    ++stats_.expired[StateIndex(oldest->state)];
+    ++GivenUp(stats_.expired, oldest->state, oldest->last_ts);
     RemoveRequest(t, oldest);
   }
 }
@@ -90,7 +90,7 @@ RequestEntry* RequestMatcher::AddEntry(const BlockEvent& e) {
   if (watching_) [[unlikely]] max_tracked_ = std::max(max_tracked_, table_.size());
   if (table_.full()) {
     RequestEntry* oldest = table_.Oldest();
-    ++stats_.evicted[StateIndex(oldest->state)];
+    ++GivenUp(stats_.evicted, oldest->state, oldest->last_ts);
     RemoveRequest(table_, oldest);
   }
   RequestEntry* ent = table_.Add(e.dev, e.sector, e.ts);
@@ -190,7 +190,7 @@ inline void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
         // an inserted one given up.
         if (!KeepApart(ent)) {
           ++stats_.collisions;
-          ++stats_.collided[StateIndex(ent->state)];
+          ++GivenUp(stats_.collided, ent->state, ent->last_ts);
           RemoveRequest(table_, ent);
         }
         ent = nullptr;
@@ -220,7 +220,7 @@ inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
     // first one's completion was not seen. Kept apart while there is room, else given up.
     if (!KeepApart(ent)) {
       ++stats_.collisions;
-      ++stats_.collided[StateIndex(ent->state)];
+      ++GivenUp(stats_.collided, ent->state, ent->last_ts);
       RemoveRequest(table_, ent);
     }
     ent = nullptr;
@@ -435,6 +435,14 @@ void RequestMatcher::OnBioBackMerge(const BlockEvent& e) {
   if (RequestEntry* q = queued_.Find(e.dev, e.sector); q != nullptr) queued_.Remove(q);
 }
 
+void RequestMatcher::DropFlushes(uint64_t gap_end) {
+  gap_end_ts_ = std::max(gap_end_ts_, gap_end);
+  for (const std::unique_ptr<Device>& d : devices_) {
+    for (const FlushSlot& f : d->flushes) ++stats_.flushes_at_gap[StateIndex(f.state)];
+    d->flushes.clear();  // capacity kept: no allocation when they come back
+  }
+}
+
 void RequestMatcher::OnFlush(Device& d, const BlockEvent& e) {
   std::vector<FlushSlot>& fifo = d.flushes;
   // Expire stale flushes (their completion was lost) so they do not shift the pairing forever.
@@ -540,7 +548,7 @@ void RequestMatcher::Finish(uint64_t stale_before) {
   auto left = [this, stale_before](RequestState state, uint64_t last_ts) {
     ++stats_.in_flight_at_end[StateIndex(state)];
     const bool issued = state == RequestState::kIssued || state == RequestState::kRequeued;
-    if (issued && last_ts < stale_before) ++stats_.stale_at_end[StateIndex(state)];
+    if (issued && last_ts < stale_before) ++GivenUp(stats_.stale_at_end, state, last_ts);
   };
   for (RequestTable* t : {&table_, &queued_}) {
     t->ForEach([&left](const RequestEntry& ent) { left(ent.state, ent.last_ts); });

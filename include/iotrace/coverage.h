@@ -71,10 +71,13 @@ class CoverageFilter {
   // between the record at `start` and the next of its CPU), or nullopt when none does.
   std::optional<GapCause> Crosses(uint64_t start, uint64_t end) const;
   bool empty() const { return gaps_.empty(); }
+  // The ends of the gaps that have one (their before_ts), in increasing order.
+  const std::vector<uint64_t>& gap_ends() const { return ends_; }
 
  private:
   std::vector<DataGap> gaps_;       // by after_ts
   std::vector<uint64_t> max_before_;  // max before_ts of gaps_[0..i]
+  std::vector<uint64_t> ends_;
 };
 
 }  // namespace iotrace

@@ -88,6 +88,10 @@ struct ReportOptions {
   uint64_t split_min_bytes = uint64_t{32} << 20;
   bool split_on_one_cpu = false;
 
+  // Gaps to assume besides those the file has (tests: another recording's gaps, to compare
+  // what both files cover on the same clock).
+  std::vector<DataGap> assume_gaps;
+
   // Where device names come from (tests point these at fixtures).
   std::string sysfs_root = "/sys";
   std::string procfs_root = "/proc";
@@ -415,6 +419,11 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // set_coverage: the gaps a sample must not cross (nullptr: the file has none, or no second
   // pass), and the samples left out by phase and cause.
   std::unique_ptr<CoverageFilter> coverage_;
+  // The next end of a gap the events have not passed yet (~0: none): there the matcher gives up
+  // the flushes in flight (RequestMatcher::DropFlushes).
+  uint64_t next_gap_end_ = ~uint64_t{0};
+  size_t gap_ends_passed_ = 0;
+  void PassGapEnds(uint64_t ts);
   std::array<std::array<uint64_t, kGapCauseCount>, kPhaseCount> outside_coverage_{};
 
   std::vector<std::unique_ptr<Group>> groups_;

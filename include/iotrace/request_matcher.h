@@ -136,6 +136,14 @@ struct MatchStats {  // uint64_t counters only (AddCounters)
   // requests that should have completed long before the file ended (their completion was most
   // likely lost). Only the issued and requeued counts can be non-zero.
   std::array<uint64_t, kRequestStateCount> stale_at_end{};
+  // Flushes given up when the events passed the end of a gap in the data (DropFlushes): they
+  // pair in FIFO order, so one whose issue or completion fell in the gap would shift the
+  // pairing of every later flush.
+  std::array<uint64_t, kRequestStateCount> flushes_at_gap{};
+  // Requests given up (expired, evicted, collided) or left stale at the end that were last
+  // active before the end of a gap in the data: most likely their next event lay in the gap.
+  // Counted here instead of above; their samples would cross the gap anyway.
+  std::array<uint64_t, kRequestStateCount> across_gap{};
 };
 
 struct DeviceMatchStats {
@@ -228,6 +236,13 @@ class RequestMatcher {
 
   // Events must arrive in timestamp order (all CPUs merged).
   void OnEvent(const BlockEvent& event);
+  // Gives up every flush in flight (counted in flushes_at_gap): the events have just passed the
+  // end of a gap in the data, and flushes pair in FIFO order per device, which a flush event
+  // lost in the gap would shift for good. (Requests pair on their sector: a request left over
+  // from the gap meets the next one at its sector as a collision, and the new one pairs right.)
+  // `gap_end`: the end of the gap; requests last active before it and given up later are
+  // counted as across_gap.
+  void DropFlushes(uint64_t gap_end);
   // Counts what is left as in flight (issued or requeued requests last active before
   // `stale_before`, trace time, also as stale; 0: none) and settles the per-device no-insert
   // reasons.
@@ -340,6 +355,14 @@ class RequestMatcher {
   size_t fast_count_ = 0;
   Device* last_device_ = nullptr;
   MatchStats stats_;
+  uint64_t gap_end_ts_ = 0;  // the latest end of a gap the events passed (DropFlushes)
+  // The counter of `counter`'s kind for a request given up in `state`, last active at
+  // `last_ts`: across_gap instead when that was before the end of a gap.
+  uint64_t& GivenUp(std::array<uint64_t, kRequestStateCount>& counter, RequestState state,
+                    uint64_t last_ts) {
+    const size_t i = static_cast<size_t>(state);
+    return last_ts < gap_end_ts_ ? stats_.across_gap[i] : counter[i];
+  }
   // WatchKeys.
   bool watching_ = false;
   // The keys looked up and not found: about one per request, in 2 MiB chunks of huge pages (a
