@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "block_trace_dat.h"
+#include "coverage_check.h"
 #include "fixtures.h"
 #include "gtest/gtest.h"
 #include "iotrace/coverage.h"
@@ -68,124 +69,12 @@ TEST(CoverageTest, EndAllEndsEveryCpuAtItsLastRecordOnce) {
   EXPECT_EQ(c.gaps[2].cause, GapCause::kCut);
 }
 
-// The histograms of a report, by device x op x phase.
-using Buckets = std::map<std::tuple<uint32_t, BlockOp, Phase>, std::vector<LatencyBucket>>;
-
-Buckets BucketsOf(const LatencyReport& r) {
-  Buckets out;
-  for (const LatencyGroup& g : r.groups) out[{g.dev, g.op, g.phase}] = g.buckets;
-  return out;
-}
-
-bool SameBuckets(const Buckets& a, const Buckets& b, std::string* why) {
-  std::ostringstream w;
-  for (const auto& [key, buckets] : a) {
-    auto it = b.find(key);
-    const size_t other = it == b.end() ? 0 : it->second.size();
-    bool same = it != b.end() && buckets.size() == other;
-    for (size_t i = 0; same && i < buckets.size(); ++i) {
-      same = buckets[i].lo_ns == it->second[i].lo_ns && buckets[i].count == it->second[i].count;
-    }
-    if (!same) {
-      uint64_t n = 0, m = 0;
-      for (const LatencyBucket& x : buckets) n += x.count;
-      if (it != b.end()) {
-        for (const LatencyBucket& x : it->second) m += x.count;
-      }
-      w << PhaseName(std::get<2>(key)) << " " << BlockOpName(std::get<1>(key)) << " dev "
-        << std::get<0>(key) << ": " << n << " against " << m << " samples; ";
-    }
-  }
-  for (const auto& [key, buckets] : b) {
-    if (!a.count(key)) w << "only in the second: " << PhaseName(std::get<2>(key)) << "; ";
-  }
-  *why = w.str();
-  return why->empty();
-}
-
-std::optional<LatencyReport> Report(const std::string& path, ReportOptions o = {}) {
-  o.input = path;
-  o.sysfs_root = o.procfs_root = "/nonexistent";
-  o.threads = 1;
-  auto reader = TraceReader::Open(path);
-  if (!reader.ok()) return std::nullopt;
-  auto report = BuildLatencyReport(**reader, o);
-  EXPECT_TRUE(report.ok()) << report.status();
-  if (!report.ok()) return std::nullopt;
-  return *std::move(report);
-}
-
-// Every request sample the matcher paired is in a histogram, or counted as outside coverage.
-void ExpectEverySampleAccountedFor(const LatencyReport& r, const std::string& what) {
-  std::array<uint64_t, kPhaseCount> kept{};
-  for (const LatencyGroup& g : r.groups) kept[static_cast<int>(g.phase)] += g.summary.count;
-  for (int p = 0; p < kPhaseCount; ++p) {
-    uint64_t outside = 0;
-    for (uint64_t n : r.coverage.outside[p]) outside += n;
-    EXPECT_EQ(r.completeness.match.paired[p], kept[p] + outside)
-        << what << " " << PhaseName(static_cast<Phase>(p));
-  }
-}
-
-// Cuts `intact_path` at 10%, 50% and 90% of its size, at a page boundary and in the middle of
-// a record: every cut that can still be read reports, for the window every CPU's data covers,
-// the intact file's samples whose end lies in it (they start in it too: the window starts with
-// the recording), bucket for bucket; no sample is larger than the intact file's largest of its
-// group; every paired sample is drawn or counted as outside coverage. Returns how many cuts
-// could be read, and how many left samples out. (A cut into the metadata cannot be read: the
-// readers' tests check that message.)
-struct CutsChecked {
-  int read = 0;
-  int left_out = 0;
-};
-CutsChecked CheckCuts(const std::string& intact_path) {
-  std::optional<LatencyReport> intact = Report(intact_path);
-  EXPECT_TRUE(intact.has_value());
-  if (!intact.has_value()) return {};
-  EXPECT_TRUE(intact->coverage.complete);
-  std::map<std::tuple<uint32_t, BlockOp, Phase>, uint64_t> intact_max;
-  for (const LatencyGroup& g : intact->groups) intact_max[{g.dev, g.op, g.phase}] = g.summary.max_ns;
-  std::ifstream in(intact_path, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t half = bytes.size() / 2;
-  const std::vector<size_t> cuts = {bytes.size() / 10, half, bytes.size() * 9 / 10,
-                                    half / 4096 * 4096, half / 4096 * 4096 + 1234};
-  const std::string path = "/tmp/iotrace_coverage_test_" + std::to_string(getpid()) + ".cut";
-  int read = 0, left_out = 0;
-  for (size_t cut : cuts) {
-    SCOPED_TRACE(intact_path + " cut at " + std::to_string(cut) + " of " +
-                 std::to_string(bytes.size()));
-    std::ofstream(path, std::ios::binary | std::ios::trunc)
-        .write(bytes.data(), static_cast<std::streamsize>(cut));
-    std::optional<LatencyReport> r = Report(path);
-    if (!r.has_value()) continue;
-    ++read;
-    EXPECT_FALSE(r->coverage.complete);
-    ExpectEverySampleAccountedFor(*r, intact_path);
-    for (const LatencyGroup& g : r->groups) {
-      EXPECT_TRUE(g.partial);
-      if (g.summary.count != 0) {
-        EXPECT_LE(g.summary.max_ns, (intact_max[{g.dev, g.op, g.phase}])) << PhaseName(g.phase);
-      }
-    }
-    left_out += r->coverage.outside_total() != 0;
-    if (!r->coverage.has_window) {
-      EXPECT_TRUE(r->groups.empty());
-      continue;
-    }
-    EXPECT_TRUE(r->coverage.gaps.empty());  // a cut only ends data
-    EXPECT_EQ(r->first_ts_ns, intact->first_ts_ns);
-    ReportOptions until;
-    until.until_s = static_cast<double>(r->coverage.window_end_ns - intact->first_ts_ns) / 1e9;
-    std::optional<LatencyReport> reference = Report(intact_path, until);
-    EXPECT_TRUE(reference.has_value());
-    if (!reference.has_value()) continue;
-    std::string why;
-    EXPECT_TRUE(SameBuckets(BucketsOf(*r), BucketsOf(*reference), &why)) << why;
-  }
-  ::unlink(path.c_str());
-  return {read, left_out};
-}
+using testing::BucketsOf;
+using testing::CheckCuts;
+using testing::CutsChecked;
+using testing::ExpectEverySampleAccountedFor;
+using testing::Report;
+using testing::SameBuckets;
 
 // trace-cmd's own v6 files (tests/fixtures/tracedat/README): small, most of a cut lands in the
 // metadata. (Its v7 files keep the table of the CPU data at their end: a cut one cannot be
