@@ -275,13 +275,17 @@ void LatencyReportBuilder::OnEvent(const RawEvent& event) {
       until_ns_ = u > ~uint64_t{0} - first_ts_ ? ~uint64_t{0} : first_ts_ + u;
     }
   }
-  if (before_cut_) [[unlikely]] {
+  if (slow_path_) [[unlikely]] {
+    // Set coverage: the matcher is told where each gap ends, before the events after it.
+    if (event.ts >= next_gap_end_) PassGapEnds(event.ts);
     // HoldUntil: before the cut, skipped, or only priming the matcher (its samples go to the
     // null sink, its counters are taken off at the cut), through the one call site below.
-    if (event.ts >= cut_ts_) {
-      PassCut();
-    } else if (!prime_) {
-      return;
+    if (before_cut_) {
+      if (event.ts >= cut_ts_) {
+        PassCut();
+      } else if (!prime_) {
+        return;
+      }
     }
   }
   if (event.ts > last_ts_) last_ts_ = event.ts;
@@ -295,7 +299,6 @@ void LatencyReportBuilder::OnEvent(const RawEvent& event) {
     if (++batch_->size == EventBatch::kCapacity) PublishBatch();
   } else {
     if (block_sink_ != nullptr) block_sink_->OnBlockEvent(event_);
-    if (event_.ts >= next_gap_end_) [[unlikely]] PassGapEnds(event_.ts);
     matcher_->OnEvent(event_);
   }
   if (placement_.has_value() && --stretch_left_ == 0) EndStretch();
@@ -420,6 +423,7 @@ absl::Status LatencyReportBuilder::ReadAll(TraceReader& reader) {
 
 void LatencyReportBuilder::HoldUntil(uint64_t cut_ts, bool prime) {
   before_cut_ = true;
+  slow_path_ = true;
   cut_ts_ = cut_ts;
   prime_ = prime;
   if (prime) matcher_->set_sink(&null_sink_);
@@ -427,6 +431,7 @@ void LatencyReportBuilder::HoldUntil(uint64_t cut_ts, bool prime) {
 
 void LatencyReportBuilder::PassCut() {
   before_cut_ = false;
+  slow_path_ = next_gap_end_ != ~uint64_t{0};
   if (!prime_) return;
   cut_ = std::make_unique<Cut>();
   cut_->state = matcher_->Snapshot();
@@ -473,12 +478,14 @@ void LatencyReportBuilder::set_coverage(const Coverage& coverage) {
   next_gap_end_ = coverage_ == nullptr || coverage_->gap_ends().empty()
                       ? ~uint64_t{0}
                       : coverage_->gap_ends().front();
+  slow_path_ = before_cut_ || next_gap_end_ != ~uint64_t{0};
 }
 
 void LatencyReportBuilder::PassGapEnds(uint64_t ts) {
   const std::vector<uint64_t>& ends = coverage_->gap_ends();
   while (gap_ends_passed_ < ends.size() && ends[gap_ends_passed_] <= ts) ++gap_ends_passed_;
   next_gap_end_ = gap_ends_passed_ < ends.size() ? ends[gap_ends_passed_] : ~uint64_t{0};
+  slow_path_ = before_cut_ || next_gap_end_ != ~uint64_t{0};
   matcher_->DropFlushes(ts);
 }
 
@@ -596,12 +603,23 @@ unsigned LatencyReportBuilder::DropOutsideCoverage(const RequestSample& s, Devic
 }
 
 void LatencyReportBuilder::OnRequestSample(const RequestSample& s) {
+  if (coverage_ != nullptr) [[unlikely]] return OnRequestSampleCovered(s);
+  if ((s.phases & (1u << static_cast<int>(Phase::kD2C))) != 0) {
+    longest_d2c_ = std::max(longest_d2c_, s.End(Phase::kD2C) - s.Start(Phase::kD2C));
+  }
+  Record(s, s.phases);
+}
+
+void LatencyReportBuilder::OnRequestSampleCovered(const RequestSample& s) {
   if ((s.phases & (1u << static_cast<int>(Phase::kD2C))) != 0 &&
-      (coverage_ == nullptr ||
-       !coverage_->Crosses(s.Start(Phase::kD2C), s.End(Phase::kD2C)).has_value())) {
+      !coverage_->Crosses(s.Start(Phase::kD2C), s.End(Phase::kD2C)).has_value()) {
     // (A pair across a gap may be false: it must not stretch the yardstick for stale requests.)
     longest_d2c_ = std::max(longest_d2c_, s.End(Phase::kD2C) - s.Start(Phase::kD2C));
   }
+  Record(s, s.phases);
+}
+
+inline void LatencyReportBuilder::Record(const RequestSample& s, unsigned phases) {
   DeviceSlot& slot = SlotFor(s.dev);
   if (!slot.allowed || (op_mask_ & (1u << static_cast<int>(s.op))) == 0 ||
       (process_filter_ && !PassesProcessFilter(s))) {
@@ -609,7 +627,6 @@ void LatencyReportBuilder::OnRequestSample(const RequestSample& s) {
     return;
   }
   std::array<Group*, kPhaseCount>& groups = slot.groups[static_cast<int>(s.op)];
-  unsigned phases = s.phases;
   if (coverage_ != nullptr) [[unlikely]] {
     phases = DropOutsideCoverage(s, slot, phases);
   }

@@ -228,12 +228,18 @@ class PerfDataReader final : public TraceReader {
           return EmitOutside(item);
         }
       }
-      if (item.kind == PerfRecord::Kind::kEvent) {
+      if (item.kind == PerfRecord::Kind::kEvent) [[likely]] {
         ++events_;
         Cover(item.event.cpu, item.time);
         sink_->OnEvent(item.event);
-      } else if (item.loss.kind == LossRecord::Kind::kRingLost && item.loss.cpu >= 0 &&
-                 item.loss.cpu < static_cast<int32_t>(kMaxCoveredCpu)) {
+        return;
+      }
+      EmitLoss(item);
+    }
+
+    [[gnu::noinline]] void EmitLoss(const PerfRecord& item) {
+      if (item.loss.kind == LossRecord::Kind::kRingLost && item.loss.cpu >= 0 &&
+          item.loss.cpu < static_cast<int32_t>(kMaxCoveredCpu)) {
         // A ring loss with a time and a CPU: the events were lost on that CPU after its last
         // record so far (those before are emitted first, in time order) and before this one.
         LossRecord loss = item.loss;
@@ -252,14 +258,22 @@ class PerfDataReader final : public TraceReader {
       const size_t i = static_cast<size_t>(cpu);
       return i < spans_.size() && spans_[i].records != 0 ? &spans_[i] : nullptr;
     }
+    // Coverage: every event widens its CPU's span (one compare and two stores on the way).
     void Cover(uint32_t cpu, uint64_t time) {
-      if (cpu >= spans_.size()) [[unlikely]] {
-        if (cpu >= kMaxCoveredCpu) return;  // a crafted CPU number: not covered, not counted
-        spans_.resize(cpu + 1);
+      if (cpu < spans_size_) [[likely]] {
+        CpuSpan& s = spans_data_[cpu];
+        s.last_ts = time;
+        if (s.records++ == 0) [[unlikely]] s.first_ts = time;
+        return;
       }
-      CpuSpan& s = spans_[cpu];
-      if (s.records++ == 0) s.first_ts = time;
-      s.last_ts = time;
+      CoverNewCpu(cpu, time);
+    }
+    [[gnu::noinline]] void CoverNewCpu(uint32_t cpu, uint64_t time) {
+      if (cpu >= kMaxCoveredCpu) return;  // a crafted CPU number: not covered, not counted
+      spans_.resize(cpu + 1);
+      spans_data_ = spans_.data();
+      spans_size_ = spans_.size();
+      Cover(cpu, time);
     }
 
     // kRanged: a record outside what the range counts. The first at or after end_ts stops the
@@ -302,6 +316,8 @@ class PerfDataReader final : public TraceReader {
     uint64_t events_ = 0;
     uint64_t duplicates_ = 0;
     std::vector<CpuSpan> spans_;  // by CPU number (coverage)
+    CpuSpan* spans_data_ = nullptr;
+    size_t spans_size_ = 0;
     std::vector<DataGap> gaps_;
     uint64_t truncated_ = 0;
     uint64_t bad_size_ = 0;

@@ -157,17 +157,27 @@ class TraceDatReader final : public TraceReader {
     LossRecord loss;
     uint64_t located_missed = 0;
     uint64_t missed_pages = 0;
-    // Coverage: the records delivered, and a gap met since the last one (closed at the next).
-    CpuSpan span;
+    // Coverage, kept per page, not per record: the stream's first record (file time, 0: none
+    // read yet; last_ts is its last), the records delivered, and the gaps found. A gap met
+    // (MarkGap) begins after the last record read and ends at the first record of the next
+    // page that has one (AdvancePage).
+    uint64_t first_ts = 0;
+    uint64_t delivered = 0;
     bool gap_pending = false;
     GapCause gap_cause = GapCause::kDamaged;
+    uint64_t gap_after = 0;  // file time; 0: no record before it
     uint64_t gap_events = 0;
-    // A gap in this stream's data begins after its last delivered record (a cause already
-    // pending keeps its place: an overrun's count adds up, damage is reported as such).
+    std::vector<DataGap> gaps;  // file times, shifted at the end
     void MarkGap(GapCause cause, uint64_t events = 0) {
+      if (!gap_pending) gap_after = last_ts;
       if (!gap_pending || cause == GapCause::kDamaged) gap_cause = cause;
       gap_pending = true;
       gap_events += events;
+    }
+    void CloseGap(uint64_t before) {
+      gaps.push_back(DataGap{stream->cpu, gap_after, before, gap_cause, gap_events});
+      gap_pending = false;
+      gap_events = 0;
     }
 
     explicit Cursor(const Stream* s) : stream(s), walker(s->layout) {}
@@ -835,11 +845,15 @@ bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* pro
     // corrupt (or from another recording) and would break the merge.
     FtraceRecord first;
     FtracePageWalker probe = c->walker;
-    if (probe.Next(&first) && first.ts < c->last_ts) {
-      ++(*problems)[static_cast<int>(FtracePageProblem::kTimeBackwards)];
-      c->MarkGap(GapCause::kDamaged);
-      c->walker.SkipRest();
-      continue;
+    if (probe.Next(&first)) {
+      if (first.ts < c->last_ts) {
+        ++(*problems)[static_cast<int>(FtracePageProblem::kTimeBackwards)];
+        c->MarkGap(GapCause::kDamaged);
+        c->walker.SkipRest();
+        continue;
+      }
+      if (c->first_ts == 0) c->first_ts = first.ts;
+      if (c->gap_pending) c->CloseGap(first.ts);
     }
   }
 }
@@ -1013,22 +1027,15 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
     const ByteView p = c->rec.payload;
     if (p.size < 8 || p.size < pid_off + 4) {
       ++problems[kHotShortRecord];
-      c->MarkGap(GapCause::kDamaged);
+      // Lost: this record (the gap begins just before it) and what it held.
+      if (!c->gap_pending) {
+        c->MarkGap(GapCause::kDamaged);
+        c->gap_after = c->rec.ts - 1;
+      }
       return false;
     }
     ev.ts = c->rec.ts + ts_offset_;
-    // Coverage: a gap met since this stream's last record ends here.
-    if (c->gap_pending) [[unlikely]] {
-      stats.coverage.gaps.push_back(DataGap{c->stream->cpu,
-                                            c->span.records != 0 ? c->span.last_ts : 0, ev.ts,
-                                            c->gap_cause, c->gap_events});
-      c->gap_pending = false;
-      c->gap_events = 0;
-    }
-    if (counted) {
-      if (c->span.records++ == 0) c->span.first_ts = ev.ts;
-      c->span.last_ts = ev.ts;
-    }
+    if (counted) ++c->delivered;
     ev.cpu = static_cast<uint32_t>(c->stream->cpu);
     std::memcpy(&ev.type, p.data, 2);
     std::memcpy(&ev.pid, p.data + pid_off, 4);
@@ -1080,17 +1087,26 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   const bool to_end = !kRanged || range.end_ts == ~uint64_t{0};
   for (Cursor& c : cursors) {
     if (c.loss_pending && to_end) sink->OnLoss(c.loss);
-    c.span.cpu = c.stream->cpu;
-    stats.coverage.AddSpan(c.span);
+    // Coverage in the trace clock (file time + ts_offset_; 0 stays "none").
+    auto shift = [this](uint64_t t) { return t == 0 ? 0 : t + ts_offset_; };
+    if (c.delivered != 0) {
+      stats.coverage.AddSpan(
+          CpuSpan{c.stream->cpu, shift(c.first_ts), shift(c.last_ts), c.delivered});
+    }
     // A stream whose data ends early (the file is cut inside it, or its last part could not be
     // read): nothing of its CPU after its last record is known.
     if (to_end && (c.gap_pending || c.stream->cut || c.stream->damaged)) {
       const GapCause cause = c.stream->cut       ? GapCause::kCut
                              : c.stream->damaged ? GapCause::kDamaged
                                                  : c.gap_cause;
-      stats.coverage.gaps.push_back(DataGap{c.stream->cpu,
-                                            c.span.records != 0 ? c.span.last_ts : 0,
-                                            DataGap::kOpenEnd, cause, c.gap_events});
+      if (!c.gap_pending) c.gap_after = c.last_ts;
+      c.CloseGap(DataGap::kOpenEnd);
+      c.gaps.back().cause = cause;
+    }
+    for (DataGap g : c.gaps) {
+      g.after_ts = shift(g.after_ts);
+      if (!g.open_end()) g.before_ts = shift(g.before_ts);
+      stats.coverage.gaps.push_back(g);
     }
     c.ring = FileRing();
     out->losses_placed += c.missed_pages;

@@ -353,6 +353,9 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
                uint64_t placed);
   // The samples of `s` that cross a gap of the coverage: counted and taken out of `phases`.
   unsigned DropOutsideCoverage(const RequestSample& s, DeviceSlot& slot, unsigned phases);
+  // OnRequestSample with coverage set; both end in Record (filters, histograms, intervals).
+  void OnRequestSampleCovered(const RequestSample& s);
+  [[gnu::always_inline]] inline void Record(const RequestSample& s, unsigned phases);
   void FinishCoverage(const ReadStats& reader_stats, LatencyReport* r) const;
 
   // Samples of the events before the cut of HoldUntil(prime) go nowhere.
@@ -422,6 +425,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // The next end of a gap the events have not passed yet (~0: none): there the matcher gives up
   // the flushes in flight (RequestMatcher::DropFlushes).
   uint64_t next_gap_end_ = ~uint64_t{0};
+  bool slow_path_ = false;  // before_cut_, or a gap end ahead: OnEvent looks at both
   size_t gap_ends_passed_ = 0;
   void PassGapEnds(uint64_t ts);
   std::array<std::array<uint64_t, kGapCauseCount>, kPhaseCount> outside_coverage_{};
