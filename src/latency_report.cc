@@ -854,8 +854,10 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
     for (BlockEventKind kind : kPhaseInputs[p]) {
       const int k = static_cast<int>(kind);
       if (c.lost[k] != 0) {
-        why.push_back(absl::StrFormat("%u %s events lost (%s)", c.lost[k], BlockEventKindName(kind),
-                                      breakdown(lost_by[k])));
+        // (Losses placed in time are gaps of the coverage; these are not: any request may
+        // have lost an event to them.)
+        why.push_back(absl::StrFormat("%u %s events lost (%s), not placed in time", c.lost[k],
+                                      BlockEventKindName(kind), breakdown(lost_by[k])));
       }
       if (ds.rejected[k] != 0) {
         why.push_back(absl::StrFormat("%u %s records could not be decoded", ds.rejected[k],
@@ -863,8 +865,8 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
       }
     }
     if (c.lost_unknown != 0) {
-      why.push_back(absl::StrFormat("%u events of unknown type lost (%s)", c.lost_unknown,
-                                    breakdown(unknown_by)));
+      why.push_back(absl::StrFormat("%u events of unknown type lost (%s), not placed in time",
+                                    c.lost_unknown, breakdown(unknown_by)));
     }
     if (unfinished) {
       why.push_back("the file was not finished (its writer was killed?): the losses it counts "

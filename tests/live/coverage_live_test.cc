@@ -87,7 +87,10 @@ TEST_P(CutRecordingLiveTest, EveryCutReportsExactlyWhatItCovers) {
   ASSERT_FALSE(intact->groups.empty()) << rec.err;
   const testing::CutsChecked checked = testing::CheckCuts(file, only_loop);
   EXPECT_EQ(checked.read, 5) << "every cut of a recording this size can be read";
-  EXPECT_GE(checked.left_out, 4) << "a cut leaves samples out, counted";
+  // A cut leaves samples out, counted; but one inside the first CPU's data of a trace.dat (its
+  // CPUs' data lie one after the other) may leave no request of the device paired at all,
+  // when the other CPU took the completions: nothing to leave out.
+  EXPECT_GE(checked.left_out, 2) << "a cut leaves samples out, counted";
   std::printf("%s: %d cuts read, %d left samples out\n", who.c_str(), checked.read,
               checked.left_out);
 }
