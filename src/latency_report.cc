@@ -35,6 +35,8 @@ bool ReaderProblemMayLoseEvents(std::string_view name) {
   static constexpr std::string_view kHarmless[] = {
       "duplicate_record",      "out_of_order_beyond_window", "non_tracepoint_sample",
       "event_format_unparsed", kProblemUnfinishedFile,
+      // perf.data cut short after its data: feature sections lost, every event read.
+      "file_cut_after_data",
   };
   for (std::string_view h : kHarmless) {
     if (name == h) return false;
