@@ -905,6 +905,8 @@ LatencyReport FinishReport(LatencyReportBuilder& builder, const TraceReader& rea
   LatencyReport report = builder.Finish(stats);
   report.input = options.input;
   report.file_format = std::string(reader.FileFormat());
+  report.formats_source = reader.FormatsSource();
+  report.formats_warning = reader.FormatsWarning();
   report.nr_cpus = reader.nr_cpus();
   return report;
 }
