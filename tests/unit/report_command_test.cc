@@ -145,7 +145,8 @@ TEST_F(ReportCommandTest, FileCutShortIsReportedAsIncomplete) {
   EXPECT_NE(r.out.find("\"incomplete\": true"), std::string::npos);
   EXPECT_EQ(r.out.find("\"incomplete\": false"), std::string::npos);
   EXPECT_NE(r.out.find("D2C is incomplete: parts of the file could not be read "
-                       "(ftrace_partial_page 1, trace_dat_cpu_data_truncated 1)"),
+                       "(ftrace_partial_page 1, trace_dat_cpu_data_truncated 1, "
+                       "file_cut_short 1)"),
             std::string::npos)
       << r.out.substr(0, 2000);
   EXPECT_NE(r.err.find("iotrace: warning: D2C is incomplete: parts of the file could not be read"),
