@@ -51,7 +51,8 @@ absl::StatusOr<std::vector<EventFormat>> FormatsFromEventsDir(const std::string&
       auto id_text = ReadFileToString(dir + "/id");
       uint32_t id = 0;
       const std::string_view id_str = id_text.ok() ? TrimText(*id_text) : std::string_view();
-      if (!id_text.ok() || !absl::SimpleAtoi(absl::string_view(id_str.data(), id_str.size()), &id) ||
+      if (!id_text.ok() ||
+          !absl::SimpleAtoi(absl::string_view(id_str.data(), id_str.size()), &id) ||
           std::find(ids.begin(), ids.end(), id) == ids.end()) {
         continue;
       }

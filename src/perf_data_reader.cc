@@ -476,7 +476,9 @@ absl::Status PerfDataReader::Parse() {
                       kDamagedHint);
     }
     total_ids += ids.size / 8;
-    if (total_ids > kMaxIds) return WithHint(Error("attr section: too many event ids"), kDamagedHint);
+    if (total_ids > kMaxIds) {
+      return WithHint(Error("attr section: too many event ids"), kDamagedHint);
+    }
     info.ids.resize(ids.size / 8);
     if (ids.size > 0) std::memcpy(info.ids.data(), base_ + ids.offset, ids.size);
     attrs_.push_back(std::move(info));
@@ -603,20 +605,29 @@ std::string RawMisfit(ByteView raw, const EventFormat& f) {
     return absl::StrFormat("%u bytes of raw data, but its fields end at byte %u", raw.size,
                            fixed_end);
   }
-  if (!dynamic && raw.size > (fixed_end + 7) / 8 * 8 + 4) {
-    return absl::StrFormat("%u bytes of raw data, but its fields end at byte %u", raw.size,
-                           fixed_end);
-  }
+  // The kernel places dynamic data after the fields, empty or not (its offset is never 0).
+  uint64_t dynamic_bytes = 0;
   for (const FieldInfo& field : f.fields) {
     if (!field.is_dynamic) continue;
     uint32_t loc = 0;
     std::memcpy(&loc, raw.data + field.offset, 4);
     uint64_t at = loc & 0xffff, len = loc >> 16;
     if (field.is_relative) at += uint64_t{field.offset} + field.size;
-    if (at + len > raw.size || (len != 0 && at < fixed_end)) {
-      return absl::StrFormat("its field %s points at bytes %u to %u of %u bytes of raw data",
-                             field.name, at, at + len, raw.size);
+    if (at + len > raw.size || at < fixed_end) {
+      return absl::StrFormat(
+          "%u bytes of raw data, but its field %s points at bytes %u to %u (its fields end at "
+          "byte %u)",
+          raw.size, field.name, at, at + len, fixed_end);
     }
+    dynamic_bytes += len;
+  }
+  const uint64_t most = ((fixed_end + 7) / 8 * 8 + dynamic_bytes + 4 + 7) / 8 * 8 - 4;
+  if (raw.size > most) {
+    return absl::StrFormat("%u bytes of raw data, but its fields end at byte %u%s", raw.size,
+                           fixed_end,
+                           dynamic ? absl::StrFormat(" (and %u bytes of dynamic data)",
+                                                     dynamic_bytes)
+                                   : "");
   }
   return "";
 }
@@ -661,7 +672,8 @@ absl::Status PerfDataReader::UseFallbackFormats(const FormatsFallback& fallback,
   std::vector<int> checked(formats.size());
   size_t done = 0;
   const uint64_t scan_end = std::min(data_end_, data_begin_ + kScanBytes);
-  for (uint64_t pos = data_begin_; pos + sizeof(perf::EventHeader) <= scan_end && done < ids.size();) {
+  for (uint64_t pos = data_begin_;
+       pos + sizeof(perf::EventHeader) <= scan_end && done < ids.size();) {
     perf::EventHeader h;
     std::memcpy(&h, base_ + pos, sizeof(h));
     if (h.size < sizeof(h) || h.size > scan_end - pos || h.type == perf::kRecordAuxtrace) break;
