@@ -36,6 +36,8 @@ bool ReaderProblemMayLoseEvents(std::string_view name) {
   static constexpr std::string_view kHarmless[] = {
       "duplicate_record",      "out_of_order_beyond_window", "non_tracepoint_sample",
       "event_format_unparsed", kProblemUnfinishedFile,
+      // perf.data cut short after its data: feature sections lost, every event read.
+      "file_cut_after_data",
   };
   for (std::string_view h : kHarmless) {
     if (name == h) return false;
@@ -1082,6 +1084,8 @@ LatencyReport FinishReport(LatencyReportBuilder& builder, const TraceReader& rea
   LatencyReport report = builder.Finish(stats);
   report.input = options.input;
   report.file_format = std::string(reader.FileFormat());
+  report.formats_source = reader.FormatsSource();
+  report.formats_warning = reader.FormatsWarning();
   report.nr_cpus = reader.nr_cpus();
   return report;
 }

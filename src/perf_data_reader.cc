@@ -30,6 +30,15 @@
 namespace iotrace {
 namespace {
 
+// What to do about a damaged file (the hints of the open errors).
+constexpr char kCutHint[] =
+    "the file is cut short or damaged: copy it again from where it was recorded, or record again";
+constexpr char kDamagedHint[] =
+    "the file is damaged: copy it again from where it was recorded, or record again";
+constexpr char kFormatsHint[] =
+    "give the formats of a recording made on the same kernel: iotrace report --formats-from "
+    "FILE (a perf.data or trace.dat), or copy the file again from where it was recorded";
+
 // A record's size is a 16-bit field.
 constexpr uint64_t kMaxRecordBytes = uint64_t{1} << 16;
 
@@ -62,6 +71,8 @@ class PerfDataReader final : public TraceReader {
   std::string_view FileFormat() const override { return "perf.data"; }
   const std::vector<EventFormat>& formats() const override { return formats_; }
   const TracingMetadata& metadata() const override { return metadata_; }
+  std::string FormatsSource() const override { return formats_source_; }
+  std::string FormatsWarning() const override { return formats_warning_; }
   int nr_cpus() const override { return nr_cpus_; }
   std::vector<std::pair<std::string, std::string>> Info() const override { return info_; }
   std::string CommOf(int32_t pid) const override {
@@ -352,8 +363,18 @@ class PerfDataReader final : public TraceReader {
   void ParseFeature(int feature, ByteView bytes);
   void AdoptTracingData(TracingMetadata meta);
   void FindUnfinishedTracingData(uint64_t from, uint64_t to);
+  // Formats from outside the file (FormatsFallback), taken when they fit the file; `why` says
+  // why the file's own are missing.
+  absl::Status UseFallbackFormats(const FormatsFallback& fallback, const std::string& why);
   absl::Status Error(std::string_view what) const {
     return absl::InvalidArgumentError(absl::StrFormat("read %s: %s", path_, what));
+  }
+  // "(bytes B to E) runs past the end of the file (N bytes)", overflow-safe.
+  std::string PastEnd(const perf::FileSection& s) const {
+    return absl::StrFormat("(bytes %u to %s) runs past the end of the file (%u bytes)", s.offset,
+                           s.size > ~uint64_t{0} - s.offset ? std::string("2^64")
+                                                            : absl::StrCat(s.offset + s.size),
+                           file_size_);
   }
 
   std::string path_;
@@ -376,6 +397,9 @@ class PerfDataReader final : public TraceReader {
   int nr_cpus_ = 0;
   absl::flat_hash_map<int32_t, std::string> comms_;
   std::vector<std::pair<std::string, uint64_t>> open_problems_;
+  bool features_cut_ = false;  // feature sections past the end of the file (ParseFeatures)
+  std::string formats_source_ = "file";
+  std::string formats_warning_;
   ReadStats stats_;
 };
 
@@ -392,8 +416,9 @@ absl::StatusOr<std::unique_ptr<TraceReader>> PerfDataReader::Open(const std::str
   if (!S_ISREG(st.st_mode)) return r->Error("not a regular file");
   r->file_size_ = static_cast<uint64_t>(st.st_size);
   if (r->file_size_ < perf::kPipeHeaderSize) {
-    return r->Error(
-        absl::StrFormat("%d bytes are too short for a perf.data header", r->file_size_));
+    return WithHint(r->Error(absl::StrFormat(
+                        "header: %d bytes are too short for a perf.data header", r->file_size_)),
+                    kCutHint);
   }
   void* addr = ::mmap(nullptr, r->file_size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
   if (addr == MAP_FAILED) return ErrnoError(errno, "mmap", path);
@@ -422,16 +447,25 @@ absl::Status PerfDataReader::Parse() {
         absl::StrFormat("convert it first: perf inject -i %s -o converted.data", path_));
   }
   if (hsize != sizeof(perf::FileHeader) && hsize != perf::kFileHeaderSizeNoFeatures) {
-    return Error(absl::StrFormat("unknown header size %d", hsize));
+    return WithHint(Error(absl::StrFormat("header: unknown header size %d", hsize)),
+                    kDamagedHint);
   }
-  if (file_size_ < hsize) return Error("file ends inside the header");
+  if (file_size_ < hsize) {
+    return WithHint(Error(absl::StrFormat("header: the file ends at byte %d, inside its %d-byte "
+                                          "header: it is cut short",
+                                          file_size_, hsize)),
+                    kCutHint);
+  }
   perf::FileHeader h;  // zeroed features: a 72-byte header has no feature bitmap
   std::memcpy(&h, base_, hsize);
 
   if (h.attr_size < PERF_ATTR_SIZE_VER0 + sizeof(perf::FileSection) || h.attr_size > kMaxAttrSize) {
-    return Error(absl::StrFormat("attr size %d is not valid", h.attr_size));
+    return WithHint(Error(absl::StrFormat("header: attr size %d is not valid", h.attr_size)),
+                    kDamagedHint);
   }
-  if (!Fits(h.attrs, file_size_)) return Error("attr section runs past end of file");
+  if (!Fits(h.attrs, file_size_)) {
+    return WithHint(Error(absl::StrCat("attr section ", PastEnd(h.attrs))), kCutHint);
+  }
   // A recording whose writer was killed (SIGKILL, a crash, power loss): iotrace record's header
   // still says "no data, no features" (PerfDataWriter::WritePrefix), and the records run from
   // the data offset to the end of the file. Read them, and say the file was not finished.
@@ -443,10 +477,28 @@ absl::Status PerfDataReader::Parse() {
     h.data.size = file_size_ - h.data.offset;
     open_problems_.emplace_back(kProblemUnfinishedFile, 1);
   }
-  if (!Fits(h.data, file_size_)) return Error("data section runs past end of file");
+  // A file cut short (a copy cut off, a disk that filled): the data section runs past the end.
+  // Read what is there, up to the last whole record; the feature sections after the data are
+  // lost with the end (FindUnfinishedTracingData and formats_fallback stand in for the tracing
+  // data).
+  bool cut = false;
+  if (!Fits(h.data, file_size_)) {
+    if (h.data.offset < hsize || h.data.offset >= file_size_) {
+      return WithHint(Error(absl::StrCat("data section ", PastEnd(h.data),
+                                         h.data.offset < file_size_ ? ""
+                                                                    : ": no event is in the file")),
+                      kCutHint);
+    }
+    h.data.size = file_size_ - h.data.offset;
+    cut = true;
+    open_problems_.emplace_back(kProblemFileCut, 1);
+  }
   const uint64_t nr_attrs = h.attrs.size / h.attr_size;
-  if (nr_attrs == 0) return Error("no event attrs");
-  if (nr_attrs > kMaxAttrs) return Error(absl::StrFormat("%d event attrs is too many", nr_attrs));
+  if (nr_attrs == 0) return WithHint(Error("attr section: no event attrs"), kDamagedHint);
+  if (nr_attrs > kMaxAttrs) {
+    return WithHint(Error(absl::StrFormat("attr section: %d event attrs is too many", nr_attrs)),
+                    kDamagedHint);
+  }
   data_begin_ = h.data.offset;
   data_end_ = h.data.offset + h.data.size;
 
@@ -461,20 +513,26 @@ absl::Status PerfDataReader::Parse() {
     perf::FileSection ids;
     std::memcpy(&ids, base_ + at + attr_bytes, sizeof(ids));
     if (!Fits(ids, file_size_)) {
-      return Error(absl::StrFormat("ids of attr %d run past end of file", i));
+      return WithHint(Error(absl::StrFormat("ids of attr %d %s", i, PastEnd(ids))), kCutHint);
     }
     if (ids.size % 8 != 0) {
-      return Error(absl::StrFormat("ids of attr %d: size %d is not a multiple of 8", i, ids.size));
+      return WithHint(Error(absl::StrFormat("ids of attr %d: size %d is not a multiple of 8", i,
+                                            ids.size)),
+                      kDamagedHint);
     }
     total_ids += ids.size / 8;
-    if (total_ids > kMaxIds) return Error("too many event ids");
+    if (total_ids > kMaxIds) {
+      return WithHint(Error("attr section: too many event ids"), kDamagedHint);
+    }
     info.ids.resize(ids.size / 8);
     if (ids.size > 0) std::memcpy(info.ids.data(), base_ + ids.offset, ids.size);
     attrs_.push_back(std::move(info));
   }
 
-  if (hsize == sizeof(perf::FileHeader)) IOTRACE_RETURN_IF_ERROR(ParseFeatures(h));
-  if (unfinished && !has_tracing_data_) FindUnfinishedTracingData(hsize, h.data.offset);
+  if (hsize == sizeof(perf::FileHeader) && !cut) IOTRACE_RETURN_IF_ERROR(ParseFeatures(h));
+  if ((unfinished || cut || features_cut_) && !has_tracing_data_) {
+    FindUnfinishedTracingData(hsize, h.data.offset);
+  }
   if (nr_cpus_ == 0) {
     // No NRCPUS feature (an unfinished file): a system-wide recording opens one fd, so one id,
     // per CPU and event.
@@ -485,15 +543,28 @@ absl::Status PerfDataReader::Parse() {
 
   bool any_tracepoint = false;
   for (const PerfAttrInfo& a : attrs_) any_tracepoint |= a.attr.type == PERF_TYPE_TRACEPOINT;
-  if (any_tracepoint && !has_tracing_data_) {
-    return WithHint(Error("no tracing data (HEADER_TRACING_DATA feature): the tracepoint "
-                          "fields cannot be decoded"),
-                    "the file was not finished cleanly, or was written without tracing data");
-  }
-
   auto parser = PerfRecordParser::Create(attrs_);
-  if (!parser.ok()) return Error(std::string(parser.status().message()));
+  if (!parser.ok()) {
+    return WithHint(Error(absl::StrCat("attr section: ", parser.status().message())),
+                    kDamagedHint);
+  }
   parser_ = std::move(parser).value();
+
+  if (any_tracepoint && !has_tracing_data_) {
+    const bool lost = cut || features_cut_;
+    const std::string why =
+        lost ? "the file is cut short, and its tracing data (HEADER_TRACING_DATA, the event "
+               "formats), which perf writes after the data, is lost with its end"
+             : unfinished ? "the file was not finished (its writer was killed?) and holds no "
+                            "tracing data (HEADER_TRACING_DATA, which perf writes at the end)"
+                          : "the file holds no tracing data (HEADER_TRACING_DATA)";
+    if (options_.formats_fallback == nullptr) {
+      return WithHint(Error(absl::StrCat("event formats: ", why,
+                                         ": the tracepoint fields cannot be decoded")),
+                      kFormatsHint);
+    }
+    IOTRACE_RETURN_IF_ERROR(UseFallbackFormats(*options_.formats_fallback, why));
+  }
 
   // Names: EVENT_DESC where present, else the tracepoint's format, else type/config.
   event_names_.resize(attrs_.size());
@@ -564,21 +635,159 @@ void PerfDataReader::FindUnfinishedTracingData(uint64_t from, uint64_t to) {
   }
 }
 
+// Why `raw` (a sample's raw data) cannot be an event laid out as `f` says, or "" when it can.
+// perf pads the raw data to 4 bytes past an 8-byte boundary (kernel/events/core.c,
+// perf_prepare_sample); the event itself is the format's fields, rounded up to their 8-byte
+// alignment, plus any dynamic (__data_loc / __rel_loc) data.
+std::string RawMisfit(ByteView raw, const EventFormat& f) {
+  uint64_t fixed_end = 0;
+  bool dynamic = false;
+  for (const FieldInfo& field : f.fields) {
+    fixed_end = std::max<uint64_t>(fixed_end, uint64_t{field.offset} + field.size);
+    dynamic |= field.is_dynamic;
+  }
+  if (raw.size < fixed_end) {
+    return absl::StrFormat("%u bytes of raw data, but its fields end at byte %u", raw.size,
+                           fixed_end);
+  }
+  // The kernel places dynamic data after the fields, empty or not (its offset is never 0).
+  uint64_t dynamic_bytes = 0;
+  for (const FieldInfo& field : f.fields) {
+    if (!field.is_dynamic) continue;
+    uint32_t loc = 0;
+    std::memcpy(&loc, raw.data + field.offset, 4);
+    uint64_t at = loc & 0xffff, len = loc >> 16;
+    if (field.is_relative) at += uint64_t{field.offset} + field.size;
+    if (at + len > raw.size || at < fixed_end) {
+      return absl::StrFormat(
+          "%u bytes of raw data, but its field %s points at bytes %u to %u (its fields end at "
+          "byte %u)",
+          raw.size, field.name, at, at + len, fixed_end);
+    }
+    dynamic_bytes += len;
+  }
+  const uint64_t most = ((fixed_end + 7) / 8 * 8 + dynamic_bytes + 4 + 7) / 8 * 8 - 4;
+  if (raw.size > most) {
+    return absl::StrFormat("%u bytes of raw data, but its fields end at byte %u%s", raw.size,
+                           fixed_end,
+                           dynamic ? absl::StrFormat(" (and %u bytes of dynamic data)",
+                                                     dynamic_bytes)
+                                   : "");
+  }
+  return "";
+}
+
+absl::Status PerfDataReader::UseFallbackFormats(const FormatsFallback& fallback,
+                                                const std::string& why) {
+  auto fail = [&](const std::string& what) {
+    return WithHint(
+        Error(absl::StrFormat("event formats: %s; the formats of %s do not match: %s", why,
+                              fallback.description, what)),
+        absl::StrCat("give the formats of a recording made on the kernel that recorded this one: "
+                     "iotrace report --formats-from FILE (a perf.data or trace.dat), or copy the "
+                     "file again from where it was recorded"));
+  };
+  std::vector<uint32_t> ids;
+  for (const PerfAttrInfo& a : attrs_) {
+    if (a.attr.type != PERF_TYPE_TRACEPOINT) continue;
+    const uint32_t id = static_cast<uint32_t>(a.attr.config);
+    if (a.attr.config != id) return fail(absl::StrFormat("tracepoint id %u", a.attr.config));
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+  auto loaded = fallback.load(ids);
+  if (!loaded.ok()) {
+    return WithHint(Error(absl::StrFormat("event formats: %s; the formats of %s cannot be read: %s",
+                                          why, fallback.description, loaded.status().message())),
+                    kFormatsHint);
+  }
+  std::vector<EventFormat> formats;
+  for (uint32_t id : ids) {
+    auto it = std::find_if(loaded->begin(), loaded->end(),
+                           [id](const EventFormat& f) { return f.id == id; });
+    if (it == loaded->end()) {
+      return fail(absl::StrFormat("the file's event id %u is not an event there", id));
+    }
+    formats.push_back(*it);
+  }
+  // The first samples of each id (up to 16, in the first 16 MiB of data) must be laid out as
+  // that id's format says: ids are handed out at boot in the order events register, so another
+  // kernel (or the same one with other modules loaded) may give an id to another event.
+  constexpr int kChecksPerId = 16;
+  constexpr uint64_t kScanBytes = uint64_t{16} << 20;
+  std::vector<int> checked(formats.size());
+  size_t done = 0;
+  const uint64_t scan_end = std::min(data_end_, data_begin_ + kScanBytes);
+  for (uint64_t pos = data_begin_;
+       pos + sizeof(perf::EventHeader) <= scan_end && done < ids.size();) {
+    perf::EventHeader h;
+    std::memcpy(&h, base_ + pos, sizeof(h));
+    if (h.size < sizeof(h) || h.size > scan_end - pos || h.type == perf::kRecordAuxtrace) break;
+    PerfRecord rec;
+    if (h.type == perf::kRecordSample &&
+        parser_.Parse(ByteView(base_ + pos, h.size), &rec) == PerfProblem::kNone &&
+        rec.kind == PerfRecord::Kind::kEvent) {
+      const ByteView raw = rec.event.payload;
+      const auto it = std::find(ids.begin(), ids.end(), rec.event.type);
+      if (it == ids.end()) {
+        return fail(absl::StrFormat("a sample at byte %u is of event id %u, which no attr names",
+                                    pos, rec.event.type));
+      }
+      const size_t i = static_cast<size_t>(it - ids.begin());
+      if (checked[i] < kChecksPerId) {
+        const std::string misfit = RawMisfit(raw, formats[i]);
+        if (!misfit.empty()) {
+          return fail(absl::StrFormat("event id %u is %s there, but the file's sample at byte %u "
+                                      "has %s",
+                                      ids[i], formats[i].FullName(), pos, misfit));
+        }
+        done += ++checked[i] == kChecksPerId;
+      }
+    }
+    pos += h.size;
+  }
+  formats_ = std::move(formats);
+  formats_source_ = fallback.source;
+  formats_warning_ = absl::StrFormat(
+      "event formats taken from %s: %s; check that they are the recording kernel's, or give "
+      "--formats-from FILE",
+      fallback.description, why);
+  return absl::OkStatus();
+}
+
 absl::Status PerfDataReader::ParseFeatures(const perf::FileHeader& h) {
   int count = 0;
   for (uint64_t word : h.features) count += std::popcount(word);
   if (count == 0) return absl::OkStatus();
+  // The feature table follows the data, and the sections follow the table: a file cut short
+  // after its data loses them (counted), but no event.
   const perf::FileSection table{data_end_, uint64_t(count) * sizeof(perf::FileSection)};
-  if (!Fits(table, file_size_)) return Error("feature section table runs past end of file");
+  auto lost = [&] {
+    if (!features_cut_) open_problems_.emplace_back("file_cut_after_data", 1);
+    features_cut_ = true;
+  };
+  if (!Fits(table, file_size_)) {
+    lost();
+    return absl::OkStatus();
+  }
   int index = 0;
+  uint64_t previous_end = 0;  // perf and iotrace write the sections one after the other
   for (int feature = 0; feature < perf::kFeatBits; ++feature) {
     if (!(h.features[feature / 64] >> (feature % 64) & 1)) continue;
     perf::FileSection s;
     std::memcpy(&s, base_ + table.offset + sizeof(s) * index++, sizeof(s));
     if (!Fits(s, file_size_)) {
-      return Error(
-          absl::StrFormat("feature section %s runs past end of file", perf::FeatureName(feature)));
+      // Cut off only when it starts where the section before it ended or later, and the first
+      // one cut off starts before the end of the file: else the table is bad.
+      if (s.offset < previous_end || (!features_cut_ && s.offset > file_size_)) {
+        return WithHint(Error(absl::StrFormat("feature section %s %s", perf::FeatureName(feature),
+                                              PastEnd(s))),
+                        kDamagedHint);
+      }
+      lost();
+      previous_end = s.size > ~uint64_t{0} - s.offset ? ~uint64_t{0} : s.offset + s.size;
+      continue;
     }
+    previous_end = s.offset + s.size;
     if (feature == perf::kFeatCompressed) {
       return WithHint(
           absl::UnimplementedError(absl::StrFormat(
@@ -588,7 +797,10 @@ absl::Status PerfDataReader::ParseFeatures(const perf::FileHeader& h) {
     if (feature == perf::kFeatTracingData) {
       auto decoded = DecodeTracingData(ByteView(base_ + s.offset, s.size), /*keep_kallsyms=*/false);
       if (!decoded.ok()) {
-        return Error(absl::StrCat("tracing data: ", decoded.status().message()));
+        return WithHint(Error(absl::StrFormat("feature section tracing_data (bytes %u to %u): %s",
+                                              s.offset, s.offset + s.size,
+                                              decoded.status().message())),
+                        kDamagedHint);
       }
       AdoptTracingData(std::move(decoded->meta));
       continue;

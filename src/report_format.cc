@@ -362,6 +362,7 @@ std::string FormatSeconds(double s) {
 void WriteTextReport(const LatencyReport& r, TimeUnit unit, std::ostream& out) {
   out << absl::StrFormat("iotrace report: %s (%s, %d CPUs), %.3f s of trace\n", r.input,
                          r.file_format.empty() ? "?" : r.file_format, r.nr_cpus, r.duration_s());
+  if (!r.formats_warning.empty()) out << "WARNING: " << r.formats_warning << "\n";
   WriteCoverage(r, out);
   if (!r.filters.empty()) {
     std::vector<std::string> f;
@@ -488,7 +489,10 @@ void WriteJsonReport(const LatencyReport& r, std::ostream& out) {
   out << "{\n";
   out << "  \"schema_version\": " << LatencyReport::kSchemaVersion << ",\n";
   out << "  \"input\": {\"path\": " << JsonString(r.input)
-      << ", \"format\": " << JsonString(r.file_format) << ", \"cpus\": " << r.nr_cpus
+      << ", \"format\": " << JsonString(r.file_format)
+      << ", \"formats_source\": " << JsonString(r.formats_source);
+  if (!r.formats_warning.empty()) out << ", \"formats_warning\": " << JsonString(r.formats_warning);
+  out << ", \"cpus\": " << r.nr_cpus
       << ", \"first_ts_ns\": " << r.first_ts_ns << ", \"last_ts_ns\": " << r.last_ts_ns
       << ", \"duration_s\": " << JsonDouble(r.duration_s()) << ", \"coverage\": ";
   WriteJsonCoverage(r, out);

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "iotrace/event_dump.h"
+#include "iotrace/external_formats.h"
 #include "iotrace/report_format.h"
 #include "iotrace/status.h"
 #include "iotrace/trace_reader.h"
@@ -64,6 +65,9 @@ absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std:
     err << "iotrace: read plan: " << report->read_plan << "\n";
   }
   if (options.format != OutputFormat::kText || !options.output.empty()) {
+    if (!report->formats_warning.empty()) {
+      err << "iotrace: warning: " << report->formats_warning << "\n";
+    }
     for (const PhaseWarning& w : report->warnings) err << "iotrace: warning: " << w.message << "\n";
   }
   return absl::OkStatus();
@@ -147,7 +151,16 @@ absl::Status RunEventDump(TraceReader& reader, const ReportOptions& options, std
 
 absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err) {
   IOTRACE_RETURN_IF_ERROR(ValidateReportOptions(options));
-  IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(options.input));
+  // Formats for a file that lost its own: the ones asked for, else the running kernel's.
+  const FormatsFallback fallback = options.formats_from.empty()
+                                       ? RunningKernelFormats(options.kernel_tracefs)
+                                       : FormatsFromPath(options.formats_from);
+  IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader,
+                           TraceReader::Open(options.input, &fallback));
+  if (!options.formats_from.empty() && reader->FormatsSource() == "file") {
+    err << "iotrace: warning: --formats-from " << options.formats_from
+        << " not used: the file carries its own event formats\n";
+  }
   if (options.events) return RunEventDump(*reader, options, out);
   return RunReportOn(*reader, options, out, err);
 }

@@ -90,9 +90,13 @@ const char* HotProblemName(int i) {
   return "ftrace_unknown_problem";
 }
 
+constexpr char kDamagedHint[] =
+    "the file is cut short or damaged: copy it again from where it was recorded, or record again";
+
 absl::Status Corrupt(const std::string& path, std::string_view what) {
-  return absl::InvalidArgumentError(
-      absl::StrFormat("read trace.dat %s: truncated or corrupt %s", path, what));
+  return WithHint(absl::InvalidArgumentError(
+                      absl::StrFormat("read trace.dat %s: truncated or corrupt %s", path, what)),
+                  kDamagedHint);
 }
 
 std::string_view CString(ByteView data) {
@@ -244,6 +248,7 @@ class TraceDatReader final : public TraceReader {
   // File ranges of metadata already parsed (begin -> end): see ClaimRange.
   std::map<uint64_t, uint64_t> claimed_;
   uint64_t truncated_streams_ = 0;
+  bool file_cut_ = false;  // CPU data (or the options after it) past the end of the file
   uint64_t overlapping_streams_ = 0;
   uint64_t unparsed_formats_ = 0;
   absl::flat_hash_map<int32_t, std::string> comms_;
@@ -292,7 +297,14 @@ absl::Status TraceDatReader::Open() {
 
 absl::Status TraceDatReader::ParseV6(ByteView file, size_t pos) {
   auto decoded = DecodeTracingData(file, /*keep_kallsyms=*/false);
-  if (!decoded.ok()) return Annotate(decoded.status(), absl::StrCat("read trace.dat ", path_));
+  if (!decoded.ok()) {
+    // The formats come first: a file cut inside them holds no CPU table, so no data either.
+    return WithHint(Annotate(decoded.status(),
+                             absl::StrFormat("read trace.dat %s (%u bytes): file header and "
+                                             "event formats",
+                                             path_, file.size)),
+                    kDamagedHint);
+  }
   meta_ = std::move(decoded->meta);
   ByteReader r(file);
   r.Seek(decoded->consumed);
@@ -344,7 +356,11 @@ absl::Status TraceDatReader::ReadV6Flyrecord(ByteView file, size_t pos, const st
     Stream s;
     s.buffer = buffer;
     s.cpu = cpu;
-    if (!r.Read(&s.offset) || !r.Read(&s.size)) return Corrupt(path_, "flyrecord CPU table");
+    if (!r.Read(&s.offset) || !r.Read(&s.size)) {
+      return Corrupt(path_, absl::StrFormat("flyrecord CPU table of buffer \"%s\" (CPU %d at "
+                                            "byte %u; the file is %u bytes)",
+                                            buffer, cpu, r.pos(), file.size));
+    }
     AddStream(std::move(s));
   }
   // With a TRACECLOCK option, the clock follows the table (trace-input.c, init_data_v6). The
@@ -395,13 +411,35 @@ absl::Status TraceDatReader::ParseV7(ByteView file, size_t pos) {
   int visited = 0;
   while (options_offset != 0) {
     if (++visited > kMaxOptionSections) return Corrupt(path_, "options chain (loops)");
+    if (options_offset >= file.size) {
+      // trace-cmd writes the last options section (the BUFFER options of the instances, with
+      // where each CPU's data lies) after the data: a cut file loses it.
+      bool any_data = false;
+      for (const BufferRef& b : buffers_) any_data |= !b.v7_streams.empty();
+      if (any_data) {
+        file_cut_ = true;
+        break;
+      }
+      return WithHint(
+          absl::InvalidArgumentError(absl::StrFormat(
+              "read trace.dat %s: options section %d, at byte %u, lies past the end of the file "
+              "(%u bytes): the file is cut short (or damaged), and the options that say where "
+              "each CPU's data lies are lost with its end",
+              path_, visited, options_offset, file.size)),
+          "copy the file again from where it was recorded, or record again; trace-cmd's "
+          "file version 7 keeps the CPU data table at the end of the file, version 6 "
+          "(trace-cmd record --file-version 6, iotrace record -b ftrace) before the data, so "
+          "a cut version 6 file is read up to the cut");
+    }
     ByteReader o(file);
     uint16_t sec_id = 0, sec_flags = 0;
     uint32_t sec_string = 0;
     uint64_t sec_size = 0;
     if (!o.Seek(options_offset) || !o.Read(&sec_id) || !o.Read(&sec_flags) ||
         !o.Read(&sec_string) || !o.Read(&sec_size) || sec_id != kOptionDone) {
-      return Corrupt(path_, "options section header");
+      return Corrupt(path_, absl::StrFormat("options section header (section %d, at byte %u; "
+                                            "the file is %u bytes)",
+                                            visited, options_offset, file.size));
     }
     std::string inflated;
     ByteView body = file;
@@ -419,7 +457,10 @@ absl::Status TraceDatReader::ParseV7(ByteView file, size_t pos) {
       uint32_t size = 0;
       ByteView data;
       if (!opts.Read(&id) || !opts.Read(&size) || !opts.ReadBytes(size, &data)) {
-        return Corrupt(path_, "option");
+        return Corrupt(path_, absl::StrFormat("option at byte %u of options section %d (at byte "
+                                              "%u%s; the file is %u bytes)",
+                                              opts.pos(), visited, options_offset,
+                                              compressed ? ", inflated" : "", file.size));
       }
       if (id == kOptionDone) {
         if (!LoadAt(data, 0, &next)) return Corrupt(path_, "DONE option");
@@ -463,7 +504,9 @@ absl::Status TraceDatReader::ParseV7(ByteView file, size_t pos) {
     ByteView body;
     if (!s.Seek(it->second) || !s.Read(&id) || !s.Read(&flags) || !s.Read(&str) || !s.Read(&size) ||
         id != order[i] || size > s.remaining()) {
-      return Corrupt(path_, absl::StrCat("metadata section ", order[i]));
+      return Corrupt(path_, absl::StrFormat("metadata section %d (at byte %u; the file is %u "
+                                            "bytes)",
+                                            order[i], it->second, file.size));
     }
     std::string inflated;
     IOTRACE_RETURN_IF_ERROR(SectionBody(file, s.pos(), size, flags,
@@ -472,7 +515,11 @@ absl::Status TraceDatReader::ParseV7(ByteView file, size_t pos) {
     block.append(reinterpret_cast<const char*>(body.data), body.size);
   }
   auto decoded = DecodeTracingData(ByteView(block.data(), block.size()), /*keep_kallsyms=*/false);
-  if (!decoded.ok()) return Annotate(decoded.status(), absl::StrCat("read trace.dat ", path_));
+  if (!decoded.ok()) {
+    return WithHint(Annotate(decoded.status(), absl::StrCat("read trace.dat ", path_,
+                                                            ": metadata sections")),
+                    kDamagedHint);
+  }
   meta_ = std::move(decoded->meta);
   // A buffer's flyrecord section header says whether its CPU data is compressed (in chunks).
   std::vector<bool> compressed;
@@ -547,6 +594,7 @@ absl::Status TraceDatReader::InflateStreams(const std::vector<bool>& compressed)
     if (begin > file_.size) {
       s.cut = true;
       ++truncated_streams_;
+      file_cut_ = true;
       continue;
     }
     const uint64_t before = written;
@@ -569,6 +617,7 @@ absl::Status TraceDatReader::InflateStreams(const std::vector<bool>& compressed)
       if (size > file_.size - begin) {
         s.cut = true;
         ++truncated_streams_;
+        file_cut_ = true;
         size = file_.size - begin;
       }
       covered = begin + size;
@@ -706,10 +755,12 @@ absl::Status TraceDatReader::FinishMetadata(uint64_t data_file_size) {
       s.size = 0;
       s.cut = true;
       ++truncated_streams_;
+      file_cut_ = true;
     } else if (s.size > data_file_size - s.offset) {
       s.size = data_file_size - s.offset;
       s.cut = true;
       ++truncated_streams_;
+      file_cut_ = true;
     }
   }
   // Per-CPU data never overlaps in a real file; a crafted one could make every stream cover the
@@ -1149,6 +1200,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   stats.events = events;
   for (int i = 1; i < kHotCount; ++i) stats.AddProblem(HotProblemName(i), problems[i]);
   stats.AddProblem("trace_dat_cpu_data_truncated", truncated_streams_);
+  stats.AddProblem(kProblemFileCut, file_cut_ ? 1 : 0);
   stats.AddProblem("trace_dat_cpu_data_overlap", overlapping_streams_);
   stats.AddProblem("event_format_unparsed", unparsed_formats_);
   return absl::OkStatus();

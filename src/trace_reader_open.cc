@@ -31,6 +31,8 @@ class PipePerfReader final : public TraceReader {
   std::string_view FileFormat() const override { return inner_->FileFormat(); }
   const std::vector<EventFormat>& formats() const override { return inner_->formats(); }
   const TracingMetadata& metadata() const override { return inner_->metadata(); }
+  std::string FormatsSource() const override { return inner_->FormatsSource(); }
+  std::string FormatsWarning() const override { return inner_->FormatsWarning(); }
   int nr_cpus() const override { return inner_->nr_cpus(); }
   std::vector<std::pair<std::string, std::string>> Info() const override {
     auto info = inner_->Info();
@@ -103,6 +105,11 @@ absl::StatusOr<UniqueFd> CopyStandardInput() {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& input) {
+  return Open(input, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(
+    const std::string& input, const FormatsFallback* formats_fallback) {
   // "-": standard input, which may be a pipe (perf record -o - | iotrace report -i -).
   std::string path = input;
   UniqueFd stdin_copy;
@@ -132,7 +139,11 @@ absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string
   char magic[kTracingMagicSize] = {};
   ssize_t n = ::pread(fd.get(), magic, sizeof(magic), 0);
   if (n < 0) return ErrnoError(errno, "read", shown);
-  if (n >= 8 && std::memcmp(magic, "PERFILE2", 8) == 0) return OpenPerfData(path);
+  if (n >= 8 && std::memcmp(magic, "PERFILE2", 8) == 0) {
+    PerfReadOptions options;
+    options.formats_fallback = formats_fallback;
+    return OpenPerfData(path, options);
+  }
   if (n == static_cast<ssize_t>(kTracingMagicSize) &&
       std::memcmp(magic, kTracingMagic, kTracingMagicSize) == 0) {
     return OpenTraceDat(path);

@@ -95,6 +95,13 @@ struct ReportOptions {
   // Where device names come from (tests point these at fixtures).
   std::string sysfs_root = "/sys";
   std::string procfs_root = "/proc";
+
+  // --formats-from PATH: event formats for a perf.data that lost its own (cut short before its
+  // feature sections): a perf.data or trace.dat recorded on the same kernel, or a tracefs tree.
+  // Without it, such a file is read with the running kernel's formats when they match it; they
+  // are read under `kernel_tracefs` ("": the mounted tracefs; tests point it at a fixture).
+  std::string formats_from;
+  std::string kernel_tracefs;
 };
 
 // Checks values and combinations (usage errors: InvalidArgument with a hint).
@@ -223,6 +230,10 @@ struct LatencyReport {
 
   std::string input;
   std::string file_format;  // "perf.data", "trace.dat"
+  // Where the event formats came from (TraceReader::FormatsSource): "file", "running kernel" or
+  // the --formats-from path; and the warning that says so when not "file".
+  std::string formats_source = "file";
+  std::string formats_warning;
   int nr_cpus = 0;
   uint64_t first_ts_ns = 0;  // trace clock
   uint64_t last_ts_ns = 0;

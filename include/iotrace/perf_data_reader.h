@@ -18,7 +18,10 @@
 // there and the record cut by it counts as a truncated_record),
 // "out_of_order_beyond_window" (delivered although older than an already delivered record),
 // "bad_feature_<name>" (a header feature whose contents do not parse; it is ignored),
-// "bad_event_format" (a format text in the tracing data that does not parse).
+// "bad_event_format" (a format text in the tracing data that does not parse),
+// kProblemFileCut (the data section runs past the end of the file: read up to the end),
+// "file_cut_after_data" (the data is whole, but feature sections after it are cut off: lost,
+// which costs no event).
 #ifndef IOTRACE_PERF_DATA_READER_H_
 #define IOTRACE_PERF_DATA_READER_H_
 
@@ -40,6 +43,9 @@ struct PerfReadOptions {
   // With read-ahead (set_read_ahead): the reading thread is told of room half a ring at a time
   // (FileRing), so the ring must hold that on top of what the merge keeps live.
   size_t read_ahead_ring_bytes = size_t{8} << 20;
+  // Tried at open when the file's event formats are lost (HEADER_TRACING_DATA cut off); null:
+  // such a file is an error. Only used during the open.
+  const FormatsFallback* formats_fallback = nullptr;
 };
 
 absl::StatusOr<std::unique_ptr<TraceReader>> OpenPerfData(const std::string& path);

@@ -5,6 +5,7 @@
 #define IOTRACE_TRACE_READER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -132,16 +133,34 @@ struct RangeReadResult {
   uint64_t last_position_before_count = 0;
 };
 
+// Event formats from outside a file, for a perf.data that lost its own (cut short before its
+// feature sections): another recording's (report --formats-from) or the running kernel's. The
+// reader takes them only when they fit the file: a format for every tracepoint id of its attrs,
+// and the raw data of its first samples of each id laid out as the format says.
+struct FormatsFallback {
+  std::string source;       // for the report (JSON input.formats_source): "running kernel", a path
+  std::string description;  // for messages: "the running kernel (6.18.44)", "FILE (trace.dat)"
+  // The formats it has of these ids (an id it lacks is reported as not matching).
+  std::function<absl::StatusOr<std::vector<EventFormat>>(const std::vector<uint32_t>& ids)> load;
+};
+
 class TraceReader {
  public:
   virtual ~TraceReader() = default;
 
   // Opens `path`, sniffing its magic: perf.data ("PERFILE2") or trace.dat ("\x17\x08\x44tracing").
+  // `formats_fallback` (may be null) is tried when the file's event formats are lost.
   static absl::StatusOr<std::unique_ptr<TraceReader>> Open(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<TraceReader>> Open(const std::string& path,
+                                                           const FormatsFallback* formats_fallback);
 
   virtual std::string_view FileFormat() const = 0;  // "perf.data" or "trace.dat"
   virtual const std::vector<EventFormat>& formats() const = 0;
   virtual const TracingMetadata& metadata() const = 0;
+  // Where formats() came from: "file", or FormatsFallback::source when the file's were lost; and
+  // then a warning that says so, and what to check ("" for "file").
+  virtual std::string FormatsSource() const { return "file"; }
+  virtual std::string FormatsWarning() const { return ""; }
   virtual int nr_cpus() const = 0;
   // Key/value facts from the file header (hostname, os release, clock, cmdline, ...).
   virtual std::vector<std::pair<std::string, std::string>> Info() const = 0;

@@ -42,6 +42,10 @@ constexpr char kUsage[] =
     "  --unit UNIT             ns, us (default) or ms, for the text output; csv and json are\n"
     "                          always in ns\n"
     "  --interval SECONDS      time series: one block of rows per interval of SECONDS\n"
+    "  --formats-from FILE     event formats for a perf.data cut short before its formats:\n"
+    "                          a perf.data or trace.dat recorded on the same kernel, or a\n"
+    "                          tracefs directory (default: the running kernel's, when they\n"
+    "                          match the file)\n"
     "  --events                instead of the report, every event of the file in time order,\n"
     "                          one line each (time, cpu, pid, comm, event, decoded fields),\n"
     "                          like perf script; --format csv or json (JSON lines) too;\n"
@@ -145,6 +149,8 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
       }
     } else if (arg == "--summary-csv") {
       IOTRACE_RETURN_IF_ERROR(take(&o.summary_csv));
+    } else if (arg == "--formats-from") {
+      IOTRACE_RETURN_IF_ERROR(take(&o.formats_from));
     } else if (arg == "--unit") {
       IOTRACE_RETURN_IF_ERROR(take(&v));
       if (!ParseTimeUnit(v, &o.unit)) {

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "iotrace/perf_data.h"
 #include "iotrace/perf_data_reader.h"
+#include "iotrace/status.h"
 #include "iotrace/perf_data_writer.h"
 #include "perf_data_test_builder.h"
 
@@ -121,11 +122,33 @@ TEST_F(PerfDataCorruptTest, TheUncorruptedFileReadsCleanly) {
   EXPECT_TRUE(stats.problems.empty());
 }
 
-TEST_F(PerfDataCorruptTest, EveryTruncationIsAnErrorNamingTheFile) {
+// A file cut short used to be an error at every length. Now the records before the cut are
+// read, and the file says it was cut (file_cut_short in its data, file_cut_after_data in the
+// feature sections after it); a cut before the data is an error that names the file and the
+// damaged part, with a hint.
+TEST_F(PerfDataCorruptTest, EveryTruncationReadsUpToTheCutOrIsAnErrorWithAHint) {
+  const uint64_t data_offset = GetU64(good_, kDataOffsetAt);
+  const uint64_t data_end = data_offset + GetU64(good_, kDataSizeAt);
   for (size_t len = 0; len < good_.size(); ++len) {
-    std::string error = OpenAndRead(std::string_view(good_).substr(0, len));
-    ASSERT_NE(error, "") << "a " << len << "-byte prefix opened";
-    EXPECT_NE(error.find(bad_path_), std::string::npos) << error;
+    Spit(bad_path_, std::string_view(good_).substr(0, len));
+    auto reader = OpenPerfData(bad_path_);
+    if (!reader.ok()) {
+      EXPECT_LE(len, data_offset) << "a " << len << "-byte prefix did not open: "
+                                  << reader.status();
+      EXPECT_NE(reader.status().message().find(bad_path_), std::string::npos) << reader.status();
+      EXPECT_NE(HintOf(reader.status()), "") << reader.status();
+      continue;
+    }
+    CollectingSink sink;
+    ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+    const ReadStats& stats = (*reader)->stats();
+    EXPECT_LE(sink.events.size(), 40u);
+    if (len < data_end) {
+      EXPECT_EQ(stats.Problem(kProblemFileCut), 1u) << len;
+    } else {
+      EXPECT_EQ(sink.events.size(), 40u) << len;
+      EXPECT_EQ(stats.Problem("file_cut_after_data"), 1u) << len;
+    }
   }
 }
 
@@ -154,10 +177,24 @@ TEST_F(PerfDataCorruptTest, BadHeaderSizesAndOffsetsAreErrorsNotCrashes) {
   }
   std::string bytes = good_;
   PutU64(&bytes, kAttrsOffsetAt, size);
-  EXPECT_NE(OpenAndRead(bytes).find("attr section runs past end of file"), std::string::npos);
+  const uint64_t attrs_size = GetU64(good_, kAttrsSizeAt);
+  EXPECT_EQ(OpenAndRead(bytes),
+            "read " + bad_path_ + ": attr section (bytes " + std::to_string(size) + " to " +
+                std::to_string(size + attrs_size) + ") runs past the end of the file (" +
+                std::to_string(size) + " bytes)");
+  // A data section past the end of the file is read up to it (as a file cut short).
   bytes = good_;
   PutU64(&bytes, kDataSizeAt, size);
-  EXPECT_NE(OpenAndRead(bytes).find("data section runs past end of file"), std::string::npos);
+  ReadStats stats;
+  EXPECT_EQ(OpenAndRead(bytes, nullptr, &stats), "");
+  EXPECT_EQ(stats.Problem(kProblemFileCut), 1u);
+  bytes = good_;
+  PutU64(&bytes, kDataOffsetAt, size);
+  EXPECT_EQ(OpenAndRead(bytes),
+            "read " + bad_path_ + ": data section (bytes " + std::to_string(size) + " to " +
+                std::to_string(size + GetU64(good_, kDataSizeAt)) +
+                ") runs past the end of the file (" + std::to_string(size) +
+                " bytes): no event is in the file");
   bytes = good_;
   PutU64(&bytes, kAttrSizeAt, 0);
   EXPECT_NE(OpenAndRead(bytes).find("attr size 0 is not valid"), std::string::npos);
@@ -175,7 +212,11 @@ TEST_F(PerfDataCorruptTest, BadIdSectionsAreErrors) {
   std::string bytes = good_;
   PutU64(&bytes, ids_at, good_.size());
   PutU64(&bytes, ids_at + 8, 16);
-  EXPECT_NE(OpenAndRead(bytes).find("ids of attr 0 run past end of file"), std::string::npos);
+  EXPECT_EQ(OpenAndRead(bytes), "read " + bad_path_ + ": ids of attr 0 (bytes " +
+                                    std::to_string(good_.size()) + " to " +
+                                    std::to_string(good_.size() + 16) +
+                                    ") runs past the end of the file (" +
+                                    std::to_string(good_.size()) + " bytes)");
   bytes = good_;
   PutU64(&bytes, ids_at + 8, 12);
   EXPECT_NE(OpenAndRead(bytes).find("not a multiple of 8"), std::string::npos);

@@ -145,6 +145,7 @@ TEST_F(ReportCommandTest, FileCutShortIsReportedAsPartial) {
   std::ofstream(dir_ / "cut.dat", std::ios::binary) << bytes.substr(0, 50000);
   RunResult r = Run({"-i", "cut.dat", "--format=json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"file_cut_short\": 1"), std::string::npos) << r.out.substr(0, 2000);
   EXPECT_NE(r.out.find("\"coverage\": {\"complete\": false, \"has_window\": true"),
             std::string::npos)
       << r.out.substr(0, 2000);
