@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdio>
 #include <cstdint>
 #include <fstream>
 #include <iterator>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "iotrace/external_formats.h"
 #include "iotrace/latency_report.h"
 #include "iotrace/trace_reader.h"
 
@@ -59,12 +61,19 @@ inline bool SameBuckets(const Buckets& a, const Buckets& b, std::string* why) {
   return why->empty();
 }
 
-inline std::optional<LatencyReport> Report(const std::string& path, ReportOptions o = {}) {
+// The report of `path`, opened as `iotrace report` opens it (the running kernel's formats for a
+// perf.data that lost its own); nullopt, with the reason in *error, when it cannot be opened.
+inline std::optional<LatencyReport> Report(const std::string& path, ReportOptions o = {},
+                                           std::string* error = nullptr) {
   o.input = path;
   o.sysfs_root = o.procfs_root = "/nonexistent";
   o.threads = 1;
-  auto reader = TraceReader::Open(path);
-  if (!reader.ok()) return std::nullopt;
+  const FormatsFallback fallback = RunningKernelFormats(o.kernel_tracefs);
+  auto reader = TraceReader::Open(path, &fallback);
+  if (!reader.ok()) {
+    if (error != nullptr) *error = std::string(reader.status().message());
+    return std::nullopt;
+  }
   auto report = BuildLatencyReport(**reader, o);
   EXPECT_TRUE(report.ok()) << report.status();
   if (!report.ok()) return std::nullopt;
@@ -129,8 +138,13 @@ inline CutsChecked CheckCuts(const std::string& intact_path, const ReportOptions
                  std::to_string(bytes.size()));
     std::ofstream(path, std::ios::binary | std::ios::trunc)
         .write(bytes.data(), static_cast<std::streamsize>(cut));
-    std::optional<LatencyReport> r = Report(path, options);
-    if (!r.has_value()) continue;
+    std::string error;
+    std::optional<LatencyReport> r = Report(path, options, &error);
+    if (!r.has_value()) {
+      std::printf("%s cut at %zu of %zu: not read: %s\n", intact_path.c_str(), cut, bytes.size(),
+                  error.c_str());
+      continue;
+    }
     ++read;
     EXPECT_FALSE(r->coverage.complete);
     ExpectEverySampleAccountedFor(*r, intact_path);
