@@ -599,7 +599,11 @@ unsigned LatencyReportBuilder::DropOutsideCoverage(const RequestSample& s, Devic
     if (!gap.has_value()) continue;
     kept &= ~(1u << p);
     ++outside_coverage_[p][static_cast<int>(*gap)];
-    ++GroupFor(slot, s.op, phase)->outside_coverage;
+    Group* g = GroupFor(slot, s.op, phase);
+    ++g->outside_coverage;
+    if (interval_ns_ != 0 && s.End(phase) >= first_ts_) {
+      ++g->outside_by_interval[(s.End(phase) - first_ts_) / interval_ns_];
+    }
   }
   return kept;
 }
@@ -754,9 +758,16 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
       LatencyInterval& out = intervals[iv.index];
       out.index = iv.index;
       out.start_s = static_cast<double>(iv.index) * options_.interval_s;
+      // An interval is partial when a sample of it was left out, or it reaches past what every
+      // CPU's data covers.
+      const uint64_t iv_end = first_ts_ + (iv.index + 1) * interval_ns_;
+      auto left_out = g->outside_by_interval.find(iv.index);
       for (LatencyGroup& lg : iv.groups) {
         lg.device = device;
-        lg.partial = partial;
+        lg.outside_coverage = left_out == g->outside_by_interval.end() ? 0 : left_out->second;
+        lg.partial = partial && (lg.outside_coverage != 0 || !r.coverage.has_window ||
+                                 (r.coverage.window_end_ns < last_ts_ &&
+                                  iv_end > r.coverage.window_end_ns));
         out.groups.push_back(std::move(lg));
       }
     }

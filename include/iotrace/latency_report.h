@@ -316,6 +316,9 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
     Phase phase;
     Histogram total;
     uint64_t outside_coverage = 0;
+    // Time series with coverage: the intervals in which a sample of this group was left out
+    // (by the end of the sample, as samples are put in intervals).
+    absl::flat_hash_map<uint64_t, uint64_t> outside_by_interval;
     std::unique_ptr<Histogram> current;  // the open interval (time series only)
     uint64_t current_index = 0;
     std::vector<LatencyInterval> closed;  // one group each

@@ -129,6 +129,33 @@ TEST(CoverageTest, EventsLostInTheMiddleLeaveOutOnlyTheSamplesAcrossThem) {
   ASSERT_TRUE(reference.has_value());
   std::string why;
   EXPECT_TRUE(SameBuckets(BucketsOf(*r), BucketsOf(*reference), &why)) << why;
+  // As a time series: the intervals clear of the gap are whole, the one with samples left out
+  // says so, and the intervals add up to the totals, kept and left out alike.
+  ReportOptions series;
+  series.interval_s = 0.1;
+  std::optional<LatencyReport> t = Report(lossy, series);
+  ASSERT_TRUE(t.has_value());
+  std::map<std::tuple<uint32_t, BlockOp, Phase>, std::pair<uint64_t, uint64_t>> sums;
+  int partial = 0, whole = 0;
+  for (const LatencyInterval& iv : t->intervals) {
+    for (const LatencyGroup& g : iv.groups) {
+      auto& [kept, out] = sums[{g.dev, g.op, g.phase}];
+      kept += g.summary.count;
+      out += g.outside_coverage;
+      EXPECT_EQ(g.partial, g.outside_coverage != 0) << iv.start_s;
+      partial += g.partial;
+      whole += !g.partial;
+      if (iv.start_s + 0.1 < 0.799 || iv.start_s > 0.9) EXPECT_FALSE(g.partial) << iv.start_s;
+    }
+  }
+  EXPECT_GT(partial, 0);
+  EXPECT_GT(whole, partial);
+  for (const LatencyGroup& g : t->groups) {
+    const auto& [kept, out] = sums[{g.dev, g.op, g.phase}];
+    EXPECT_EQ(kept, g.summary.count);
+    EXPECT_EQ(out, g.outside_coverage);
+  }
+
   // The intact file has more: the samples across the stretch.
   std::optional<LatencyReport> all = Report(full);
   ASSERT_TRUE(all.has_value());
