@@ -14,7 +14,7 @@ fi
 
 bash scripts/install-deps.sh
 bash scripts/ensure-tracefs.sh
-bash scripts/build.sh
+bash scripts/build.sh --binary-only  # the tests and benchmarks are not needed here
 
 work=$(mktemp -d /tmp/iotrace_demo_XXXXXX)
 loop=""
