@@ -17,6 +17,7 @@
 #include "iotrace/ftrace_page.h"
 #include "iotrace/status.h"
 #include "iotrace/stream_store.h"
+#include "iotrace/text.h"
 
 namespace iotrace {
 namespace {
@@ -869,17 +870,20 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
       if (c.lost[k] != 0) {
         // (Losses placed in time are gaps of the coverage; these are not: any request may
         // have lost an event to them.)
-        why.push_back(absl::StrFormat("%u %s events lost (%s), not placed in time", c.lost[k],
-                                      BlockEventKindName(kind), breakdown(lost_by[k])));
+        why.push_back(absl::StrFormat(
+            "%s lost (%s), not placed in time",
+            Plural(c.lost[k], std::string(BlockEventKindName(kind)) + " event"),
+            breakdown(lost_by[k])));
       }
       if (ds.rejected[k] != 0) {
-        why.push_back(absl::StrFormat("%u %s records could not be decoded", ds.rejected[k],
-                                      BlockEventKindName(kind)));
+        why.push_back(absl::StrFormat(
+            "%s could not be decoded",
+            Plural(ds.rejected[k], std::string(BlockEventKindName(kind)) + " record")));
       }
     }
     if (c.lost_unknown != 0) {
-      why.push_back(absl::StrFormat("%u events of unknown type lost (%s), not placed in time",
-                                    c.lost_unknown, breakdown(unknown_by)));
+      why.push_back(absl::StrFormat("%s of unknown type lost (%s), not placed in time",
+                                    Plural(c.lost_unknown, "event"), breakdown(unknown_by)));
     }
     if (unfinished) {
       why.push_back("the file was not finished (its writer was killed?): the losses it counts "
@@ -904,17 +908,18 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
         ends_at_issue ? 0 : ms.stale_at_end[issued] + ms.stale_at_end[requeued];
     if (stale_issued != 0) {
       why.push_back(absl::StrFormat(
-          "%u requests issued before the end of the file had waited over %d times the longest D2C "
+          "%s issued before the end of the file had waited over %d times the longest D2C "
           "seen (and over %d ms) for a completion that is not in the file: most likely not "
           "recorded (perf drops samples without counting them on some kernels), else the device "
           "is stuck",
-          stale_issued, kStaleFactor, kStaleFloorNs / 1000000));
+          Plural(stale_issued, "request"), kStaleFactor, kStaleFloorNs / 1000000));
     }
     if (given_up_inserted + given_up_issued != 0) {
       why.push_back(absl::StrFormat(
-          "%u %s requests never %s (expired, evicted from the table or given up at a collision)",
+          "%u %s %s never %s (expired, evicted from the table or given up at a collision)",
           given_up_inserted + given_up_issued,
           ends_at_issue ? "inserted" : starts_at_issue ? "issued" : "inserted or issued",
+          given_up_inserted + given_up_issued == 1 ? "request" : "requests",
           ends_at_issue ? "issued" : "completed"));
     }
     if (why.empty()) continue;
@@ -986,8 +991,8 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
                                         NoInsertReasonText(d.no_insert_reason)));
     } else if (d.issues_without_insert != 0) {
       r.notes.push_back(absl::StrFormat(
-          "%s (%s): %u requests issued without an insert (D2C only): %s", d.device,
-          DevString(d.dev), d.issues_without_insert, NoInsertReasonText(d.no_insert_reason)));
+          "%s (%s): %s issued without an insert (D2C only): %s", d.device, DevString(d.dev),
+          Plural(d.issues_without_insert, "request"), NoInsertReasonText(d.no_insert_reason)));
     }
   }
   if (!c.recorded[static_cast<int>(BlockEventKind::kBioQueue)]) {
@@ -998,9 +1003,10 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
     if (name == "duplicate_record") {
       // Dropped whole: what is left is what the kernel produced, so nothing is incomplete.
       r.notes.push_back(absl::StrFormat(
-          "%u records appear twice in the file, byte for byte (perf record writes some samples "
-          "again in its next drain of the same CPU's ring): each was used once",
-          count));
+          "%s twice in the file, byte for byte (perf record writes some samples "
+          "again in its next drain of the same CPU's ring): %s used once",
+          count == 1 ? "1 record appears" : absl::StrFormat("%u records appear", count),
+          count == 1 ? "it was" : "each was"));
     } else {
       parts.push_back(absl::StrFormat("%s %u", name, count));
     }
@@ -1014,9 +1020,13 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
     r.notes.push_back(absl::StrFormat("unusable event format: %s", f));
   }
   if (c.late_interval_samples != 0) {
-    r.notes.push_back(absl::StrFormat(
-        "%u samples arrived after their interval closed and were counted in a later one",
-        c.late_interval_samples));
+    r.notes.push_back(
+        absl::StrFormat("%s after %s interval closed and %s counted in a later one",
+                        c.late_interval_samples == 1
+                            ? "1 sample arrived"
+                            : absl::StrFormat("%u samples arrived", c.late_interval_samples),
+                        c.late_interval_samples == 1 ? "its" : "their",
+                        c.late_interval_samples == 1 ? "was" : "were"));
   }
   return r;
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "iotrace/text.h"
 
 namespace iotrace {
 namespace {
@@ -83,9 +84,8 @@ void WriteAsciiHistogram(const LatencyGroup& g, TimeUnit unit, std::ostream& out
     peak = std::max(peak, rows[i]);
     if (rows[i] != 0 && first == rows.size()) first = i;
   }
-  out << absl::StrFormat("%s %s %s%s: %u requests\n", GroupLabel(g), BlockOpName(g.op),
-                         PhaseName(g.phase), g.incomplete ? " (INCOMPLETE)" : "",
-                         g.summary.count);
+  out << absl::StrFormat("%s %s %s%s: %s\n", GroupLabel(g), BlockOpName(g.op), PhaseName(g.phase),
+                         g.incomplete ? " (INCOMPLETE)" : "", Plural(g.summary.count, "request"));
   out << absl::StrFormat("%24s : %-10s distribution\n", TimeUnitName(unit), "count");
   for (size_t i = first; i < rows.size(); ++i) {
     uint64_t lo = i == 0 ? 0 : uint64_t{1} << i;
@@ -207,9 +207,9 @@ void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
                          m.issues_without_insert[i]);
   }
   out << "  issues without insert:   " << Counts(reasons) << "\n";
-  out << absl::StrFormat("  completes without issue: %u (and %u zero-length completions by "
-                         "the flush machinery)\n",
-                         m.completes_without_issue, m.flush_sequence_completions);
+  out << absl::StrFormat("  completes without issue: %u (and %s by the flush machinery)\n",
+                         m.completes_without_issue,
+                         Plural(m.flush_sequence_completions, "zero-length completion"));
   out << absl::StrFormat(
       "  flushes %u, requeues %u (unmatched %u), merges %u (+%u merged while being inserted, "
       "%u of requests not seen), bio merges front %u back %u, partial completions %u, "
@@ -256,8 +256,8 @@ void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
   }
   std::vector<std::pair<std::string_view, uint64_t>> reader;
   for (const auto& [name, count] : c.reader_problems) reader.emplace_back(name, count);
-  out << absl::StrFormat("  reader:                  %u records, %u events; problems: %s\n",
-                         c.reader_records, c.reader_events,
+  out << absl::StrFormat("  reader:                  %s, %s; problems: %s\n",
+                         Plural(c.reader_records, "record"), Plural(c.reader_events, "event"),
                          reader.empty() ? "none" : Counts(reader));
   std::vector<std::pair<std::string_view, uint64_t>> decode;
   for (int i = 0; i < kDecodeProblemCount; ++i) {
@@ -360,8 +360,9 @@ std::string FormatSeconds(double s) {
 }
 
 void WriteTextReport(const LatencyReport& r, TimeUnit unit, std::ostream& out) {
-  out << absl::StrFormat("iotrace report: %s (%s, %d CPUs), %.3f s of trace\n", r.input,
-                         r.file_format.empty() ? "?" : r.file_format, r.nr_cpus, r.duration_s());
+  out << absl::StrFormat("iotrace report: %s (%s, %s), %.3f s of trace\n", r.input,
+                         r.file_format.empty() ? "?" : r.file_format,
+                         Plural(r.nr_cpus < 0 ? 0 : r.nr_cpus, "CPU"), r.duration_s());
   if (!r.formats_warning.empty()) out << "WARNING: " << r.formats_warning << "\n";
   WriteCoverage(r, out);
   if (!r.filters.empty()) {

@@ -418,6 +418,30 @@ TEST(ReportFormatTest, TextShowsTableHistogramsCompletenessAndWarnings) {
   EXPECT_NE(find_line("loop0 (7:0): no I2D/I2C"), "");
 }
 
+TEST(ReportFormatTest, TextCountsTakeTheSingularForOne) {
+  LatencyReport r;
+  r.input = "one.dat";
+  r.file_format = "trace.dat";
+  r.nr_cpus = 1;
+  r.groups.push_back(Group(kLoop0, "loop0", BlockOp::kRead, Phase::kD2C, {{1000, 1016, 1}}));
+  r.completeness.match.flush_sequence_completions = 1;
+  r.completeness.reader_records = 1;
+  r.completeness.reader_events = 1;
+  std::string text = FormatReport(r, OutputFormat::kText, TimeUnit::kUs);
+  EXPECT_NE(text.find("iotrace report: one.dat (trace.dat, 1 CPU), 0.000 s of trace\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("loop0 (7:0) read D2C: 1 request\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  completes without issue: 0 (and 1 zero-length completion by the flush "
+                      "machinery)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  reader:                  1 record, 1 event; problems: none\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find(" 1 requests"), std::string::npos) << text;
+}
+
 TEST(ReportFormatTest, TextUsesTheChosenUnit) {
   std::string ms = FormatReport(SampleReport(), OutputFormat::kText, TimeUnit::kMs);
   EXPECT_NE(ms.find("latency (ms)"), std::string::npos);
