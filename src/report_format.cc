@@ -186,6 +186,33 @@ std::string StateCounts(const std::array<uint64_t, N>& by_state) {
   return Counts(items);
 }
 
+// What each filter given removed: requests (at their completion) by --dev, --op, --comm and
+// --pid; phase samples by --since and --until.
+void WriteFilteredOut(const LatencyReport& r, std::ostream& out) {
+  const FilterCounts& f = r.completeness.filtered;
+  std::vector<std::string> requests, phases;
+  auto given = [&r](std::string_view name) {
+    for (const auto& [k, v] : r.filters) {
+      if (k == name) return true;
+    }
+    return false;
+  };
+  const std::pair<std::string_view, uint64_t> by_request[] = {
+      {"dev", f.dev}, {"op", f.op}, {"comm", f.comm}, {"pid", f.pid}};
+  const std::pair<std::string_view, uint64_t> by_phase[] = {{"since", f.since}, {"until", f.until}};
+  for (const auto& [name, count] : by_request) {
+    if (given(name)) requests.push_back(absl::StrFormat("--%s %u", name, count));
+  }
+  for (const auto& [name, count] : by_phase) {
+    if (given(name)) phases.push_back(absl::StrFormat("--%s %u", name, count));
+  }
+  std::vector<std::string> parts;
+  if (!requests.empty()) parts.push_back("requests by " + absl::StrJoin(requests, ", "));
+  if (!phases.empty()) parts.push_back("phase samples by " + absl::StrJoin(phases, ", "));
+  if (parts.empty()) return;
+  out << "  filtered out:            " << absl::StrJoin(parts, "; ") << "\n";
+}
+
 void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
   const Completeness& c = r.completeness;
   const MatchStats& m = c.match;
@@ -280,11 +307,7 @@ void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
     out << "  outside coverage:        " << (phases.empty() ? "none" : absl::StrJoin(phases, ", "))
         << "\n";
   }
-  if (c.samples_filtered != 0 || c.phases_outside_window != 0) {
-    out << absl::StrFormat("  filtered out:            %u requests, %u phase samples outside "
-                           "--since/--until\n",
-                           c.samples_filtered, c.phases_outside_window);
-  }
+  WriteFilteredOut(r, out);
   if (!c.devices.empty()) {
     out << "  devices:\n";
     for (const DeviceSummary& d : c.devices) {
@@ -298,6 +321,17 @@ void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
                              DevString(d.dev), Counts(ev), d.issues_without_insert);
     }
   }
+}
+
+// In place of the table: that there is nothing to show, and why when the filters are why.
+void WriteNothingToShow(const LatencyReport& r, std::ostream& out) {
+  std::vector<std::string> why;
+  if (!r.coverage.complete && !r.coverage.has_window) {
+    why.push_back("no time is covered by every CPU's data");
+  }
+  if (!r.empty_reason.empty()) why.push_back(r.empty_reason);
+  out << "no request latencies to show" << (why.empty() ? "" : ": ") << absl::StrJoin(why, "; ")
+      << "\n\n";
 }
 
 void WriteJsonGroup(const LatencyGroup& g, std::ostream& out, const std::string& indent) {
@@ -330,6 +364,13 @@ void WriteJsonGroups(const std::vector<LatencyGroup>& groups, std::ostream& out,
     WriteJsonGroup(groups[i], out, indent + "  ");
   }
   out << (groups.empty() ? "]" : "\n" + indent + "]");
+}
+
+// Completeness: what each filter removed (FilterCounts), after phases_outside_window.
+void WriteJsonFiltered(const FilterCounts& f, std::ostream& out) {
+  out << ",\n    \"requests_filtered\": {\"dev\": " << f.dev << ", \"op\": " << f.op
+      << ", \"comm\": " << f.comm << ", \"pid\": " << f.pid << "}";
+  out << ",\n    \"phases_filtered\": {\"since\": " << f.since << ", \"until\": " << f.until << "}";
 }
 
 template <typename Names, size_t N>
@@ -380,9 +421,7 @@ void WriteTextReport(const LatencyReport& r, TimeUnit unit, std::ostream& out) {
     out << "\n";
   };
   if (r.groups.empty()) {
-    out << (!r.coverage.complete && !r.coverage.has_window
-                ? "no request latencies to show: no time is covered by every CPU's data\n\n"
-                : "no request latencies to show\n\n");
+    WriteNothingToShow(r, out);
     write_warnings();
   } else {
     std::vector<std::string> legend;
@@ -582,8 +621,9 @@ void WriteJsonReport(const LatencyReport& r, std::ostream& out) {
     out << (i == 0 ? "" : ", ") << JsonString(c.format_problems[i]);
   }
   out << "],\n    \"samples_filtered\": " << c.samples_filtered
-      << ",\n    \"phases_outside_window\": " << c.phases_outside_window
-      << ",\n    \"devices\": [";
+      << ",\n    \"phases_outside_window\": " << c.phases_outside_window;
+  WriteJsonFiltered(c.filtered, out);
+  out << ",\n    \"devices\": [";
   for (size_t i = 0; i < c.devices.size(); ++i) {
     const DeviceSummary& d = c.devices[i];
     out << (i == 0 ? "\n      " : ",\n      ") << "{\"dev\": " << JsonString(DevString(d.dev))

@@ -1,5 +1,6 @@
 #include "iotrace/latency_report.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -158,6 +159,139 @@ TEST(LatencyReportTest, CommAndPidMatchTheInsertingOrTheIssuingProcess) {
   EXPECT_EQ(count_d2c(o), 1u);
   o.pids = {5};
   EXPECT_EQ(count_d2c(o), 0u);
+}
+
+// Per filter, the requests it removed (counted at their completion, under the first filter of
+// dev, op, comm, pid that removes them), and the phase samples --since and --until removed.
+TEST(LatencyReportTest, EachFilterCountsWhatItRemoved) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8, "R");            // loop0 read, fio
+  Request(t, 1000, 10, 100, 16, "W");        // loop0 write, fio
+  Request(t, 2000, 10, 100, 24, "W", kVda);  // vda write, fio
+  ReportOptions o = TestOptions();
+  o.devices = {"loop0"};
+  o.ops = {BlockOp::kRead};
+  o.comms = {"nobody"};
+  LatencyReport r = Build(t, o);
+  EXPECT_TRUE(r.groups.empty());
+  const FilterCounts& f = r.completeness.filtered;
+  EXPECT_EQ(f.dev, 1u);   // vda's write, also not a read and not by nobody
+  EXPECT_EQ(f.op, 1u);    // loop0's write
+  EXPECT_EQ(f.comm, 1u);  // loop0's read
+  EXPECT_EQ(f.pid, 0u);
+  EXPECT_EQ(r.completeness.samples_filtered, 6u);  // each request's issue and completion
+
+  o = TestOptions();
+  o.pids = {100, 5};
+  r = Build(t, o);
+  EXPECT_EQ(r.groups.size(), 9u);
+  EXPECT_EQ(r.completeness.filtered.pid, 0u);
+
+  o = TestOptions();
+  o.since_s = 0.000000500;  // after the read's phases ended (110 ns)
+  o.until_s = 0.000002050;  // after vda's I2D ended (2010 ns), before its D2C and I2C (2110 ns)
+  r = Build(t, o);
+  EXPECT_EQ(r.completeness.filtered.since, 3u);  // the read's I2D, D2C, I2C
+  EXPECT_EQ(r.completeness.filtered.until, 2u);  // vda's D2C and I2C (its I2D ends at 2010 ns)
+  EXPECT_EQ(r.completeness.phases_outside_window, 5u);
+}
+
+TEST(LatencyReportTest, FilterValuesThatMatchNothingAreNamedWithWhatTheFileHolds) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8, "R");
+  Request(t, 1000, 10, 100, 16, "W");
+  Request(t, 2000, 10, 100, 24, "W");
+  Request(t, 3000, 10, 100, 8, "W", kVda);
+  ReportOptions o = TestOptions();
+  o.devices = {"sdz", "loop0", "9:9"};
+  o.ops = {BlockOp::kWrite, BlockOp::kDiscard};
+  o.comms = {"fio", "nobody"};
+  o.pids = {100, 4242};
+  LatencyReport r = Build(t, o);
+  EXPECT_EQ(r.devices_unmatched, (std::vector<std::string>{"sdz", "9:9"}));
+  EXPECT_EQ(r.filter_warnings,
+            (std::vector<std::string>{
+                "--dev sdz, --dev 9:9 match no device in synthetic.data; it holds loop0 (7:0), "
+                "vda (254:0)",
+                "--op discard matches no request in synthetic.data (it holds read 1, write 3)",
+                "--comm nobody matches no request in synthetic.data (no request was inserted or "
+                "issued by a process of that name)",
+                "--pid 4242 matches no request in synthetic.data (no request was inserted or "
+                "issued by that process)"}));
+  // In the notes too, first.
+  ASSERT_GE(r.notes.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(r.notes[i], r.filter_warnings[i]);
+  const LatencyGroup* g = FindGroup(r.groups, kLoop0, BlockOp::kWrite, Phase::kD2C);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->summary.count, 2u);
+  EXPECT_EQ(r.empty_reason, "");
+
+  // Values that all match: nothing said.
+  o.devices = {"loop0"};
+  o.ops = {BlockOp::kWrite};
+  o.comms = {"fio"};
+  o.pids = {100};
+  r = Build(t, o);
+  EXPECT_TRUE(r.filter_warnings.empty()) << ::testing::PrintToString(r.filter_warnings);
+  EXPECT_TRUE(r.devices_unmatched.empty());
+
+  // A file with no block device at all.
+  SyntheticTrace none;
+  none.AddRaw(9999, 0, 0, 1, {});  // a record of another event
+  o = TestOptions();
+  o.devices = {"loop0"};
+  r = Build(none, o);
+  ASSERT_EQ(r.filter_warnings.size(), 1u);
+  EXPECT_EQ(r.filter_warnings[0],
+            "--dev loop0 matches no device in synthetic.data; it holds no block device events");
+}
+
+TEST(LatencyReportTest, AReportLeftEmptyByTheFiltersSaysWhichFilterRemovedWhat) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8, "R");
+  Request(t, 1000, 10, 100, 16, "W");
+  Request(t, 2000, 10, 100, 24, "W");
+  Request(t, 3000, 10, 100, 8, "W", kVda);
+  ReportOptions o = TestOptions();
+  o.ops = {BlockOp::kDiscard};
+  LatencyReport r = Build(t, o);
+  EXPECT_TRUE(r.groups.empty());
+  EXPECT_EQ(r.empty_reason, "--op discard removed all 4 requests (the file holds read 1, write 3)");
+  EXPECT_NE(
+      std::find(r.notes.begin(), r.notes.end(), "no request latencies to show: " + r.empty_reason),
+      r.notes.end())
+      << ::testing::PrintToString(r.notes);
+
+  o = TestOptions();
+  o.devices = {"vda"};
+  o.ops = {BlockOp::kRead};
+  r = Build(t, o);
+  EXPECT_EQ(r.empty_reason,
+            "--dev vda removed 3 requests (the file holds loop0 (7:0) 3, vda (254:0) 1), --op read "
+            "removed 1 request (the file holds read 1, write 3)");
+
+  o = TestOptions();
+  o.comms = {"postgres"};
+  r = Build(t, o);
+  EXPECT_EQ(r.empty_reason, "--comm postgres removed all 4 requests");
+
+  o = TestOptions();
+  o.since_s = 1;
+  r = Build(t, o);
+  EXPECT_EQ(r.empty_reason, "--since 1 removed all 12 phase samples (the trace spans 0.000 s)");
+
+  // Groups left: no reason, whatever the filters removed.
+  o = TestOptions();
+  o.ops = {BlockOp::kRead};
+  r = Build(t, o);
+  EXPECT_FALSE(r.groups.empty());
+  EXPECT_EQ(r.empty_reason, "");
+  // Nothing in the file and no filter: nothing to explain.
+  SyntheticTrace none;
+  none.AddRaw(9999, 0, 0, 1, {});
+  r = Build(none);
+  EXPECT_TRUE(r.groups.empty());
+  EXPECT_EQ(r.empty_reason, "");
 }
 
 TEST(LatencyReportTest, SinceAndUntilKeepPhasesEndingInTheWindow) {
