@@ -147,7 +147,8 @@ std::string_view LossKindName(LossRecord::Kind kind) {
 std::string_view NoInsertReasonText(NoInsertReason reason) {
   switch (reason) {
     case NoInsertReason::kInsertNotRecorded:
-      return "block_rq_insert was not recorded in this file";
+      return "block_rq_insert was not recorded in this file (record with -e "
+             "block:block_rq_insert, one of iotrace record's default events)";
     case NoInsertReason::kNoInsertOnDevice:
       return "the device showed no block_rq_insert at all: requests went straight to the driver "
              "(scheduler none, or a bypass)";
@@ -762,6 +763,69 @@ void LatencyReportBuilder::FinishCoverage(const ReadStats& reader_stats, Latency
   out.gaps = std::move(inside);
 }
 
+namespace {
+
+// Notes that name the fix for what the warnings report: losses by kind (a bigger ring or buffer,
+// or the ftrace backend against perf's silent drops), requests given up by the matcher's bounds.
+void AddFixNotes(const Completeness& c, const ReportOptions& options,
+                 std::vector<std::string>* notes) {
+  std::array<uint64_t, kLossKindCount> lost{};
+  for (const LossSummary& l : c.losses) lost[static_cast<int>(l.kind)] += l.count;
+  const uint64_t ring = lost[static_cast<int>(LossRecord::Kind::kRingLost)];
+  const uint64_t silent = lost[static_cast<int>(LossRecord::Kind::kSilentDrop)];
+  const uint64_t ftrace = lost[static_cast<int>(LossRecord::Kind::kFtraceOverrun)] +
+                          lost[static_cast<int>(LossRecord::Kind::kFtraceDropped)];
+  if (ring != 0) {
+    notes->push_back(absl::StrFormat(
+        "%s lost because a perf ring was full (ring_lost): record with bigger rings, iotrace "
+        "record -m 4096 (pages per CPU, default 1024) or perf record -m 4096, or with "
+        "--backend ftrace",
+        Plural(ring, "event")));
+  }
+  if (silent != 0) {
+    notes->push_back(absl::StrFormat(
+        "%s dropped by perf without a trace (silent_drop: perf drops samples taken in the idle "
+        "task on some kernels, docs/kernel-notes.md): record with iotrace record --backend "
+        "ftrace, which does not",
+        Plural(silent, "event")));
+  }
+  if (ftrace != 0) {
+    notes->push_back(absl::StrFormat(
+        "%s lost because an ftrace buffer was full (ftrace_overrun, ftrace_dropped): record with "
+        "a bigger buffer, iotrace record --buffer-kb 32768 (per CPU, default 8192) or trace-cmd "
+        "record -b 32768",
+        Plural(ftrace, "event")));
+  }
+  const MatchStats& m = c.match;
+  uint64_t stale = 0, expired = 0, evicted = 0;
+  for (int i = 0; i < kRequestStateCount; ++i) {
+    stale += m.stale_at_end[i];
+    expired += m.expired[i];
+    evicted += m.evicted[i];
+  }
+  if (stale != 0 && silent == 0) {
+    notes->push_back(absl::StrFormat(
+        "%s left issued at the end of the file most likely lost %s completion: if perf "
+        "recorded the file, record with iotrace record --backend ftrace, which does not drop "
+        "events silently (iotrace's perf backend counts perf's drops)",
+        Plural(stale, "request"), stale == 1 ? "its" : "their"));
+  }
+  if (expired != 0) {
+    notes->push_back(absl::StrFormat(
+        "%s expired, idle for over %s s of trace time: if a device really takes that long, "
+        "report with a longer --expiry",
+        Plural(expired, "request"), absl::StrFormat("%g", options.expiry_s)));
+  }
+  if (evicted != 0) {
+    notes->push_back(absl::StrFormat(
+        "%s evicted from the full table of requests in flight (--max-inflight %u): report with "
+        "a larger --max-inflight",
+        Plural(evicted, "request"), options.max_inflight));
+  }
+}
+
+}  // namespace
+
 void LatencyReportBuilder::ExplainFilters(LatencyReport& r) {
   const Completeness& c = r.completeness;
   const std::string& file = options_.input;
@@ -1151,8 +1215,16 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
       has_i2d |= g.phase == Phase::kI2D;
     }
     if (has_d2c && !has_i2d) {
-      r.notes.push_back(absl::StrFormat("%s (%s): no I2D/I2C: %s", d.device, DevString(d.dev),
-                                        NoInsertReasonText(d.no_insert_reason)));
+      // Without inserts, the time a request waited before the driver took it shows only from
+      // the bio's submission on (Q2D).
+      std::string queueing;
+      if (d.no_insert_reason == NoInsertReason::kNoInsertOnDevice) {
+        queueing = c.recorded[static_cast<int>(BlockEventKind::kBioQueue)]
+                       ? "; queueing then shows only in Q2D (bio queued -> issue)"
+                       : "; queueing is then only visible as Q2D, through -e block:block_bio_queue";
+      }
+      r.notes.push_back(absl::StrFormat("%s (%s): no I2D/I2C: %s%s", d.device, DevString(d.dev),
+                                        NoInsertReasonText(d.no_insert_reason), queueing));
     } else if (d.issues_without_insert != 0) {
       r.notes.push_back(absl::StrFormat(
           "%s (%s): %s issued without an insert (D2C only): %s", d.device, DevString(d.dev),
@@ -1160,7 +1232,9 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
     }
   }
   if (!c.recorded[static_cast<int>(BlockEventKind::kBioQueue)]) {
-    r.notes.push_back("no Q2D/Q2C: block_bio_queue was not recorded");
+    r.notes.push_back(
+        "no Q2D/Q2C: block_bio_queue was not recorded; record with -e block:block_bio_queue to "
+        "see them");
   }
   std::vector<std::string> parts;
   for (const auto& [name, count] : reader_stats.problems) {
@@ -1192,6 +1266,7 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
                         c.late_interval_samples == 1 ? "its" : "their",
                         c.late_interval_samples == 1 ? "was" : "were"));
   }
+  AddFixNotes(c, options_, &r.notes);
   return r;
 }
 

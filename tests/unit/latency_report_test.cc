@@ -647,6 +647,112 @@ TEST(LatencyReportTest, QueuePhasesOnlyWhenBioQueueWasRecorded) {
   EXPECT_TRUE(noted);
 }
 
+bool HasNote(const LatencyReport& r, const std::string& note) {
+  return std::find(r.notes.begin(), r.notes.end(), note) != r.notes.end();
+}
+
+// Notes name the fix where there is one: the event to record, the ring or buffer to enlarge, the
+// backend that does not drop events, the report option that keeps requests longer.
+TEST(LatencyReportTest, NotesNameTheEventToRecordForQueuePhases) {
+  SyntheticTrace t;
+  Request(t, 5, 10, 100, 8);
+  LatencyReport r = Build(t);
+  EXPECT_TRUE(HasNote(r, "no Q2D/Q2C: block_bio_queue was not recorded; record with -e "
+                         "block:block_bio_queue to see them"))
+      << ::testing::PrintToString(r.notes);
+
+  // Scheduler none (issues, no insert on the device): queueing shows only as Q2D.
+  SyntheticTrace none;
+  none.Issue(0, 8).Complete(100, 8);
+  r = Build(none);
+  EXPECT_TRUE(HasNote(r, "loop0 (7:0): no I2D/I2C: the device showed no block_rq_insert at all: "
+                         "requests went straight to the driver (scheduler none, or a bypass); "
+                         "queueing is then only visible as Q2D, through -e "
+                         "block:block_bio_queue"))
+      << ::testing::PrintToString(r.notes);
+  SyntheticTrace none_bio(ThisKernelFormats(/*with_bio_queue=*/true));
+  none_bio.Add("block_bio_queue", {0, kLoop0, 8, 8, "W", 100, "fio", 0});
+  none_bio.Issue(5, 8).Complete(100, 8);
+  r = Build(none_bio);
+  EXPECT_TRUE(HasNote(r, "loop0 (7:0): no I2D/I2C: the device showed no block_rq_insert at all: "
+                         "requests went straight to the driver (scheduler none, or a bypass); "
+                         "queueing then shows only in Q2D (bio queued -> issue)"))
+      << ::testing::PrintToString(r.notes);
+
+  // A file without block_rq_insert at all.
+  SyntheticTrace no_insert(LoadFormats(
+      "formats", {"block_rq_issue", "block_rq_complete", "block_rq_requeue", "block_rq_merge"}));
+  no_insert.Issue(0, 8).Complete(100, 8);
+  r = Build(no_insert);
+  EXPECT_TRUE(HasNote(r, "loop0 (7:0): no I2D/I2C: block_rq_insert was not recorded in this file "
+                         "(record with -e block:block_rq_insert, one of iotrace record's default "
+                         "events)"))
+      << ::testing::PrintToString(r.notes);
+}
+
+TEST(LatencyReportTest, NotesNameTheFixForLossesAndRequestsGivenUp) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8);
+  const int complete_id = t.Format("block_rq_complete")->id;
+  t.Loss(LossRecord::Kind::kRingLost, 0, complete_id, 1);
+  t.Loss(LossRecord::Kind::kSilentDrop, 1, complete_id, 2);
+  t.Loss(LossRecord::Kind::kFtraceOverrun, 0, -1, 3);
+  t.Loss(LossRecord::Kind::kFtraceDropped, 1, -1, 4);
+  LatencyReport r = Build(t);
+  EXPECT_TRUE(HasNote(r, "1 event lost because a perf ring was full (ring_lost): record with "
+                         "bigger rings, iotrace record -m 4096 (pages per CPU, default 1024) or "
+                         "perf record -m 4096, or with --backend ftrace"))
+      << ::testing::PrintToString(r.notes);
+  EXPECT_TRUE(HasNote(r, "2 events dropped by perf without a trace (silent_drop: perf drops "
+                         "samples taken in the idle task on some kernels, docs/kernel-notes.md): "
+                         "record with iotrace record --backend ftrace, which does not"))
+      << ::testing::PrintToString(r.notes);
+  EXPECT_TRUE(HasNote(r, "7 events lost because an ftrace buffer was full (ftrace_overrun, "
+                         "ftrace_dropped): record with a bigger buffer, iotrace record "
+                         "--buffer-kb 32768 (per CPU, default 8192) or trace-cmd record -b 32768"))
+      << ::testing::PrintToString(r.notes);
+
+  // Expired: idle past --expiry.
+  SyntheticTrace idle;
+  idle.Insert(0, 8).Issue(10, 8);  // never completes
+  Request(idle, 40'000 * kMs, 10, 100, 16);
+  r = Build(idle);
+  EXPECT_TRUE(HasNote(r, "1 request expired, idle for over 30 s of trace time: if a device "
+                         "really takes that long, report with a longer --expiry"))
+      << ::testing::PrintToString(r.notes);
+
+  // Evicted: more requests in flight than --max-inflight.
+  SyntheticTrace many;
+  for (uint64_t i = 0; i < 20; ++i) many.Insert(i, 8 * (i + 1));
+  ReportOptions o = TestOptions();
+  o.max_inflight = 16;
+  r = Build(many, o);
+  EXPECT_TRUE(HasNote(r, "4 requests evicted from the full table of requests in flight "
+                         "(--max-inflight 16): report with a larger --max-inflight"))
+      << ::testing::PrintToString(r.notes);
+
+  // Stale: issued long before the end of the file, never completed (perf's uncounted drops).
+  SyntheticTrace stale;
+  stale.Insert(0, 8).Issue(10, 8);
+  Request(stale, 200 * kMs, 10, 100, 16);
+  Request(stale, 400 * kMs, 10, 100, 24);
+  r = Build(stale);
+  EXPECT_TRUE(HasNote(r, "1 request left issued at the end of the file most likely lost its "
+                         "completion: if perf recorded the file, record with iotrace record "
+                         "--backend ftrace, which does not drop events silently (iotrace's perf "
+                         "backend counts perf's drops)"))
+      << ::testing::PrintToString(r.notes);
+
+  // A clean file gets none of these.
+  SyntheticTrace clean;
+  Request(clean, 0, 10, 100, 8);
+  for (const std::string& n : Build(clean).notes) {
+    EXPECT_EQ(n.find("record with bigger"), std::string::npos) << n;
+    EXPECT_EQ(n.find("--expiry"), std::string::npos) << n;
+    EXPECT_EQ(n.find("--max-inflight"), std::string::npos) << n;
+  }
+}
+
 TEST(LatencyReportTest, ExpiredRequestsMakeTheirPhaseIncomplete) {
   SyntheticTrace t;
   t.Insert(0, 8).Issue(10, 8);  // never completes
