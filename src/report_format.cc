@@ -632,7 +632,10 @@ void WriteJsonReport(const LatencyReport& r, std::ostream& out) {
                     [](size_t k) { return BlockEventKindName(static_cast<BlockEventKind>(k)); },
                     out);
     out << ", \"issues_without_insert\": " << d.issues_without_insert
-        << ", \"no_insert_reason\": " << JsonString(NoInsertReasonName(d.no_insert_reason))
+        << ", \"no_insert_reason\": "
+        // The reason explains issues without an insert: with none, there is nothing to explain.
+        << (d.issues_without_insert == 0 ? std::string("null")
+                                         : JsonString(NoInsertReasonName(d.no_insert_reason)))
         << "}";
   }
   out << (c.devices.empty() ? "]" : "\n    ]") << "\n  },\n";
