@@ -149,8 +149,9 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
   DoctorReport report;
   struct utsname u;
   if (uname(&u) == 0) {
-    report.kernel = absl::StrFormat("Linux %s %s, %d CPUs", u.release, u.machine,
-                                    sysconf(_SC_NPROCESSORS_ONLN));
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    report.kernel = absl::StrFormat("Linux %s %s, %s", u.release, u.machine,
+                                    Plural(cpus < 0 ? 0 : cpus, "CPU"));
   }
   auto add = [&](std::string topic, DoctorLevel level, std::string summary,
                  std::vector<std::string> details = {}) {
@@ -208,7 +209,7 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
       for (TraceEventInfo& e : *resolved) formats.push_back(std::move(e.format));
     }
     add("block events", block_ok ? DoctorLevel::kOk : DoctorLevel::kFail,
-        absl::StrFormat("%d block tracepoints%s", block.size(),
+        absl::StrFormat("%s%s", Plural(block.size(), "block tracepoint"),
                         block_ok ? "" : " (block_rq_issue/complete missing: nothing to measure)"),
         DescribeBlockLayout(formats, block));
   }
@@ -230,8 +231,7 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
     devs.push_back(DescribeBlockDevice(d));
   }
   add("devices", devs.empty() ? DoctorLevel::kWarn : DoctorLevel::kInfo,
-      devs.empty() ? "no block device with a size" : absl::StrFormat("%d block devices", devs.size()),
-      devs);
+      devs.empty() ? "no block device with a size" : Plural(devs.size(), "block device"), devs);
 
   // live backend checks
   bool perf_works = false, ftrace_works = false;

@@ -17,6 +17,7 @@
 #include "iotrace/ftrace_page.h"
 #include "iotrace/status.h"
 #include "iotrace/stream_store.h"
+#include "iotrace/text.h"
 
 namespace iotrace {
 namespace {
@@ -111,13 +112,6 @@ bool GroupLess(const LatencyGroup& a, const LatencyGroup& b) {
   return std::tie(a.dev, a.op, a.phase) < std::tie(b.dev, b.op, b.phase);
 }
 
-bool CommIn(const char* comm, const std::vector<std::string>& comms) {
-  for (const std::string& c : comms) {
-    if (std::strncmp(comm, c.c_str(), kCommSize) == 0) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 std::string_view TimeUnitName(TimeUnit unit) { return kUnitNames[static_cast<int>(unit)]; }
@@ -153,7 +147,8 @@ std::string_view LossKindName(LossRecord::Kind kind) {
 std::string_view NoInsertReasonText(NoInsertReason reason) {
   switch (reason) {
     case NoInsertReason::kInsertNotRecorded:
-      return "block_rq_insert was not recorded in this file";
+      return "block_rq_insert was not recorded in this file (record with -e "
+             "block:block_rq_insert, one of iotrace record's default events)";
     case NoInsertReason::kNoInsertOnDevice:
       return "the device showed no block_rq_insert at all: requests went straight to the driver "
              "(scheduler none, or a bypass)";
@@ -233,6 +228,9 @@ LatencyReportBuilder::LatencyReportBuilder(const std::vector<EventFormat>& forma
   windowed_ = options.since_s.has_value() || options.until_s.has_value() || interval_ns_ != 0;
   slot_index_.reserve(64);
   process_filter_ = !options.comms.empty() || !options.pids.empty();
+  filtering_ = !options.devices.empty() || !options.ops.empty() || process_filter_;
+  comm_hit_.assign(options.comms.size(), 0);
+  pid_hit_.assign(options.pids.size(), 0);
   // The names of processes matter only to --comm (set_block_event_sink turns this back on).
   decoder_.set_decode_comm(!options.comms.empty());
 }
@@ -465,6 +463,16 @@ void LatencyReportBuilder::Absorb(LatencyReportBuilder& later) {
     GroupFor(SlotFor(g->dev), g->op, g->phase)->total.Merge(g->total);
   }
   counters_.samples_filtered += later.counters_.samples_filtered;
+  FilterCounts& f = counters_.filtered;
+  const FilterCounts& lf = later.counters_.filtered;
+  f.dev += lf.dev;
+  f.op += lf.op;
+  f.comm += lf.comm;
+  f.pid += lf.pid;
+  for (int op = 0; op < kBlockOpCount; ++op) requests_by_op_[op] += later.requests_by_op_[op];
+  for (size_t i = 0; i < comm_hit_.size(); ++i) comm_hit_[i] |= later.comm_hit_[i];
+  for (size_t i = 0; i < pid_hit_.size(); ++i) pid_hit_[i] |= later.pid_hit_[i];
+  for (const auto& slot : later.slots_) SlotFor(slot->dev).requests += slot->requests;
   longest_d2c_ = std::max(longest_d2c_, later.longest_d2c_);
   last_ts_ = std::max(last_ts_, later.last_ts_);
   for (const LossSummary& l : later.losses_) AddLoss(l.kind, l.cpu, l.event_id, l.count, l.placed);
@@ -560,22 +568,64 @@ LatencyReportBuilder::Group* LatencyReportBuilder::GroupFor(DeviceSlot& slot, Bl
   return g;
 }
 
-bool LatencyReportBuilder::PassesProcessFilter(const RequestSample& s) const {
-  if (!options_.pids.empty()) {
-    bool hit = false;
-    for (int32_t pid : options_.pids) {
-      if ((s.insert_pid >= 0 && s.insert_pid == pid) || (s.issue_pid >= 0 && s.issue_pid == pid)) {
-        hit = true;
-      }
-    }
-    if (!hit) return false;
-  }
-  if (!options_.comms.empty()) {
-    if (!CommIn(s.insert_comm, options_.comms) && !CommIn(s.issue_comm, options_.comms)) {
-      return false;
+bool LatencyReportBuilder::MatchesPid(const RequestSample& s, bool mark) {
+  if (options_.pids.empty()) return true;
+  bool hit = false;
+  for (size_t i = 0; i < options_.pids.size(); ++i) {
+    const int32_t pid = options_.pids[i];
+    if ((s.insert_pid >= 0 && s.insert_pid == pid) || (s.issue_pid >= 0 && s.issue_pid == pid)) {
+      hit = true;
+      if (mark) pid_hit_[i] = 1;
     }
   }
-  return true;
+  return hit;
+}
+
+bool LatencyReportBuilder::MatchesComm(const RequestSample& s, bool mark) {
+  if (options_.comms.empty()) return true;
+  bool hit = false;
+  for (size_t i = 0; i < options_.comms.size(); ++i) {
+    const char* comm = options_.comms[i].c_str();
+    if (std::strncmp(s.insert_comm, comm, kCommSize) == 0 ||
+        std::strncmp(s.issue_comm, comm, kCommSize) == 0) {
+      hit = true;
+      if (mark) comm_hit_[i] = 1;
+    }
+  }
+  return hit;
+}
+
+bool LatencyReportBuilder::PassesFilters(DeviceSlot& slot, const RequestSample& s) {
+  // A request is counted at its final completion (the sample that ends D2C, I2C and Q2C; with
+  // filters given, the matcher hands the issue's phases over in a sample of their own).
+  constexpr unsigned kRequestEnd =
+      PhaseBit(Phase::kD2C) | PhaseBit(Phase::kI2C) | PhaseBit(Phase::kQ2C);
+  const bool request = (s.phases & kRequestEnd) != 0;
+  if (request) {
+    ++slot.requests;
+    ++requests_by_op_[static_cast<int>(s.op)];
+  }
+  uint64_t* removed_by = nullptr;
+  if (!slot.allowed) {
+    removed_by = &counters_.filtered.dev;
+  } else if ((op_mask_ & (1u << static_cast<int>(s.op))) == 0) {
+    removed_by = &counters_.filtered.op;
+  }
+  if (process_filter_) {
+    // Every request is matched against every value, also one the filters above removed, so that
+    // a value that matches no request of the file can be named.
+    const bool comm = MatchesComm(s, request);
+    const bool pid = MatchesPid(s, request);
+    if (removed_by == nullptr && !comm) {
+      removed_by = &counters_.filtered.comm;
+    } else if (removed_by == nullptr && !pid) {
+      removed_by = &counters_.filtered.pid;
+    }
+  }
+  if (removed_by == nullptr) return true;
+  ++counters_.samples_filtered;
+  if (request) ++*removed_by;
+  return false;
 }
 
 void LatencyReportBuilder::CloseInterval(Group* g) {
@@ -627,11 +677,7 @@ void LatencyReportBuilder::OnRequestSampleCovered(const RequestSample& s) {
 
 inline void LatencyReportBuilder::Record(const RequestSample& s, unsigned phases) {
   DeviceSlot& slot = SlotFor(s.dev);
-  if (!slot.allowed || (op_mask_ & (1u << static_cast<int>(s.op))) == 0 ||
-      (process_filter_ && !PassesProcessFilter(s))) {
-    ++counters_.samples_filtered;
-    return;
-  }
+  if (filtering_ && !PassesFilters(slot, s)) return;
   std::array<Group*, kPhaseCount>& groups = slot.groups[static_cast<int>(s.op)];
   if (coverage_ != nullptr) [[unlikely]] {
     phases = DropOutsideCoverage(s, slot, phases);
@@ -653,6 +699,7 @@ inline void LatencyReportBuilder::Record(const RequestSample& s, unsigned phases
     const uint64_t end = s.End(phase);
     if (end < since_ns_ || end > until_ns_) {
       ++counters_.phases_outside_window;
+      ++(end < since_ns_ ? counters_.filtered.since : counters_.filtered.until);
       continue;
     }
     const uint64_t latency = end - s.Start(phase);
@@ -714,6 +761,186 @@ void LatencyReportBuilder::FinishCoverage(const ReadStats& reader_stats, Latency
   out.gap_count = inside.size();
   if (inside.size() > CoverageReport::kMaxListedGaps) inside.resize(CoverageReport::kMaxListedGaps);
   out.gaps = std::move(inside);
+}
+
+namespace {
+
+// Notes that name the fix for what the warnings report: losses by kind (a bigger ring or buffer,
+// or the ftrace backend against perf's silent drops), requests given up by the matcher's bounds.
+void AddFixNotes(const Completeness& c, const ReportOptions& options,
+                 std::vector<std::string>* notes) {
+  std::array<uint64_t, kLossKindCount> lost{};
+  for (const LossSummary& l : c.losses) lost[static_cast<int>(l.kind)] += l.count;
+  const uint64_t ring = lost[static_cast<int>(LossRecord::Kind::kRingLost)];
+  const uint64_t silent = lost[static_cast<int>(LossRecord::Kind::kSilentDrop)];
+  const uint64_t ftrace = lost[static_cast<int>(LossRecord::Kind::kFtraceOverrun)] +
+                          lost[static_cast<int>(LossRecord::Kind::kFtraceDropped)];
+  if (ring != 0) {
+    notes->push_back(absl::StrFormat(
+        "%s lost because a perf ring was full (ring_lost): record with bigger rings, iotrace "
+        "record -m 4096 (pages per CPU, default 1024) or perf record -m 4096, or with "
+        "--backend ftrace",
+        Plural(ring, "event")));
+  }
+  if (silent != 0) {
+    notes->push_back(absl::StrFormat(
+        "%s dropped by perf without a trace (silent_drop: perf drops samples taken in the idle "
+        "task on some kernels, docs/kernel-notes.md): record with iotrace record --backend "
+        "ftrace, which does not",
+        Plural(silent, "event")));
+  }
+  if (ftrace != 0) {
+    notes->push_back(absl::StrFormat(
+        "%s lost because an ftrace buffer was full (ftrace_overrun, ftrace_dropped): record with "
+        "a bigger buffer, iotrace record --buffer-kb 32768 (per CPU, default 8192) or trace-cmd "
+        "record -b 32768",
+        Plural(ftrace, "event")));
+  }
+  const MatchStats& m = c.match;
+  uint64_t stale = 0, expired = 0, evicted = 0;
+  for (int i = 0; i < kRequestStateCount; ++i) {
+    stale += m.stale_at_end[i];
+    expired += m.expired[i];
+    evicted += m.evicted[i];
+  }
+  if (stale != 0 && silent == 0) {
+    notes->push_back(absl::StrFormat(
+        "%s left issued at the end of the file most likely lost %s completion: if perf "
+        "recorded the file, record with iotrace record --backend ftrace, which does not drop "
+        "events silently (iotrace's perf backend counts perf's drops)",
+        Plural(stale, "request"), stale == 1 ? "its" : "their"));
+  }
+  if (expired != 0) {
+    notes->push_back(absl::StrFormat(
+        "%s expired, idle for over %s s of trace time: if a device really takes that long, "
+        "report with a longer --expiry",
+        Plural(expired, "request"), absl::StrFormat("%g", options.expiry_s)));
+  }
+  if (evicted != 0) {
+    notes->push_back(absl::StrFormat(
+        "%s evicted from the full table of requests in flight (--max-inflight %u): report with "
+        "a larger --max-inflight",
+        Plural(evicted, "request"), options.max_inflight));
+  }
+}
+
+}  // namespace
+
+void LatencyReportBuilder::ExplainFilters(LatencyReport& r) {
+  const Completeness& c = r.completeness;
+  const std::string& file = options_.input;
+  auto label = [this](uint32_t dev) {
+    const std::string name = names_.Label(dev);
+    return name == DevString(dev) ? name : absl::StrFormat("%s (%s)", name, DevString(dev));
+  };
+  // "--op discard" or "--op discard, --op flush".
+  auto flags = [](std::string_view flag, const std::vector<std::string>& values) {
+    std::vector<std::string> parts;
+    for (const std::string& v : values) parts.push_back(absl::StrFormat("--%s %s", flag, v));
+    return absl::StrJoin(parts, ", ");
+  };
+  auto matches = [](size_t n) { return n == 1 ? "matches" : "match"; };
+
+  // Values that match nothing in the file.
+  std::vector<std::string> no_dev;
+  for (const std::string& spec : options_.devices) {
+    bool found = false;
+    for (const DeviceSummary& d : c.devices) found = found || names_.Matches(spec, d.dev);
+    if (!found) no_dev.push_back(spec);
+  }
+  if (!no_dev.empty()) {
+    std::vector<std::string> held;
+    for (const DeviceSummary& d : c.devices) held.push_back(label(d.dev));
+    r.filter_warnings.push_back(absl::StrFormat(
+        "%s %s no device in %s; %s", flags("dev", no_dev), matches(no_dev.size()), file,
+        held.empty() ? "it holds no block device events"
+                     : "it holds " + absl::StrJoin(held, ", ")));
+    r.devices_unmatched = no_dev;
+  }
+  // What the file holds per op, and per device: "read 600, write 634".
+  std::vector<std::string> by_op, by_dev;
+  for (int op = 0; op < kBlockOpCount; ++op) {
+    if (requests_by_op_[op] != 0) {
+      by_op.push_back(
+          absl::StrFormat("%s %u", BlockOpName(static_cast<BlockOp>(op)), requests_by_op_[op]));
+    }
+  }
+  std::vector<const DeviceSlot*> slots;
+  for (const auto& slot : slots_) slots.push_back(slot.get());
+  std::sort(slots.begin(), slots.end(),
+            [](const DeviceSlot* a, const DeviceSlot* b) { return a->dev < b->dev; });
+  for (const DeviceSlot* slot : slots) {
+    if (slot->requests != 0) {
+      by_dev.push_back(absl::StrFormat("%s %u", label(slot->dev), slot->requests));
+    }
+  }
+  auto holds = [](const std::vector<std::string>& held) {
+    return held.empty() ? std::string("no completed request") : absl::StrJoin(held, ", ");
+  };
+  std::vector<std::string> ops, comms, pids;
+  for (BlockOp op : options_.ops) {
+    if (requests_by_op_[static_cast<int>(op)] == 0) ops.emplace_back(BlockOpName(op));
+  }
+  for (size_t i = 0; i < options_.comms.size(); ++i) {
+    if (comm_hit_[i] == 0) comms.push_back(options_.comms[i]);
+  }
+  for (size_t i = 0; i < options_.pids.size(); ++i) {
+    if (pid_hit_[i] == 0) pids.push_back(absl::StrFormat("%d", options_.pids[i]));
+  }
+  if (!ops.empty()) {
+    r.filter_warnings.push_back(absl::StrFormat("%s %s no request in %s (it holds %s)",
+                                                flags("op", ops), matches(ops.size()), file,
+                                                holds(by_op)));
+  }
+  if (!comms.empty()) {
+    r.filter_warnings.push_back(absl::StrFormat(
+        "%s %s no request in %s (no request was inserted or issued by a process of that name)",
+        flags("comm", comms), matches(comms.size()), file));
+  }
+  if (!pids.empty()) {
+    r.filter_warnings.push_back(absl::StrFormat(
+        "%s %s no request in %s (no request was inserted or issued by that process)",
+        flags("pid", pids), matches(pids.size()), file));
+  }
+  for (const std::string& w : r.filter_warnings) r.notes.push_back(w);
+
+  // Nothing left to show: which filter removed what.
+  if (!r.groups.empty()) return;
+  const FilterCounts& f = c.filtered;
+  std::vector<std::string> ops_given, pids_given;
+  for (BlockOp op : options_.ops) ops_given.emplace_back(BlockOpName(op));
+  for (int32_t pid : options_.pids) pids_given.push_back(absl::StrFormat("%d", pid));
+  struct Removed {
+    std::string flag;
+    uint64_t count;
+    std::string_view what;
+    std::string held;  // what the file holds, when it says more
+  };
+  const std::string span = absl::StrFormat("the trace spans %.3f s", r.duration_s());
+  std::vector<Removed> removed;
+  auto add = [&removed](std::string flag, uint64_t count, std::string_view what, std::string held) {
+    if (count != 0) removed.push_back({std::move(flag), count, what, std::move(held)});
+  };
+  add(flags("dev", options_.devices), f.dev, "request", "the file holds " + holds(by_dev));
+  add(flags("op", ops_given), f.op, "request", "the file holds " + holds(by_op));
+  add(flags("comm", options_.comms), f.comm, "request", "");
+  add(flags("pid", pids_given), f.pid, "request", "");
+  if (options_.since_s) {
+    add(absl::StrFormat("--since %g", *options_.since_s), f.since, "phase sample", span);
+  }
+  if (options_.until_s) {
+    add(absl::StrFormat("--until %g", *options_.until_s), f.until, "phase sample", span);
+  }
+  std::vector<std::string> parts;
+  for (const Removed& x : removed) {
+    // The only filter that removed anything removed all there was (else a group would be left).
+    parts.push_back(absl::StrFormat("%s removed %s%s%s", x.flag, removed.size() == 1 ? "all " : "",
+                                    Plural(x.count, std::string(x.what)),
+                                    x.held.empty() ? "" : " (" + x.held + ")"));
+  }
+  if (parts.empty()) return;
+  r.empty_reason = absl::StrJoin(parts, ", ");
+  r.notes.push_back("no request latencies to show: " + r.empty_reason);
 }
 
 LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
@@ -792,6 +1019,7 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
   c.samples_filtered = counters_.samples_filtered;
   c.phases_outside_window = counters_.phases_outside_window;
   c.late_interval_samples = counters_.late_interval_samples;
+  c.filtered = counters_.filtered;
   c.reader_records = reader_stats.records;
   c.reader_events = reader_stats.events;
   c.reader_problems = reader_stats.problems;
@@ -869,17 +1097,20 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
       if (c.lost[k] != 0) {
         // (Losses placed in time are gaps of the coverage; these are not: any request may
         // have lost an event to them.)
-        why.push_back(absl::StrFormat("%u %s events lost (%s), not placed in time", c.lost[k],
-                                      BlockEventKindName(kind), breakdown(lost_by[k])));
+        why.push_back(absl::StrFormat(
+            "%s lost (%s), not placed in time",
+            Plural(c.lost[k], std::string(BlockEventKindName(kind)) + " event"),
+            breakdown(lost_by[k])));
       }
       if (ds.rejected[k] != 0) {
-        why.push_back(absl::StrFormat("%u %s records could not be decoded", ds.rejected[k],
-                                      BlockEventKindName(kind)));
+        why.push_back(absl::StrFormat(
+            "%s could not be decoded",
+            Plural(ds.rejected[k], std::string(BlockEventKindName(kind)) + " record")));
       }
     }
     if (c.lost_unknown != 0) {
-      why.push_back(absl::StrFormat("%u events of unknown type lost (%s), not placed in time",
-                                    c.lost_unknown, breakdown(unknown_by)));
+      why.push_back(absl::StrFormat("%s of unknown type lost (%s), not placed in time",
+                                    Plural(c.lost_unknown, "event"), breakdown(unknown_by)));
     }
     if (unfinished) {
       why.push_back("the file was not finished (its writer was killed?): the losses it counts "
@@ -904,17 +1135,18 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
         ends_at_issue ? 0 : ms.stale_at_end[issued] + ms.stale_at_end[requeued];
     if (stale_issued != 0) {
       why.push_back(absl::StrFormat(
-          "%u requests issued before the end of the file had waited over %d times the longest D2C "
+          "%s issued before the end of the file had waited over %d times the longest D2C "
           "seen (and over %d ms) for a completion that is not in the file: most likely not "
           "recorded (perf drops samples without counting them on some kernels), else the device "
           "is stuck",
-          stale_issued, kStaleFactor, kStaleFloorNs / 1000000));
+          Plural(stale_issued, "request"), kStaleFactor, kStaleFloorNs / 1000000));
     }
     if (given_up_inserted + given_up_issued != 0) {
       why.push_back(absl::StrFormat(
-          "%u %s requests never %s (expired, evicted from the table or given up at a collision)",
+          "%u %s %s never %s (expired, evicted from the table or given up at a collision)",
           given_up_inserted + given_up_issued,
           ends_at_issue ? "inserted" : starts_at_issue ? "issued" : "inserted or issued",
+          given_up_inserted + given_up_issued == 1 ? "request" : "requests",
           ends_at_issue ? "issued" : "completed"));
     }
     if (why.empty()) continue;
@@ -969,6 +1201,7 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
   }
 
   // Notes: phases that are absent, and why.
+  ExplainFilters(r);
   uint64_t block_events = 0;
   for (uint64_t n : c.events) block_events += n;
   if (block_events == 0) {
@@ -982,25 +1215,36 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
       has_i2d |= g.phase == Phase::kI2D;
     }
     if (has_d2c && !has_i2d) {
-      r.notes.push_back(absl::StrFormat("%s (%s): no I2D/I2C: %s", d.device, DevString(d.dev),
-                                        NoInsertReasonText(d.no_insert_reason)));
+      // Without inserts, the time a request waited before the driver took it shows only from
+      // the bio's submission on (Q2D).
+      std::string queueing;
+      if (d.no_insert_reason == NoInsertReason::kNoInsertOnDevice) {
+        queueing = c.recorded[static_cast<int>(BlockEventKind::kBioQueue)]
+                       ? "; queueing then shows only in Q2D (bio queued -> issue)"
+                       : "; queueing is then only visible as Q2D, through -e block:block_bio_queue";
+      }
+      r.notes.push_back(absl::StrFormat("%s (%s): no I2D/I2C: %s%s", d.device, DevString(d.dev),
+                                        NoInsertReasonText(d.no_insert_reason), queueing));
     } else if (d.issues_without_insert != 0) {
       r.notes.push_back(absl::StrFormat(
-          "%s (%s): %u requests issued without an insert (D2C only): %s", d.device,
-          DevString(d.dev), d.issues_without_insert, NoInsertReasonText(d.no_insert_reason)));
+          "%s (%s): %s issued without an insert (D2C only): %s", d.device, DevString(d.dev),
+          Plural(d.issues_without_insert, "request"), NoInsertReasonText(d.no_insert_reason)));
     }
   }
   if (!c.recorded[static_cast<int>(BlockEventKind::kBioQueue)]) {
-    r.notes.push_back("no Q2D/Q2C: block_bio_queue was not recorded");
+    r.notes.push_back(
+        "no Q2D/Q2C: block_bio_queue was not recorded; record with -e block:block_bio_queue to "
+        "see them");
   }
   std::vector<std::string> parts;
   for (const auto& [name, count] : reader_stats.problems) {
     if (name == "duplicate_record") {
       // Dropped whole: what is left is what the kernel produced, so nothing is incomplete.
       r.notes.push_back(absl::StrFormat(
-          "%u records appear twice in the file, byte for byte (perf record writes some samples "
-          "again in its next drain of the same CPU's ring): each was used once",
-          count));
+          "%s twice in the file, byte for byte (perf record writes some samples "
+          "again in its next drain of the same CPU's ring): %s used once",
+          count == 1 ? "1 record appears" : absl::StrFormat("%u records appear", count),
+          count == 1 ? "it was" : "each was"));
     } else {
       parts.push_back(absl::StrFormat("%s %u", name, count));
     }
@@ -1014,10 +1258,15 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
     r.notes.push_back(absl::StrFormat("unusable event format: %s", f));
   }
   if (c.late_interval_samples != 0) {
-    r.notes.push_back(absl::StrFormat(
-        "%u samples arrived after their interval closed and were counted in a later one",
-        c.late_interval_samples));
+    r.notes.push_back(
+        absl::StrFormat("%s after %s interval closed and %s counted in a later one",
+                        c.late_interval_samples == 1
+                            ? "1 sample arrived"
+                            : absl::StrFormat("%u samples arrived", c.late_interval_samples),
+                        c.late_interval_samples == 1 ? "its" : "their",
+                        c.late_interval_samples == 1 ? "was" : "were"));
   }
+  AddFixNotes(c, options_, &r.notes);
   return r;
 }
 

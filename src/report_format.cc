@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "iotrace/text.h"
 
 namespace iotrace {
 namespace {
@@ -83,9 +84,8 @@ void WriteAsciiHistogram(const LatencyGroup& g, TimeUnit unit, std::ostream& out
     peak = std::max(peak, rows[i]);
     if (rows[i] != 0 && first == rows.size()) first = i;
   }
-  out << absl::StrFormat("%s %s %s%s: %u requests\n", GroupLabel(g), BlockOpName(g.op),
-                         PhaseName(g.phase), g.incomplete ? " (INCOMPLETE)" : "",
-                         g.summary.count);
+  out << absl::StrFormat("%s %s %s%s: %s\n", GroupLabel(g), BlockOpName(g.op), PhaseName(g.phase),
+                         g.incomplete ? " (INCOMPLETE)" : "", Plural(g.summary.count, "request"));
   out << absl::StrFormat("%24s : %-10s distribution\n", TimeUnitName(unit), "count");
   for (size_t i = first; i < rows.size(); ++i) {
     uint64_t lo = i == 0 ? 0 : uint64_t{1} << i;
@@ -186,6 +186,33 @@ std::string StateCounts(const std::array<uint64_t, N>& by_state) {
   return Counts(items);
 }
 
+// What each filter given removed: requests (at their completion) by --dev, --op, --comm and
+// --pid; phase samples by --since and --until.
+void WriteFilteredOut(const LatencyReport& r, std::ostream& out) {
+  const FilterCounts& f = r.completeness.filtered;
+  std::vector<std::string> requests, phases;
+  auto given = [&r](std::string_view name) {
+    for (const auto& [k, v] : r.filters) {
+      if (k == name) return true;
+    }
+    return false;
+  };
+  const std::pair<std::string_view, uint64_t> by_request[] = {
+      {"dev", f.dev}, {"op", f.op}, {"comm", f.comm}, {"pid", f.pid}};
+  const std::pair<std::string_view, uint64_t> by_phase[] = {{"since", f.since}, {"until", f.until}};
+  for (const auto& [name, count] : by_request) {
+    if (given(name)) requests.push_back(absl::StrFormat("--%s %u", name, count));
+  }
+  for (const auto& [name, count] : by_phase) {
+    if (given(name)) phases.push_back(absl::StrFormat("--%s %u", name, count));
+  }
+  std::vector<std::string> parts;
+  if (!requests.empty()) parts.push_back("requests by " + absl::StrJoin(requests, ", "));
+  if (!phases.empty()) parts.push_back("phase samples by " + absl::StrJoin(phases, ", "));
+  if (parts.empty()) return;
+  out << "  filtered out:            " << absl::StrJoin(parts, "; ") << "\n";
+}
+
 void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
   const Completeness& c = r.completeness;
   const MatchStats& m = c.match;
@@ -207,9 +234,9 @@ void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
                          m.issues_without_insert[i]);
   }
   out << "  issues without insert:   " << Counts(reasons) << "\n";
-  out << absl::StrFormat("  completes without issue: %u (and %u zero-length completions by "
-                         "the flush machinery)\n",
-                         m.completes_without_issue, m.flush_sequence_completions);
+  out << absl::StrFormat("  completes without issue: %u (and %s by the flush machinery)\n",
+                         m.completes_without_issue,
+                         Plural(m.flush_sequence_completions, "zero-length completion"));
   out << absl::StrFormat(
       "  flushes %u, requeues %u (unmatched %u), merges %u (+%u merged while being inserted, "
       "%u of requests not seen), bio merges front %u back %u, partial completions %u, "
@@ -256,8 +283,8 @@ void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
   }
   std::vector<std::pair<std::string_view, uint64_t>> reader;
   for (const auto& [name, count] : c.reader_problems) reader.emplace_back(name, count);
-  out << absl::StrFormat("  reader:                  %u records, %u events; problems: %s\n",
-                         c.reader_records, c.reader_events,
+  out << absl::StrFormat("  reader:                  %s, %s; problems: %s\n",
+                         Plural(c.reader_records, "record"), Plural(c.reader_events, "event"),
                          reader.empty() ? "none" : Counts(reader));
   std::vector<std::pair<std::string_view, uint64_t>> decode;
   for (int i = 0; i < kDecodeProblemCount; ++i) {
@@ -280,11 +307,7 @@ void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
     out << "  outside coverage:        " << (phases.empty() ? "none" : absl::StrJoin(phases, ", "))
         << "\n";
   }
-  if (c.samples_filtered != 0 || c.phases_outside_window != 0) {
-    out << absl::StrFormat("  filtered out:            %u requests, %u phase samples outside "
-                           "--since/--until\n",
-                           c.samples_filtered, c.phases_outside_window);
-  }
+  WriteFilteredOut(r, out);
   if (!c.devices.empty()) {
     out << "  devices:\n";
     for (const DeviceSummary& d : c.devices) {
@@ -298,6 +321,17 @@ void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
                              DevString(d.dev), Counts(ev), d.issues_without_insert);
     }
   }
+}
+
+// In place of the table: that there is nothing to show, and why when the filters are why.
+void WriteNothingToShow(const LatencyReport& r, std::ostream& out) {
+  std::vector<std::string> why;
+  if (!r.coverage.complete && !r.coverage.has_window) {
+    why.push_back("no time is covered by every CPU's data");
+  }
+  if (!r.empty_reason.empty()) why.push_back(r.empty_reason);
+  out << "no request latencies to show" << (why.empty() ? "" : ": ") << absl::StrJoin(why, "; ")
+      << "\n\n";
 }
 
 void WriteJsonGroup(const LatencyGroup& g, std::ostream& out, const std::string& indent) {
@@ -332,6 +366,13 @@ void WriteJsonGroups(const std::vector<LatencyGroup>& groups, std::ostream& out,
   out << (groups.empty() ? "]" : "\n" + indent + "]");
 }
 
+// Completeness: what each filter removed (FilterCounts), after phases_outside_window.
+void WriteJsonFiltered(const FilterCounts& f, std::ostream& out) {
+  out << ",\n    \"requests_filtered\": {\"dev\": " << f.dev << ", \"op\": " << f.op
+      << ", \"comm\": " << f.comm << ", \"pid\": " << f.pid << "}";
+  out << ",\n    \"phases_filtered\": {\"since\": " << f.since << ", \"until\": " << f.until << "}";
+}
+
 template <typename Names, size_t N>
 void WriteJsonCounts(const std::array<uint64_t, N>& counts, Names name_of, std::ostream& out) {
   out << "{";
@@ -360,8 +401,9 @@ std::string FormatSeconds(double s) {
 }
 
 void WriteTextReport(const LatencyReport& r, TimeUnit unit, std::ostream& out) {
-  out << absl::StrFormat("iotrace report: %s (%s, %d CPUs), %.3f s of trace\n", r.input,
-                         r.file_format.empty() ? "?" : r.file_format, r.nr_cpus, r.duration_s());
+  out << absl::StrFormat("iotrace report: %s (%s, %s), %.3f s of trace\n", r.input,
+                         r.file_format.empty() ? "?" : r.file_format,
+                         Plural(r.nr_cpus < 0 ? 0 : r.nr_cpus, "CPU"), r.duration_s());
   if (!r.formats_warning.empty()) out << "WARNING: " << r.formats_warning << "\n";
   WriteCoverage(r, out);
   if (!r.filters.empty()) {
@@ -379,9 +421,7 @@ void WriteTextReport(const LatencyReport& r, TimeUnit unit, std::ostream& out) {
     out << "\n";
   };
   if (r.groups.empty()) {
-    out << (!r.coverage.complete && !r.coverage.has_window
-                ? "no request latencies to show: no time is covered by every CPU's data\n\n"
-                : "no request latencies to show\n\n");
+    WriteNothingToShow(r, out);
     write_warnings();
   } else {
     std::vector<std::string> legend;
@@ -581,8 +621,9 @@ void WriteJsonReport(const LatencyReport& r, std::ostream& out) {
     out << (i == 0 ? "" : ", ") << JsonString(c.format_problems[i]);
   }
   out << "],\n    \"samples_filtered\": " << c.samples_filtered
-      << ",\n    \"phases_outside_window\": " << c.phases_outside_window
-      << ",\n    \"devices\": [";
+      << ",\n    \"phases_outside_window\": " << c.phases_outside_window;
+  WriteJsonFiltered(c.filtered, out);
+  out << ",\n    \"devices\": [";
   for (size_t i = 0; i < c.devices.size(); ++i) {
     const DeviceSummary& d = c.devices[i];
     out << (i == 0 ? "\n      " : ",\n      ") << "{\"dev\": " << JsonString(DevString(d.dev))
@@ -591,7 +632,10 @@ void WriteJsonReport(const LatencyReport& r, std::ostream& out) {
                     [](size_t k) { return BlockEventKindName(static_cast<BlockEventKind>(k)); },
                     out);
     out << ", \"issues_without_insert\": " << d.issues_without_insert
-        << ", \"no_insert_reason\": " << JsonString(NoInsertReasonName(d.no_insert_reason))
+        << ", \"no_insert_reason\": "
+        // The reason explains issues without an insert: with none, there is nothing to explain.
+        << (d.issues_without_insert == 0 ? std::string("null")
+                                         : JsonString(NoInsertReasonName(d.no_insert_reason)))
         << "}";
   }
   out << (c.devices.empty() ? "]" : "\n    ]") << "\n  },\n";

@@ -59,6 +59,15 @@ absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std:
   IOTRACE_RETURN_IF_ERROR(ValidateReportOptions(options));
   absl::StatusOr<LatencyReport> report = BuildLatencyReport(reader, options);
   if (!report.ok()) return Annotate(report.status(), "report " + options.input);
+  // No --dev names a device of the file: every request would be filtered out, and a report of
+  // nothing would hide that the name is wrong.
+  if (!options.devices.empty() && report->devices_unmatched.size() == options.devices.size()) {
+    return WithHint(absl::NotFoundError(report->filter_warnings.front()),
+                    "give --dev one of the devices the file holds, as MAJ:MIN or by name (names "
+                    "are those of the machine running the report)");
+  }
+  // Filter values that match nothing: on stderr whatever the format, next to the command.
+  for (const std::string& w : report->filter_warnings) err << "iotrace: warning: " << w << "\n";
   IOTRACE_RETURN_IF_ERROR(WriteReportOutputs(*report, options, out));
   // How the file was read (one pass or two time ranges), for whoever measures the report.
   if (std::getenv("IOTRACE_REPORT_PLAN") != nullptr) {

@@ -23,4 +23,18 @@ std::string_view TrimText(std::string_view text) {
   return text;
 }
 
+std::string Plural(uint64_t n, std::string_view singular, std::string_view plural) {
+  std::string out = std::to_string(n);
+  out += ' ';
+  if (n == 1) {
+    out += singular;
+  } else if (plural.empty()) {
+    out += singular;
+    out += 's';
+  } else {
+    out += plural;
+  }
+  return out;
+}
+
 }  // namespace iotrace

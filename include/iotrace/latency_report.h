@@ -166,6 +166,19 @@ struct DeviceSummary {
   NoInsertReason no_insert_reason = NoInsertReason::kInsertMissing;
 };
 
+// What each filter removed. A request is counted once, at its final completion (the sample that
+// ends D2C, I2C and Q2C), under the first filter that removes it in the order dev, op, comm,
+// pid; --since and --until count phase samples, by whether they ended before or after the
+// window.
+struct FilterCounts {
+  uint64_t dev = 0;
+  uint64_t op = 0;
+  uint64_t comm = 0;
+  uint64_t pid = 0;
+  uint64_t since = 0;
+  uint64_t until = 0;
+};
+
 struct Completeness {
   std::array<uint64_t, kBlockEventKindCount> events{};  // decoded, per type
   std::array<bool, kBlockEventKindCount> recorded{};    // the file has the event's format
@@ -183,6 +196,7 @@ struct Completeness {
   uint64_t samples_filtered = 0;       // request samples removed by --dev/--op/--comm/--pid
   uint64_t phases_outside_window = 0;  // phase samples removed by --since/--until
   uint64_t late_interval_samples = 0;  // samples older than their group's current interval
+  FilterCounts filtered;               // samples_filtered and phases_outside_window, per filter
 };
 
 // One CPU's data in the file, as far as coverage goes.
@@ -257,6 +271,17 @@ struct LatencyReport {
   // later range's matcher did not start in the state the earlier one ended in), or "one pass:
   // <why the two ranges were not used>".
   std::string read_plan;
+
+  // Filter values that match nothing in the file, one message per filter, --dev first ("--dev
+  // sdz matches no device in FILE; it holds loop0 (7:0), loop1 (7:1)", "--op discard matches no
+  // request in FILE (it holds read 600, write 634)"); also among the notes, and the runner
+  // prints them on stderr. devices_unmatched: the --dev values that name no device of the file
+  // (when that is every one, the runner fails with the first message).
+  std::vector<std::string> filter_warnings;
+  std::vector<std::string> devices_unmatched;
+  // When there are no groups because the filters removed every sample: what each removed
+  // ("--op discard removed all 1234 requests (the file holds read 600, write 634)"); else empty.
+  std::string empty_reason;
 };
 
 // Turns the events of one file into a LatencyReport. Feed it through TraceReader::ReadAll (it
@@ -327,6 +352,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
     uint32_t dev = 0;
     bool allowed = true;
     std::array<std::array<Group*, kPhaseCount>, kBlockOpCount> groups{};
+    uint64_t requests = 0;  // before filters; counted only when a filter is given
   };
 
   // Decoded events on their way from the reading thread to the pairing one. 1 MiB a batch: the
@@ -360,7 +386,14 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   DeviceSlot& SlotForSlow(uint32_t dev);
   Group* GroupFor(DeviceSlot& slot, BlockOp op, Phase phase);
   void CloseInterval(Group* g);
-  bool PassesProcessFilter(const RequestSample& s) const;
+  // Counts what the filters remove (filtering_ only); true when `s` passes all of them.
+  bool PassesFilters(DeviceSlot& slot, const RequestSample& s);
+  // Whether the process that inserted or issued `s` is one of --comm / of --pid (true when not
+  // given); `mark`: remember which values matched.
+  bool MatchesComm(const RequestSample& s, bool mark);
+  bool MatchesPid(const RequestSample& s, bool mark);
+  // Finish: filter values that match nothing, and what the filters removed when nothing is left.
+  void ExplainFilters(LatencyReport& r);
   // At the first event after the cut of HoldUntil.
   void PassCut();
   void AddLoss(LossRecord::Kind kind, int32_t cpu, int32_t event_id, uint64_t count,
@@ -422,6 +455,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // before the first batch is published).
   alignas(64) std::unique_ptr<RequestMatcher> matcher_;
   bool process_filter_ = false;  // --comm or --pid given
+  bool filtering_ = false;       // --dev, --op, --comm or --pid given
   DeviceSlot* last_slot_ = nullptr;
   uint32_t op_mask_ = 0;
   // The longest D2C of any paired request, filtered out or not: Finish's yardstick for stale
@@ -456,6 +490,11 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   std::vector<LossSummary> losses_;
   absl::flat_hash_map<std::tuple<LossRecord::Kind, int32_t, int32_t>, uint32_t> loss_index_;
   Completeness counters_;  // filter and interval counters, filled during the run
+  // With a filter given: requests per op before filters, and which --comm / --pid values
+  // matched a request.
+  std::array<uint64_t, kBlockOpCount> requests_by_op_{};
+  std::vector<char> comm_hit_;
+  std::vector<char> pid_hit_;
 };
 
 // Reads the whole file through `reader` and builds the report.

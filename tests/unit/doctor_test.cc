@@ -127,6 +127,24 @@ TEST_F(FakeSysBlock, SaysWhatEachSettingMeansForTheReport) {
   EXPECT_NE(bio.find("no block_rq_* events"), std::string::npos) << bio;
 }
 
+TEST_F(FakeSysBlock, CountsOneDeviceInTheSingular) {
+  fs::remove_all(root_ + "/vda");
+  fs::remove_all(root_ + "/zram0");
+  DoctorOptions opt;
+  opt.tracefs = "/nonexistent/tracefs";
+  opt.sys_block = root_;
+  opt.check_ms = 0;
+  DoctorReport r = RunDoctor(opt);
+  bool found = false;
+  for (const DoctorItem& item : r.items) {
+    if (item.topic != "devices") continue;
+    found = true;
+    EXPECT_EQ(item.summary, "1 block device");
+  }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(r.kernel.find(" 1 CPUs"), std::string::npos) << r.kernel;
+}
+
 TEST(FormatDoctorReportTest, ShowsEveryItemTheAutoBackendAndTheVerdict) {
   DoctorReport r;
   r.kernel = "Linux 6.18 x86_64, 2 CPUs";

@@ -1,5 +1,6 @@
 #include "iotrace/latency_report.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -160,6 +161,139 @@ TEST(LatencyReportTest, CommAndPidMatchTheInsertingOrTheIssuingProcess) {
   EXPECT_EQ(count_d2c(o), 0u);
 }
 
+// Per filter, the requests it removed (counted at their completion, under the first filter of
+// dev, op, comm, pid that removes them), and the phase samples --since and --until removed.
+TEST(LatencyReportTest, EachFilterCountsWhatItRemoved) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8, "R");            // loop0 read, fio
+  Request(t, 1000, 10, 100, 16, "W");        // loop0 write, fio
+  Request(t, 2000, 10, 100, 24, "W", kVda);  // vda write, fio
+  ReportOptions o = TestOptions();
+  o.devices = {"loop0"};
+  o.ops = {BlockOp::kRead};
+  o.comms = {"nobody"};
+  LatencyReport r = Build(t, o);
+  EXPECT_TRUE(r.groups.empty());
+  const FilterCounts& f = r.completeness.filtered;
+  EXPECT_EQ(f.dev, 1u);   // vda's write, also not a read and not by nobody
+  EXPECT_EQ(f.op, 1u);    // loop0's write
+  EXPECT_EQ(f.comm, 1u);  // loop0's read
+  EXPECT_EQ(f.pid, 0u);
+  EXPECT_EQ(r.completeness.samples_filtered, 6u);  // each request's issue and completion
+
+  o = TestOptions();
+  o.pids = {100, 5};
+  r = Build(t, o);
+  EXPECT_EQ(r.groups.size(), 9u);
+  EXPECT_EQ(r.completeness.filtered.pid, 0u);
+
+  o = TestOptions();
+  o.since_s = 0.000000500;  // after the read's phases ended (110 ns)
+  o.until_s = 0.000002050;  // after vda's I2D ended (2010 ns), before its D2C and I2C (2110 ns)
+  r = Build(t, o);
+  EXPECT_EQ(r.completeness.filtered.since, 3u);  // the read's I2D, D2C, I2C
+  EXPECT_EQ(r.completeness.filtered.until, 2u);  // vda's D2C and I2C (its I2D ends at 2010 ns)
+  EXPECT_EQ(r.completeness.phases_outside_window, 5u);
+}
+
+TEST(LatencyReportTest, FilterValuesThatMatchNothingAreNamedWithWhatTheFileHolds) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8, "R");
+  Request(t, 1000, 10, 100, 16, "W");
+  Request(t, 2000, 10, 100, 24, "W");
+  Request(t, 3000, 10, 100, 8, "W", kVda);
+  ReportOptions o = TestOptions();
+  o.devices = {"sdz", "loop0", "9:9"};
+  o.ops = {BlockOp::kWrite, BlockOp::kDiscard};
+  o.comms = {"fio", "nobody"};
+  o.pids = {100, 4242};
+  LatencyReport r = Build(t, o);
+  EXPECT_EQ(r.devices_unmatched, (std::vector<std::string>{"sdz", "9:9"}));
+  EXPECT_EQ(r.filter_warnings,
+            (std::vector<std::string>{
+                "--dev sdz, --dev 9:9 match no device in synthetic.data; it holds loop0 (7:0), "
+                "vda (254:0)",
+                "--op discard matches no request in synthetic.data (it holds read 1, write 3)",
+                "--comm nobody matches no request in synthetic.data (no request was inserted or "
+                "issued by a process of that name)",
+                "--pid 4242 matches no request in synthetic.data (no request was inserted or "
+                "issued by that process)"}));
+  // In the notes too, first.
+  ASSERT_GE(r.notes.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(r.notes[i], r.filter_warnings[i]);
+  const LatencyGroup* g = FindGroup(r.groups, kLoop0, BlockOp::kWrite, Phase::kD2C);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->summary.count, 2u);
+  EXPECT_EQ(r.empty_reason, "");
+
+  // Values that all match: nothing said.
+  o.devices = {"loop0"};
+  o.ops = {BlockOp::kWrite};
+  o.comms = {"fio"};
+  o.pids = {100};
+  r = Build(t, o);
+  EXPECT_TRUE(r.filter_warnings.empty()) << ::testing::PrintToString(r.filter_warnings);
+  EXPECT_TRUE(r.devices_unmatched.empty());
+
+  // A file with no block device at all.
+  SyntheticTrace none;
+  none.AddRaw(9999, 0, 0, 1, {});  // a record of another event
+  o = TestOptions();
+  o.devices = {"loop0"};
+  r = Build(none, o);
+  ASSERT_EQ(r.filter_warnings.size(), 1u);
+  EXPECT_EQ(r.filter_warnings[0],
+            "--dev loop0 matches no device in synthetic.data; it holds no block device events");
+}
+
+TEST(LatencyReportTest, AReportLeftEmptyByTheFiltersSaysWhichFilterRemovedWhat) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8, "R");
+  Request(t, 1000, 10, 100, 16, "W");
+  Request(t, 2000, 10, 100, 24, "W");
+  Request(t, 3000, 10, 100, 8, "W", kVda);
+  ReportOptions o = TestOptions();
+  o.ops = {BlockOp::kDiscard};
+  LatencyReport r = Build(t, o);
+  EXPECT_TRUE(r.groups.empty());
+  EXPECT_EQ(r.empty_reason, "--op discard removed all 4 requests (the file holds read 1, write 3)");
+  EXPECT_NE(
+      std::find(r.notes.begin(), r.notes.end(), "no request latencies to show: " + r.empty_reason),
+      r.notes.end())
+      << ::testing::PrintToString(r.notes);
+
+  o = TestOptions();
+  o.devices = {"vda"};
+  o.ops = {BlockOp::kRead};
+  r = Build(t, o);
+  EXPECT_EQ(r.empty_reason,
+            "--dev vda removed 3 requests (the file holds loop0 (7:0) 3, vda (254:0) 1), --op read "
+            "removed 1 request (the file holds read 1, write 3)");
+
+  o = TestOptions();
+  o.comms = {"postgres"};
+  r = Build(t, o);
+  EXPECT_EQ(r.empty_reason, "--comm postgres removed all 4 requests");
+
+  o = TestOptions();
+  o.since_s = 1;
+  r = Build(t, o);
+  EXPECT_EQ(r.empty_reason, "--since 1 removed all 12 phase samples (the trace spans 0.000 s)");
+
+  // Groups left: no reason, whatever the filters removed.
+  o = TestOptions();
+  o.ops = {BlockOp::kRead};
+  r = Build(t, o);
+  EXPECT_FALSE(r.groups.empty());
+  EXPECT_EQ(r.empty_reason, "");
+  // Nothing in the file and no filter: nothing to explain.
+  SyntheticTrace none;
+  none.AddRaw(9999, 0, 0, 1, {});
+  r = Build(none);
+  EXPECT_TRUE(r.groups.empty());
+  EXPECT_EQ(r.empty_reason, "");
+}
+
 TEST(LatencyReportTest, SinceAndUntilKeepPhasesEndingInTheWindow) {
   SyntheticTrace t;
   Request(t, 0, 10, 100, 8);               // ends at 0.000000110 s
@@ -223,7 +357,7 @@ TEST(LatencyReportTest, SilentDropsOfCompletionsMakeD2CAndI2CIncompleteButNotI2D
   ASSERT_EQ(r.warnings.size(), 2u);
   EXPECT_EQ(r.warnings[0].phase, Phase::kD2C);
   EXPECT_EQ(r.warnings[1].phase, Phase::kI2C);
-  EXPECT_NE(r.warnings[0].message.find("1 block_rq_complete events lost (silent_drop 1)"),
+  EXPECT_NE(r.warnings[0].message.find("1 block_rq_complete event lost (silent_drop 1)"),
             std::string::npos)
       << r.warnings[0].message;
   EXPECT_TRUE(FindGroup(r.groups, kLoop0, BlockOp::kWrite, Phase::kD2C)->incomplete);
@@ -408,7 +542,7 @@ TEST(LatencyReportTest, RequestsIssuedLongBeforeTheEndWithoutCompletionMakeD2CIn
   ASSERT_EQ(r.warnings.size(), 2u);
   EXPECT_EQ(r.warnings[0].phase, Phase::kD2C);
   EXPECT_EQ(r.warnings[1].phase, Phase::kI2C);
-  EXPECT_NE(r.warnings[0].message.find("1 requests issued before the end of the file had waited "
+  EXPECT_NE(r.warnings[0].message.find("1 request issued before the end of the file had waited "
                                        "over 16 times the longest D2C seen (and over 100 ms)"),
             std::string::npos)
       << r.warnings[0].message;
@@ -452,6 +586,16 @@ TEST(LatencyReportTest, DuplicateRecordsGetTheirOwnNoteAndLeaveThePhasesComplete
   }
   EXPECT_EQ(duplicate_notes, 1);
   EXPECT_TRUE(r.warnings.empty());
+  SyntheticTrace once;
+  Request(once, 0, 10, 100, 8);
+  once.stats().AddProblem("duplicate_record", 1);
+  bool singular = false;
+  for (const std::string& n : Build(once).notes) {
+    singular |= n == "1 record appears twice in the file, byte for byte (perf record writes "
+                     "some samples again in its next drain of the same CPU's ring): it was used "
+                     "once";
+  }
+  EXPECT_TRUE(singular) << ::testing::PrintToString(Build(once).notes);
 
   // With another problem beside it, that one still gets the general note, alone.
   t.stats().AddProblem("truncated_record", 1);
@@ -503,6 +647,112 @@ TEST(LatencyReportTest, QueuePhasesOnlyWhenBioQueueWasRecorded) {
   EXPECT_TRUE(noted);
 }
 
+bool HasNote(const LatencyReport& r, const std::string& note) {
+  return std::find(r.notes.begin(), r.notes.end(), note) != r.notes.end();
+}
+
+// Notes name the fix where there is one: the event to record, the ring or buffer to enlarge, the
+// backend that does not drop events, the report option that keeps requests longer.
+TEST(LatencyReportTest, NotesNameTheEventToRecordForQueuePhases) {
+  SyntheticTrace t;
+  Request(t, 5, 10, 100, 8);
+  LatencyReport r = Build(t);
+  EXPECT_TRUE(HasNote(r, "no Q2D/Q2C: block_bio_queue was not recorded; record with -e "
+                         "block:block_bio_queue to see them"))
+      << ::testing::PrintToString(r.notes);
+
+  // Scheduler none (issues, no insert on the device): queueing shows only as Q2D.
+  SyntheticTrace none;
+  none.Issue(0, 8).Complete(100, 8);
+  r = Build(none);
+  EXPECT_TRUE(HasNote(r, "loop0 (7:0): no I2D/I2C: the device showed no block_rq_insert at all: "
+                         "requests went straight to the driver (scheduler none, or a bypass); "
+                         "queueing is then only visible as Q2D, through -e "
+                         "block:block_bio_queue"))
+      << ::testing::PrintToString(r.notes);
+  SyntheticTrace none_bio(ThisKernelFormats(/*with_bio_queue=*/true));
+  none_bio.Add("block_bio_queue", {0, kLoop0, 8, 8, "W", 100, "fio", 0});
+  none_bio.Issue(5, 8).Complete(100, 8);
+  r = Build(none_bio);
+  EXPECT_TRUE(HasNote(r, "loop0 (7:0): no I2D/I2C: the device showed no block_rq_insert at all: "
+                         "requests went straight to the driver (scheduler none, or a bypass); "
+                         "queueing then shows only in Q2D (bio queued -> issue)"))
+      << ::testing::PrintToString(r.notes);
+
+  // A file without block_rq_insert at all.
+  SyntheticTrace no_insert(LoadFormats(
+      "formats", {"block_rq_issue", "block_rq_complete", "block_rq_requeue", "block_rq_merge"}));
+  no_insert.Issue(0, 8).Complete(100, 8);
+  r = Build(no_insert);
+  EXPECT_TRUE(HasNote(r, "loop0 (7:0): no I2D/I2C: block_rq_insert was not recorded in this file "
+                         "(record with -e block:block_rq_insert, one of iotrace record's default "
+                         "events)"))
+      << ::testing::PrintToString(r.notes);
+}
+
+TEST(LatencyReportTest, NotesNameTheFixForLossesAndRequestsGivenUp) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8);
+  const int complete_id = t.Format("block_rq_complete")->id;
+  t.Loss(LossRecord::Kind::kRingLost, 0, complete_id, 1);
+  t.Loss(LossRecord::Kind::kSilentDrop, 1, complete_id, 2);
+  t.Loss(LossRecord::Kind::kFtraceOverrun, 0, -1, 3);
+  t.Loss(LossRecord::Kind::kFtraceDropped, 1, -1, 4);
+  LatencyReport r = Build(t);
+  EXPECT_TRUE(HasNote(r, "1 event lost because a perf ring was full (ring_lost): record with "
+                         "bigger rings, iotrace record -m 4096 (pages per CPU, default 1024) or "
+                         "perf record -m 4096, or with --backend ftrace"))
+      << ::testing::PrintToString(r.notes);
+  EXPECT_TRUE(HasNote(r, "2 events dropped by perf without a trace (silent_drop: perf drops "
+                         "samples taken in the idle task on some kernels, docs/kernel-notes.md): "
+                         "record with iotrace record --backend ftrace, which does not"))
+      << ::testing::PrintToString(r.notes);
+  EXPECT_TRUE(HasNote(r, "7 events lost because an ftrace buffer was full (ftrace_overrun, "
+                         "ftrace_dropped): record with a bigger buffer, iotrace record "
+                         "--buffer-kb 32768 (per CPU, default 8192) or trace-cmd record -b 32768"))
+      << ::testing::PrintToString(r.notes);
+
+  // Expired: idle past --expiry.
+  SyntheticTrace idle;
+  idle.Insert(0, 8).Issue(10, 8);  // never completes
+  Request(idle, 40'000 * kMs, 10, 100, 16);
+  r = Build(idle);
+  EXPECT_TRUE(HasNote(r, "1 request expired, idle for over 30 s of trace time: if a device "
+                         "really takes that long, report with a longer --expiry"))
+      << ::testing::PrintToString(r.notes);
+
+  // Evicted: more requests in flight than --max-inflight.
+  SyntheticTrace many;
+  for (uint64_t i = 0; i < 20; ++i) many.Insert(i, 8 * (i + 1));
+  ReportOptions o = TestOptions();
+  o.max_inflight = 16;
+  r = Build(many, o);
+  EXPECT_TRUE(HasNote(r, "4 requests evicted from the full table of requests in flight "
+                         "(--max-inflight 16): report with a larger --max-inflight"))
+      << ::testing::PrintToString(r.notes);
+
+  // Stale: issued long before the end of the file, never completed (perf's uncounted drops).
+  SyntheticTrace stale;
+  stale.Insert(0, 8).Issue(10, 8);
+  Request(stale, 200 * kMs, 10, 100, 16);
+  Request(stale, 400 * kMs, 10, 100, 24);
+  r = Build(stale);
+  EXPECT_TRUE(HasNote(r, "1 request left issued at the end of the file most likely lost its "
+                         "completion: if perf recorded the file, record with iotrace record "
+                         "--backend ftrace, which does not drop events silently (iotrace's perf "
+                         "backend counts perf's drops)"))
+      << ::testing::PrintToString(r.notes);
+
+  // A clean file gets none of these.
+  SyntheticTrace clean;
+  Request(clean, 0, 10, 100, 8);
+  for (const std::string& n : Build(clean).notes) {
+    EXPECT_EQ(n.find("record with bigger"), std::string::npos) << n;
+    EXPECT_EQ(n.find("--expiry"), std::string::npos) << n;
+    EXPECT_EQ(n.find("--max-inflight"), std::string::npos) << n;
+  }
+}
+
 TEST(LatencyReportTest, ExpiredRequestsMakeTheirPhaseIncomplete) {
   SyntheticTrace t;
   t.Insert(0, 8).Issue(10, 8);  // never completes
@@ -512,7 +762,7 @@ TEST(LatencyReportTest, ExpiredRequestsMakeTheirPhaseIncomplete) {
   bool d2c_warned = false;
   for (const PhaseWarning& w : r.warnings) {
     if (w.phase == Phase::kD2C) {
-      d2c_warned = w.message.find("1 issued requests never completed") != std::string::npos;
+      d2c_warned = w.message.find("1 issued request never completed") != std::string::npos;
     }
   }
   EXPECT_TRUE(d2c_warned);
@@ -530,11 +780,11 @@ TEST(LatencyReportTest, ARequestGivenUpAtACollisionMakesItsPhaseIncomplete) {
   for (const PhaseWarning& w : r.warnings) {
     EXPECT_NE(w.phase, Phase::kD2C) << w.message;
     if (w.phase == Phase::kI2D) {
-      i2d_warned = w.message.find("1 inserted requests never issued (expired, evicted from the "
+      i2d_warned = w.message.find("1 inserted request never issued (expired, evicted from the "
                                   "table or given up at a collision)") != std::string::npos;
     }
     if (w.phase == Phase::kI2C) {
-      i2c_warned = w.message.find("1 inserted or issued requests never completed") !=
+      i2c_warned = w.message.find("1 inserted or issued request never completed") !=
                    std::string::npos;
     }
   }
