@@ -5,6 +5,9 @@
 #include <fstream>
 #include <memory>
 
+#include "absl/strings/str_join.h"
+#include "iotrace/block_event.h"
+#include "iotrace/device_names.h"
 #include "iotrace/event_dump.h"
 #include "iotrace/external_formats.h"
 #include "iotrace/report_format.h"
@@ -89,8 +92,16 @@ class DumpSink : public EventSink {
  public:
   DumpSink(EventDumper& dumper, TraceReader& reader, const ReportOptions& options,
            std::ostream& out)
-      : dumper_(dumper), reader_(reader), options_(options), out_(out) {
+      : dumper_(dumper),
+        reader_(reader),
+        options_(options),
+        out_(out),
+        decoder_(reader.formats()),
+        names_(options.sysfs_root, options.procfs_root) {
     buf_.reserve(kFlushAt + 4096);
+    decoder_.set_decode_comm(true);
+    filtering_ = !options.devices.empty() || !options.ops.empty() || !options.comms.empty() ||
+                 !options.pids.empty();
   }
   void OnEvent(const RawEvent& e) override {
     if (!have_origin_) {
@@ -99,6 +110,10 @@ class DumpSink : public EventSink {
     }
     const double t = (e.ts - origin_) / 1e9;
     if ((options_.since_s && t < *options_.since_s) || (options_.until_s && t > *options_.until_s)) {
+      return;
+    }
+    if (filtering_ && !Passes(e)) {
+      ++filtered_;
       return;
     }
     // Comm lookups cost a map access: remember the last pid's.
@@ -115,8 +130,44 @@ class DumpSink : public EventSink {
     buf_.clear();
   }
   uint64_t events() const { return events_; }
+  uint64_t filtered() const { return filtered_; }
+  bool filtering() const { return filtering_; }
 
  private:
+  // --dev and --op keep the block events of those devices and ops (an event of another kind has
+  // neither: it is left out); --pid keeps the events of those processes (or threads), --comm
+  // those of the processes of that name (the event's own comm where it has one).
+  bool Passes(const RawEvent& e) {
+    const bool block = decoder_.Decode(e, &block_);
+    if (!options_.devices.empty()) {
+      if (!block) return false;
+      auto [it, inserted] = dev_allowed_.try_emplace(block_.dev, false);
+      if (inserted) {
+        for (const std::string& spec : options_.devices) it->second |= names_.Matches(spec, block_.dev);
+      }
+      if (!it->second) return false;
+    }
+    if (!options_.ops.empty()) {
+      if (!block) return false;
+      bool hit = false;
+      for (BlockOp op : options_.ops) hit |= op == block_.op;
+      if (!hit) return false;
+    }
+    if (!options_.pids.empty()) {
+      bool hit = false;
+      for (int32_t pid : options_.pids) hit |= pid == e.pid || pid == e.tid;
+      if (!hit) return false;
+    }
+    if (!options_.comms.empty()) {
+      std::string comm = block && block_.comm[0] != '\0' ? std::string(block_.comm)
+                                                          : reader_.CommOf(e.pid);
+      bool hit = false;
+      for (const std::string& c : options_.comms) hit |= comm == c;
+      if (!hit) return false;
+    }
+    return true;
+  }
+
   static constexpr size_t kFlushAt = 1 << 20;
   EventDumper& dumper_;
   TraceReader& reader_;
@@ -128,6 +179,12 @@ class DumpSink : public EventSink {
   int32_t last_pid_ = -2;
   std::string last_comm_;
   uint64_t events_ = 0;
+  BlockDecoder decoder_;
+  BlockEvent block_;
+  DeviceNames names_;
+  absl::flat_hash_map<uint32_t, bool> dev_allowed_;
+  bool filtering_ = false;
+  uint64_t filtered_ = 0;
 };
 
 DumpFormat DumpFormatOf(OutputFormat f) {
@@ -141,13 +198,27 @@ DumpFormat DumpFormatOf(OutputFormat f) {
 
 }  // namespace
 
-absl::Status RunEventDump(TraceReader& reader, const ReportOptions& options, std::ostream& out) {
+absl::Status RunEventDump(TraceReader& reader, const ReportOptions& options, std::ostream& out,
+                          std::ostream& err) {
   EventDumper dumper(reader.formats(), DumpFormatOf(options.format));
   auto dump = [&](std::ostream& o) -> absl::Status {
     o << dumper.Header();
     DumpSink sink(dumper, reader, options, o);
     absl::Status s = reader.ReadAll(&sink);
     sink.Flush();
+    if (sink.filtering()) {
+      // What the filters kept, so that an empty dump is never a mystery.
+      std::vector<std::string> given;
+      for (const std::string& d : options.devices) given.push_back("--dev " + d);
+      for (BlockOp op : options.ops) given.push_back("--op " + std::string(BlockOpName(op)));
+      for (const std::string& c : options.comms) given.push_back("--comm " + c);
+      for (int32_t pid : options.pids) given.push_back("--pid " + std::to_string(pid));
+      err << "iotrace: " << absl::StrJoin(given, ", ") << " kept " << sink.events() << " of "
+          << sink.events() + sink.filtered() << (sink.events() + sink.filtered() == 1 ? " event" : " events")
+          << (options.devices.empty() && options.ops.empty()
+                  ? "\n"
+                  : " (--dev and --op keep block events only)\n");
+    }
     o.flush();
     if (!o) return ErrnoError(errno != 0 ? errno : EIO, "write", "event dump");
     return s;
@@ -170,7 +241,7 @@ absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ost
     err << "iotrace: warning: --formats-from " << options.formats_from
         << " not used: the file carries its own event formats\n";
   }
-  if (options.events) return RunEventDump(*reader, options, out);
+  if (options.events) return RunEventDump(*reader, options, out, err);
   return RunReportOn(*reader, options, out, err);
 }
 

@@ -20,9 +20,11 @@ absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ost
 absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std::ostream& out,
                          std::ostream& err);
 
-// --events: every record of the file in time order, one line each, to the main output
-// (--since/--until narrow the time range).
-absl::Status RunEventDump(TraceReader& reader, const ReportOptions& options, std::ostream& out);
+// --events: every record of the file in time order, one line each, to the main output.
+// --since/--until narrow the time range; --dev, --op, --comm and --pid keep the events that
+// match, and `err` gets how many they kept.
+absl::Status RunEventDump(TraceReader& reader, const ReportOptions& options, std::ostream& out,
+                          std::ostream& err);
 
 // Writes an already built report the way RunReport does (main output + summary CSV).
 absl::Status WriteReportOutputs(const LatencyReport& report, const ReportOptions& options,

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -195,6 +196,29 @@ std::string Loop0Label() {
   DeviceNames names;
   const std::string name = names.Label(7u << 20);
   return name == "7:0" ? name : name + " (7:0)";
+}
+
+// --events with a filter keeps the events that match and says how many, instead of ignoring it.
+TEST_F(ReportCommandTest, EventsKeepOnlyWhatTheFiltersMatch) {
+  const std::string file = std::string(IOTRACE_FIXTURES) + "/golden/iotrace_mq.data";
+  RunResult all = Run({"-i", file, "--events"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(all.err, "");
+  const size_t total = std::count(all.out.begin(), all.out.end(), '\n');
+  ASSERT_EQ(total, 2145u);
+  RunResult writes = Run({"-i", file, "--events", "--op", "write"});
+  ASSERT_EQ(writes.exit_code, 0) << writes.err;
+  EXPECT_EQ(writes.err, "iotrace: --op write kept 1113 of 2145 events (--dev and --op keep block "
+                        "events only)\n");
+  std::istringstream lines(writes.out);
+  size_t n = 0;
+  for (std::string line; std::getline(lines, line); ++n) {
+    EXPECT_NE(line.find(" rwbs=W"), std::string::npos) << line;
+  }
+  EXPECT_EQ(n, 1113u);
+  RunResult none = Run({"-i", file, "--events", "--pid", "1", "--format", "csv"});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(none.err, "iotrace: --pid 1 kept 0 of 2145 events\n");
 }
 
 TEST_F(ReportCommandTest, DevThatMatchesNoDeviceIsAnErrorNamingTheDevicesHeld) {
