@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "iotrace/event_format.h"
-#include "iotrace/fd.h"
-#include "iotrace/perf_data_reader.h"
-#include "iotrace/perf_data_writer.h"
-#include "iotrace/perf_record_parser.h"
+#include "iotrace/base/fd.h"
+#include "iotrace/event/event_format.h"
+#include "iotrace/formats/perf_data_reader.h"
+#include "iotrace/formats/perf_data_writer.h"
+#include "iotrace/formats/perf_record_parser.h"
 
 namespace iotrace {
 namespace {
