@@ -12,10 +12,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "iotrace/base/status.h"
-#include "iotrace/capture/perf_capture.h"
 #include "iotrace/event/block_dev.h"
 #include "iotrace/formats/ftrace_page.h"
 #include "iotrace/formats/trace_dat_reader.h"
+#include "iotrace/sys/cpus.h"
 
 namespace iotrace {
 namespace {

@@ -26,6 +26,7 @@
 #include "iotrace/capture/record_control.h"
 #include "iotrace/event/block_dev.h"
 #include "iotrace/formats/perf_data_writer.h"
+#include "iotrace/sys/host_info.h"
 #include "iotrace/sys/probe.h"
 #include "iotrace/sys/tracefs.h"
 
@@ -470,7 +471,7 @@ absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& 
     spec.ids = ce.ids;
     specs.push_back(std::move(spec));
   }
-  HostInfo host = HostInfo::FromThisMachine(opt.argv);
+  HostInfo host = ThisMachine(opt.argv);
   host.nr_cpus_online = static_cast<uint32_t>(cap->cpus().size());
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<PerfDataWriter> writer,
                            PerfDataWriter::Create(summary->output, specs, meta, host));

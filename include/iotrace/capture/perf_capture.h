@@ -14,6 +14,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "iotrace/sys/cpus.h"
 #include "iotrace/base/bytes.h"
 #include "iotrace/base/fd.h"
 #include "iotrace/capture/perf_ring.h"
@@ -101,10 +102,6 @@ class PerfCapture {
 perf_event_attr TracepointAttr(uint32_t tracepoint_id, int clockid, uint32_t wakeup_bytes,
                                bool track_comm);
 
-// The online CPUs (/sys/devices/system/cpu/online).
-absl::StatusOr<std::vector<int>> OnlineCpus();
-// Parses a kernel CPU list ("0-3,5").
-absl::StatusOr<std::vector<int>> ParseCpuList(std::string_view text);
 
 }  // namespace iotrace
 

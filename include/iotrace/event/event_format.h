@@ -72,7 +72,8 @@ struct TracingMetadata {
   bool big_endian = false;
 };
 
-// Facts about the recording machine, written into the output file's header sections.
+// Facts about the recording machine, written into the output file's header sections
+// (sys/host_info.h fills them on the machine that records).
 struct HostInfo {
   std::string hostname;
   std::string os_release;  // uname -r
@@ -88,9 +89,6 @@ struct HostInfo {
   int32_t clockid = 1;               // CLOCK_MONOTONIC
   uint64_t clock_ref_wall_ns = 0;    // the same instant read from CLOCK_REALTIME ...
   uint64_t clock_ref_clock_ns = 0;   // ... and from `clockid`
-
-  // Fills everything from uname, /proc and clocks.
-  static HostInfo FromThisMachine(const std::vector<std::string>& cmdline);
 };
 
 }  // namespace iotrace

@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "iotrace/sys/tracefs.h"
+#include "iotrace/event/cpu_buffer_stats.h"
 
 namespace iotrace {
 
@@ -56,7 +56,7 @@ inline constexpr uint16_t kTraceDatSectionCompressed = 1;
 // One CPU's ring-buffer statistics as the kernel prints them in per_cpu/cpuN/stats
 // (kernel/trace/trace.c, tracing_stats_read): "entries: N", "overrun: N", ... Lines iotrace's
 // writer adds are parsed too ("iotrace pages not written: N").
-// A CPUSTAT option's text is the instance's per_cpu/cpuN/stats file (tracefs.h).
+// A CPUSTAT option's text is the instance's per_cpu/cpuN/stats file (event/cpu_buffer_stats.h).
 using FtraceCpuStats = CpuBufferStats;
 
 // ParseCpuBufferStats, and an error when the text has none of the known counters.
