@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "iotrace/block_event.h"
-#include "iotrace/perf_data_reader.h"
-#include "iotrace/trace_dat_reader.h"
+#include "iotrace/event/block_event.h"
+#include "iotrace/formats/perf_data_reader.h"
+#include "iotrace/formats/trace_dat_reader.h"
 
 namespace iotrace::bench {
 namespace {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "iotrace/event_format.h"
-#include "iotrace/trace_reader.h"
+#include "iotrace/event/event_format.h"
+#include "iotrace/formats/trace_reader.h"
 
 namespace iotrace::bench {
 

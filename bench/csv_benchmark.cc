@@ -10,9 +10,9 @@
 
 #include "bench_support.h"
 #include "benchmark/benchmark.h"
-#include "iotrace/event_dump.h"
-#include "iotrace/latency_report.h"
-#include "iotrace/report_format.h"
+#include "iotrace/analysis/latency_report.h"
+#include "iotrace/output/event_dump.h"
+#include "iotrace/output/report_format.h"
 
 namespace iotrace {
 namespace {

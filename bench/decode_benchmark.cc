@@ -6,7 +6,7 @@
 
 #include "bench_support.h"
 #include "benchmark/benchmark.h"
-#include "iotrace/block_event.h"
+#include "iotrace/event/block_event.h"
 
 namespace iotrace {
 namespace {

@@ -17,8 +17,8 @@
 
 #include "bench_support.h"
 #include "benchmark/benchmark.h"
-#include "iotrace/block_event.h"
-#include "iotrace/spsc_queue.h"
+#include "iotrace/base/spsc_queue.h"
+#include "iotrace/event/block_event.h"
 
 namespace iotrace {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "bench_support.h"
 #include "benchmark/benchmark.h"
-#include "iotrace/histogram.h"
+#include "iotrace/analysis/histogram.h"
 
 namespace iotrace {
 namespace {

@@ -6,8 +6,8 @@
 
 #include "bench_support.h"
 #include "benchmark/benchmark.h"
-#include "iotrace/block_event.h"
-#include "iotrace/request_matcher.h"
+#include "iotrace/analysis/request_matcher.h"
+#include "iotrace/event/block_event.h"
 
 namespace iotrace {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "bench_support.h"
 #include "benchmark/benchmark.h"
-#include "iotrace/sorted_run_merger.h"
+#include "iotrace/formats/sorted_run_merger.h"
 
 namespace iotrace {
 namespace {

@@ -10,7 +10,7 @@
 #include "../tests/unit/perf_data_test_builder.h"
 #include "bench_support.h"
 #include "benchmark/benchmark.h"
-#include "iotrace/perf_data_reader.h"
+#include "iotrace/formats/perf_data_reader.h"
 
 namespace iotrace {
 namespace {

@@ -21,9 +21,9 @@
 
 #include "bench_support.h"
 #include "benchmark/benchmark.h"
-#include "iotrace/bytes.h"
-#include "iotrace/perf_data.h"
-#include "iotrace/perf_ring.h"
+#include "iotrace/base/bytes.h"
+#include "iotrace/capture/perf_ring.h"
+#include "iotrace/formats/perf_data.h"
 
 namespace {
 std::atomic<uint64_t> g_allocations{0};

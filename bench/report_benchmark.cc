@@ -4,7 +4,7 @@
 
 #include "bench_support.h"
 #include "benchmark/benchmark.h"
-#include "iotrace/latency_report.h"
+#include "iotrace/analysis/latency_report.h"
 
 namespace iotrace {
 namespace {

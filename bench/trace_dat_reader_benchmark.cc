@@ -13,9 +13,9 @@
 #include "../tests/unit/ftrace_page_builder.h"
 #include "bench_support.h"
 #include "benchmark/benchmark.h"
-#include "iotrace/ftrace_page.h"
-#include "iotrace/trace_dat_reader.h"
-#include "iotrace/trace_dat_writer.h"
+#include "iotrace/formats/ftrace_page.h"
+#include "iotrace/formats/trace_dat_reader.h"
+#include "iotrace/formats/trace_dat_writer.h"
 
 namespace iotrace {
 namespace {

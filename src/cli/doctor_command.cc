@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "iotrace/cli.h"
-#include "iotrace/doctor.h"
-#include "iotrace/flags.h"
+#include "iotrace/cli/cli.h"
+#include "iotrace/cli/doctor.h"
+#include "iotrace/cli/flags.h"
 
 namespace iotrace {
 

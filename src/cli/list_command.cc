@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "iotrace/cli.h"
-#include "iotrace/flags.h"
-#include "iotrace/module_symvers.h"
-#include "iotrace/probe.h"
-#include "iotrace/status.h"
-#include "iotrace/tracefs.h"
+#include "iotrace/base/status.h"
+#include "iotrace/cli/cli.h"
+#include "iotrace/cli/flags.h"
+#include "iotrace/sys/module_symvers.h"
+#include "iotrace/sys/probe.h"
+#include "iotrace/sys/tracefs.h"
 
 namespace iotrace {
 namespace {

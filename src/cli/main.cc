@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "iotrace/cli.h"
-#include "iotrace/status.h"
+#include "iotrace/base/status.h"
+#include "iotrace/cli/cli.h"
 
 namespace iotrace {
 

@@ -6,10 +6,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "iotrace/cli.h"
-#include "iotrace/flags.h"
-#include "iotrace/record.h"
-#include "iotrace/status.h"
+#include "iotrace/base/status.h"
+#include "iotrace/capture/record.h"
+#include "iotrace/cli/cli.h"
+#include "iotrace/cli/flags.h"
 
 namespace iotrace {
 

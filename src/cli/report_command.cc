@@ -13,11 +13,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "iotrace/block_event.h"
-#include "iotrace/cli.h"
-#include "iotrace/latency_report.h"
-#include "iotrace/report_runner.h"
-#include "iotrace/status.h"
+#include "iotrace/analysis/latency_report.h"
+#include "iotrace/base/status.h"
+#include "iotrace/cli/cli.h"
+#include "iotrace/cli/report_runner.h"
+#include "iotrace/event/block_event.h"
 
 namespace iotrace {
 namespace {

@@ -10,13 +10,13 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
-#include "iotrace/cli.h"
-#include "iotrace/fd.h"
-#include "iotrace/flags.h"
-#include "iotrace/probe.h"
-#include "iotrace/status.h"
-#include "iotrace/text.h"
-#include "iotrace/tracefs.h"
+#include "iotrace/base/fd.h"
+#include "iotrace/base/status.h"
+#include "iotrace/base/text.h"
+#include "iotrace/cli/cli.h"
+#include "iotrace/cli/flags.h"
+#include "iotrace/sys/probe.h"
+#include "iotrace/sys/tracefs.h"
 
 namespace iotrace {
 namespace {

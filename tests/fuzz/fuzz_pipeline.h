@@ -9,10 +9,10 @@
 #include <sstream>
 #include <string>
 
-#include "iotrace/event_dump.h"
-#include "iotrace/latency_report.h"
-#include "iotrace/report_format.h"
-#include "iotrace/trace_reader.h"
+#include "iotrace/analysis/latency_report.h"
+#include "iotrace/formats/trace_reader.h"
+#include "iotrace/output/event_dump.h"
+#include "iotrace/output/report_format.h"
 
 namespace iotrace::fuzz {
 

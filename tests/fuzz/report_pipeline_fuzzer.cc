@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "fuzz_input.h"
-#include "iotrace/latency_report.h"
-#include "iotrace/report_format.h"
+#include "iotrace/analysis/latency_report.h"
+#include "iotrace/output/report_format.h"
 
 namespace {
 

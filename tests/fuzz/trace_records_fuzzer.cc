@@ -37,9 +37,9 @@
 
 #include "fuzz_input.h"
 #include "fuzz_pipeline.h"
-#include "iotrace/perf_data.h"
-#include "iotrace/perf_data_writer.h"
-#include "iotrace/trace_dat_writer.h"
+#include "iotrace/formats/perf_data.h"
+#include "iotrace/formats/perf_data_writer.h"
+#include "iotrace/formats/trace_dat_writer.h"
 
 namespace {
 

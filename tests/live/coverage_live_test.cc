@@ -16,8 +16,8 @@
 
 #include "../unit/coverage_check.h"
 #include "gtest/gtest.h"
-#include "iotrace/latency_report.h"
-#include "iotrace/trace_reader.h"
+#include "iotrace/analysis/latency_report.h"
+#include "iotrace/formats/trace_reader.h"
 #include "live_util.h"
 
 namespace iotrace::live {

@@ -1,7 +1,7 @@
 // Live tests of the ftrace capture: root, tracefs and a scratch loop device (each test skips
 // with the reason otherwise). Every test records only its own loop device (a dev filter), so
 // other I/O on the machine does not change the counts.
-#include "iotrace/ftrace_capture.h"
+#include "iotrace/capture/ftrace_capture.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -14,7 +14,7 @@
 
 #include "../unit/trace_dat_test_util.h"
 #include "gtest/gtest.h"
-#include "iotrace/trace_dat_reader.h"
+#include "iotrace/formats/trace_dat_reader.h"
 #include "live_util.h"
 
 namespace iotrace::live {

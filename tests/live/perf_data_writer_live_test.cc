@@ -19,11 +19,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "iotrace/event_format.h"
-#include "iotrace/fd.h"
-#include "iotrace/perf_data_reader.h"
-#include "iotrace/perf_data_writer.h"
-#include "iotrace/perf_record_parser.h"
+#include "iotrace/base/fd.h"
+#include "iotrace/event/event_format.h"
+#include "iotrace/formats/perf_data_reader.h"
+#include "iotrace/formats/perf_data_writer.h"
+#include "iotrace/formats/perf_record_parser.h"
+#include "iotrace/sys/host_info.h"
 
 namespace iotrace {
 namespace {
@@ -153,7 +154,7 @@ TEST(PerfDataWriterLiveTest, RealRingBytesReadBackLikePerfScriptWithEveryEventAc
       static_cast<uint32_t>(std::stoul(dev_numbers->substr(dev_numbers->find(':') + 1)));
 
   s.output = "/tmp/perfdata-live-" + std::to_string(getpid()) + ".data";
-  auto writer = PerfDataWriter::Create(s.output, specs, meta, HostInfo::FromThisMachine({"live"}));
+  auto writer = PerfDataWriter::Create(s.output, specs, meta, ThisMachine({"live"}));
   ASSERT_TRUE(writer.ok()) << writer.status();
 
   for (const UniqueFd& fd : s.fds) ASSERT_EQ(ioctl(fd.get(), PERF_EVENT_IOC_ENABLE, 0), 0);

@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "iotrace/bytes.h"
-#include "iotrace/perf_capture.h"
-#include "iotrace/probe.h"
-#include "iotrace/status.h"
-#include "iotrace/tracefs.h"
+#include "iotrace/base/bytes.h"
+#include "iotrace/base/status.h"
+#include "iotrace/capture/perf_capture.h"
+#include "iotrace/sys/probe.h"
+#include "iotrace/sys/tracefs.h"
 #include "live_util.h"
 
 namespace iotrace {

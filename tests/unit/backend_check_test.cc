@@ -1,6 +1,6 @@
 // The books of the backend completeness checks, and the backend `record --backend auto` takes
 // from them.
-#include "iotrace/backend_check.h"
+#include "iotrace/capture/backend_check.h"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "iotrace/block_event.h"
+#include "iotrace/event/block_event.h"
 
 #include <cstring>
 #include <ostream>

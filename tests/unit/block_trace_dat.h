@@ -18,8 +18,8 @@
 
 #include "ftrace_page_builder.h"
 #include "gtest/gtest.h"
-#include "iotrace/event_format.h"
-#include "iotrace/tracing_data.h"
+#include "iotrace/event/event_format.h"
+#include "iotrace/formats/tracing_data.h"
 
 namespace iotrace::testing {
 

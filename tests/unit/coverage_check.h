@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "iotrace/external_formats.h"
-#include "iotrace/latency_report.h"
-#include "iotrace/trace_reader.h"
+#include "iotrace/analysis/latency_report.h"
+#include "iotrace/formats/external_formats.h"
+#include "iotrace/formats/trace_reader.h"
 
 namespace iotrace::testing {
 

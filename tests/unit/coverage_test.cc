@@ -19,9 +19,9 @@
 #include "coverage_check.h"
 #include "fixtures.h"
 #include "gtest/gtest.h"
-#include "iotrace/coverage.h"
-#include "iotrace/latency_report.h"
-#include "iotrace/trace_reader.h"
+#include "iotrace/analysis/latency_report.h"
+#include "iotrace/formats/coverage.h"
+#include "iotrace/formats/trace_reader.h"
 
 namespace iotrace {
 namespace {

@@ -15,10 +15,10 @@
 
 #include "fixtures.h"
 #include "gtest/gtest.h"
-#include "iotrace/external_formats.h"
-#include "iotrace/report_runner.h"
-#include "iotrace/status.h"
-#include "iotrace/trace_reader.h"
+#include "iotrace/base/status.h"
+#include "iotrace/cli/report_runner.h"
+#include "iotrace/formats/external_formats.h"
+#include "iotrace/formats/trace_reader.h"
 
 namespace iotrace {
 namespace {

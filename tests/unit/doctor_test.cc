@@ -1,4 +1,4 @@
-#include "iotrace/doctor.h"
+#include "iotrace/cli/doctor.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "iotrace/elf_symbols.h"
+#include "iotrace/sys/elf_symbols.h"
 
 #include <elf.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "iotrace/status.h"
+#include "iotrace/base/status.h"
 
 // A function of this test binary whose bytes we find again through the ELF file.
 extern "C" __attribute__((noinline, used)) int IotraceElfTestTarget(int x) {

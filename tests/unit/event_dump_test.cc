@@ -1,4 +1,4 @@
-#include "iotrace/event_dump.h"
+#include "iotrace/output/event_dump.h"
 
 #include <cstring>
 #include <fstream>
@@ -8,7 +8,7 @@
 
 #include "fixtures.h"
 #include "gtest/gtest.h"
-#include "iotrace/block_dev.h"
+#include "iotrace/event/block_dev.h"
 
 namespace iotrace {
 namespace {

@@ -1,4 +1,4 @@
-#include "iotrace/event_format.h"
+#include "iotrace/event/event_format.h"
 
 #include <fstream>
 #include <sstream>

@@ -1,5 +1,5 @@
 // Memory and file helpers of fd.h.
-#include "iotrace/fd.h"
+#include "iotrace/base/fd.h"
 
 #include <unistd.h>
 

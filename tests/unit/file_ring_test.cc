@@ -1,4 +1,4 @@
-#include "iotrace/file_ring.h"
+#include "iotrace/base/file_ring.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "iotrace/fd.h"
+#include "iotrace/base/fd.h"
 
 namespace iotrace {
 namespace {

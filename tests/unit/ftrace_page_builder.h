@@ -14,9 +14,9 @@
 
 #include "fixtures.h"
 #include "gtest/gtest.h"
-#include "iotrace/event_format.h"
-#include "iotrace/ftrace_page.h"
-#include "iotrace/trace_dat_writer.h"
+#include "iotrace/event/event_format.h"
+#include "iotrace/formats/ftrace_page.h"
+#include "iotrace/formats/trace_dat_writer.h"
 
 namespace iotrace::testing {
 

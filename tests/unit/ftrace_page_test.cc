@@ -1,4 +1,4 @@
-#include "iotrace/ftrace_page.h"
+#include "iotrace/formats/ftrace_page.h"
 
 #include <random>
 #include <string>

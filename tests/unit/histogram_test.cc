@@ -1,4 +1,4 @@
-#include "iotrace/histogram.h"
+#include "iotrace/analysis/histogram.h"
 
 #include <algorithm>
 #include <cmath>

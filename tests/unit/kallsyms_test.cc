@@ -1,4 +1,4 @@
-#include "iotrace/kallsyms.h"
+#include "iotrace/sys/kallsyms.h"
 
 #include <string>
 

@@ -1,11 +1,11 @@
-#include "iotrace/latency_report.h"
+#include "iotrace/analysis/latency_report.h"
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "iotrace/status.h"
+#include "iotrace/base/status.h"
 #include "synthetic_trace.h"
 
 namespace iotrace {

@@ -1,4 +1,4 @@
-#include "iotrace/module_symvers.h"
+#include "iotrace/sys/module_symvers.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "iotrace/pairing_placement.h"
+#include "iotrace/analysis/pairing_placement.h"
 
 #include <vector>
 

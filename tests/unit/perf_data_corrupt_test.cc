@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "iotrace/perf_data.h"
-#include "iotrace/perf_data_reader.h"
-#include "iotrace/status.h"
-#include "iotrace/perf_data_writer.h"
+#include "iotrace/base/status.h"
+#include "iotrace/formats/perf_data.h"
+#include "iotrace/formats/perf_data_reader.h"
+#include "iotrace/formats/perf_data_writer.h"
 #include "perf_data_test_builder.h"
 
 namespace iotrace {

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "iotrace/perf_data_reader.h"
-#include "iotrace/status.h"
-#include "iotrace/trace_reader.h"
+#include "iotrace/base/status.h"
+#include "iotrace/formats/perf_data_reader.h"
+#include "iotrace/formats/trace_reader.h"
 #include "perf_data_test_builder.h"
 
 namespace iotrace {

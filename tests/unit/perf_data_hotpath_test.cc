@@ -9,7 +9,7 @@
 
 #include "allocation_counter.h"
 #include "gtest/gtest.h"
-#include "iotrace/perf_data_reader.h"
+#include "iotrace/formats/perf_data_reader.h"
 #include "perf_data_test_builder.h"
 
 namespace iotrace {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "iotrace/sorted_run_merger.h"
+#include "iotrace/formats/sorted_run_merger.h"
 
 namespace iotrace {
 namespace {

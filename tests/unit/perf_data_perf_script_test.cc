@@ -11,8 +11,8 @@
 
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
-#include "iotrace/perf_data_reader.h"
-#include "iotrace/perf_data_writer.h"
+#include "iotrace/formats/perf_data_reader.h"
+#include "iotrace/formats/perf_data_writer.h"
 #include "perf_data_test_builder.h"
 
 namespace iotrace {

@@ -21,11 +21,11 @@
 
 #include "absl/status/status.h"
 #include "fixtures.h"
-#include "iotrace/event_format.h"
-#include "iotrace/perf_data.h"
-#include "iotrace/perf_data_writer.h"
-#include "iotrace/status.h"
-#include "iotrace/trace_reader.h"
+#include "iotrace/base/status.h"
+#include "iotrace/event/event_format.h"
+#include "iotrace/formats/perf_data.h"
+#include "iotrace/formats/perf_data_writer.h"
+#include "iotrace/formats/trace_reader.h"
 
 namespace iotrace::test {
 

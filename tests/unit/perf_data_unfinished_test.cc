@@ -9,7 +9,7 @@
 
 #include "fixtures.h"
 #include "gtest/gtest.h"
-#include "iotrace/trace_reader.h"
+#include "iotrace/formats/trace_reader.h"
 
 namespace iotrace {
 namespace {

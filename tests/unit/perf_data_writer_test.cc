@@ -1,6 +1,6 @@
 // PerfDataWriter: file creation rules, and a valid file in every stop case (full disk at any
 // byte, filesystems without fallocate, short writes, EINTR, I/O errors).
-#include "iotrace/perf_data_writer.h"
+#include "iotrace/formats/perf_data_writer.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "iotrace/perf_data_reader.h"
+#include "iotrace/formats/perf_data_reader.h"
 #include "perf_data_test_builder.h"
 
 namespace iotrace {

@@ -1,4 +1,4 @@
-#include "iotrace/perf_pipe.h"
+#include "iotrace/formats/perf_pipe.h"
 
 #include <unistd.h>
 
@@ -9,8 +9,8 @@
 
 #include "fixtures.h"
 #include "gtest/gtest.h"
-#include "iotrace/perf_data.h"
-#include "iotrace/trace_reader.h"
+#include "iotrace/formats/perf_data.h"
+#include "iotrace/formats/trace_reader.h"
 
 namespace iotrace {
 namespace {

@@ -1,4 +1,4 @@
-#include "iotrace/perf_record_parser.h"
+#include "iotrace/formats/perf_record_parser.h"
 
 #include <linux/perf_event.h>
 

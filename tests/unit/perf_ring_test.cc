@@ -1,4 +1,4 @@
-#include "iotrace/perf_ring.h"
+#include "iotrace/capture/perf_ring.h"
 
 #include <cstring>
 #include <string>

@@ -1,4 +1,4 @@
-#include "iotrace/probe.h"
+#include "iotrace/sys/probe.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "iotrace/status.h"
+#include "iotrace/base/status.h"
 
 namespace iotrace {
 namespace {

@@ -1,4 +1,4 @@
-#include "iotrace/process.h"
+#include "iotrace/base/process.h"
 
 #include <signal.h>
 #include <sys/stat.h>

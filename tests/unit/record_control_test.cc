@@ -1,5 +1,5 @@
 // `iotrace record --control`: the channel spec, the commands, line cutting, and a real FIFO pair.
-#include "iotrace/record_control.h"
+#include "iotrace/capture/record_control.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "iotrace/status.h"
+#include "iotrace/base/status.h"
 
 namespace iotrace {
 namespace {

@@ -1,10 +1,10 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "iotrace/block_dev.h"
-#include "iotrace/flags.h"
-#include "iotrace/record.h"
-#include "iotrace/status.h"
+#include "iotrace/base/status.h"
+#include "iotrace/capture/record.h"
+#include "iotrace/cli/flags.h"
+#include "iotrace/event/block_dev.h"
 
 namespace iotrace {
 namespace {

@@ -5,12 +5,12 @@
 #include <new>
 #include <vector>
 
-#include "gtest/gtest.h"
-#include "iotrace/block_event.h"
-#include "iotrace/histogram.h"
-#include "iotrace/latency_report.h"
-#include "iotrace/request_matcher.h"
 #include "allocation_counter.h"
+#include "gtest/gtest.h"
+#include "iotrace/analysis/histogram.h"
+#include "iotrace/analysis/latency_report.h"
+#include "iotrace/analysis/request_matcher.h"
+#include "iotrace/event/block_event.h"
 #include "synthetic_trace.h"
 
 namespace iotrace {

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "iotrace/device_names.h"
-#include "iotrace/report_format.h"
-#include "iotrace/report_runner.h"
+#include "iotrace/cli/report_runner.h"
+#include "iotrace/output/report_format.h"
+#include "iotrace/sys/device_names.h"
 #include "synthetic_trace.h"
 
 namespace iotrace {

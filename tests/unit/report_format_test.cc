@@ -1,4 +1,4 @@
-#include "iotrace/report_format.h"
+#include "iotrace/output/report_format.h"
 
 #include <cctype>
 #include <map>

@@ -24,7 +24,7 @@
 
 #include "block_trace_dat.h"
 #include "gtest/gtest.h"
-#include "iotrace/report_runner.h"
+#include "iotrace/cli/report_runner.h"
 #include "test_json.h"
 
 namespace iotrace {

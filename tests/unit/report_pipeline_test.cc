@@ -6,9 +6,9 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "iotrace/latency_report.h"
-#include "iotrace/report_format.h"
-#include "iotrace/trace_reader.h"
+#include "iotrace/analysis/latency_report.h"
+#include "iotrace/formats/trace_reader.h"
+#include "iotrace/output/report_format.h"
 
 namespace iotrace {
 namespace {

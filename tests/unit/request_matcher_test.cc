@@ -1,4 +1,4 @@
-#include "iotrace/request_matcher.h"
+#include "iotrace/analysis/request_matcher.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "iotrace/request_table.h"
+#include "iotrace/analysis/request_table.h"
 
 #include <map>
 #include <random>

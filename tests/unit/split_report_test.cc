@@ -19,14 +19,14 @@
 #include "block_trace_dat.h"
 #include "ftrace_page_builder.h"
 #include "gtest/gtest.h"
+#include "iotrace/analysis/latency_report.h"
+#include "iotrace/cli/report_runner.h"
+#include "iotrace/formats/perf_data_writer.h"
+#include "iotrace/formats/trace_dat_reader.h"
+#include "iotrace/formats/trace_dat_writer.h"
+#include "iotrace/formats/trace_reader.h"
+#include "iotrace/output/report_format.h"
 #include "perf_data_test_builder.h"
-#include "iotrace/latency_report.h"
-#include "iotrace/perf_data_writer.h"
-#include "iotrace/report_format.h"
-#include "iotrace/report_runner.h"
-#include "iotrace/trace_dat_reader.h"
-#include "iotrace/trace_dat_writer.h"
-#include "iotrace/trace_reader.h"
 
 namespace iotrace {
 namespace {

@@ -1,4 +1,4 @@
-#include "iotrace/spsc_queue.h"
+#include "iotrace/base/spsc_queue.h"
 
 #include <chrono>
 #include <cstdint>

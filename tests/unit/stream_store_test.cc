@@ -1,11 +1,11 @@
-#include "iotrace/stream_store.h"
+#include "iotrace/base/stream_store.h"
 
 #include <cstdint>
 #include <cstring>
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "iotrace/spsc_queue.h"
+#include "iotrace/base/spsc_queue.h"
 
 namespace iotrace {
 namespace {

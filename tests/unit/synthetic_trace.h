@@ -16,9 +16,9 @@
 
 #include "fixtures.h"
 #include "gtest/gtest.h"
-#include "iotrace/block_event.h"
-#include "iotrace/event_format.h"
-#include "iotrace/trace_reader.h"
+#include "iotrace/event/block_event.h"
+#include "iotrace/event/event_format.h"
+#include "iotrace/formats/trace_reader.h"
 
 namespace iotrace::synthetic {
 

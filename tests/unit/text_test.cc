@@ -1,4 +1,4 @@
-#include "iotrace/text.h"
+#include "iotrace/base/text.h"
 
 #include "gtest/gtest.h"
 

@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "allocation_counter.h"
-#include "ftrace_page_builder.h"
 #include "fixtures.h"
+#include "ftrace_page_builder.h"
 #include "gtest/gtest.h"
-#include "iotrace/trace_dat_reader.h"
-#include "iotrace/trace_dat_writer.h"
-#include "iotrace/trace_reader.h"
+#include "iotrace/formats/trace_dat_reader.h"
+#include "iotrace/formats/trace_dat_writer.h"
+#include "iotrace/formats/trace_reader.h"
 
 namespace iotrace {
 namespace {

@@ -1,4 +1,4 @@
-#include "iotrace/trace_dat_inflate.h"
+#include "iotrace/formats/trace_dat_inflate.h"
 
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -14,9 +14,9 @@
 
 #include "fixtures.h"
 #include "gtest/gtest.h"
-#include "iotrace/status.h"
-#include "iotrace/trace_dat_reader.h"
-#include "iotrace/trace_reader.h"
+#include "iotrace/base/status.h"
+#include "iotrace/formats/trace_dat_reader.h"
+#include "iotrace/formats/trace_reader.h"
 
 namespace iotrace {
 namespace {

@@ -1,4 +1,4 @@
-#include "iotrace/trace_dat_reader.h"
+#include "iotrace/formats/trace_dat_reader.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "allocation_counter.h"
 #include "ftrace_page_builder.h"
 #include "gtest/gtest.h"
-#include "iotrace/status.h"
-#include "iotrace/trace_dat_writer.h"
-#include "allocation_counter.h"
+#include "iotrace/base/status.h"
+#include "iotrace/formats/trace_dat_writer.h"
 #include "trace_dat_test_util.h"
 
 

@@ -15,9 +15,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
-#include "iotrace/bytes.h"
-#include "iotrace/event_format.h"
-#include "iotrace/trace_reader.h"
+#include "iotrace/base/bytes.h"
+#include "iotrace/event/event_format.h"
+#include "iotrace/formats/trace_reader.h"
 
 namespace iotrace::testing {
 

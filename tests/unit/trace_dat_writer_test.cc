@@ -1,4 +1,4 @@
-#include "iotrace/trace_dat_writer.h"
+#include "iotrace/formats/trace_dat_writer.h"
 
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -13,7 +13,7 @@
 
 #include "ftrace_page_builder.h"
 #include "gtest/gtest.h"
-#include "iotrace/trace_dat_reader.h"
+#include "iotrace/formats/trace_dat_reader.h"
 #include "trace_dat_test_util.h"
 
 namespace iotrace {

@@ -1,4 +1,4 @@
-#include "iotrace/tracefs.h"
+#include "iotrace/sys/tracefs.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 
 #include "fixtures.h"
 #include "gtest/gtest.h"
-#include "iotrace/status.h"
+#include "iotrace/base/status.h"
 
 namespace iotrace {
 namespace {

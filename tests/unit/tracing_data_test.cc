@@ -1,4 +1,4 @@
-#include "iotrace/tracing_data.h"
+#include "iotrace/formats/tracing_data.h"
 
 #include <fstream>
 #include <sstream>

@@ -1,0 +1,388 @@
+// Pairs time-ordered block events into per-request latency samples (btt's phases: Q2D, I2D,
+// D2C, I2C, Q2C) on (dev, sector), with the rules of shared/KERNEL-NOTES.md: flushes paired
+// per device in FIFO order, requeues, request merges, partial completions, collisions, and a
+// bounded table whose stale entries expire. Every event that cannot be paired is counted.
+#ifndef IOTRACE_ANALYSIS_REQUEST_MATCHER_H_
+#define IOTRACE_ANALYSIS_REQUEST_MATCHER_H_
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "iotrace/analysis/request_table.h"
+#include "iotrace/base/fd.h"
+#include "iotrace/event/block_event.h"
+
+namespace iotrace {
+
+enum class Phase : uint8_t {
+  kI2D,  // insert -> issue: time in the queue / I/O scheduler
+  kD2C,  // issue -> complete: time at the device
+  kI2C,  // insert -> complete
+  kQ2D,  // bio queued -> issue
+  kQ2C,  // bio queued -> complete
+};
+inline constexpr int kPhaseCount = 5;
+std::string_view PhaseName(Phase phase);  // "I2D", ...
+bool ParsePhase(std::string_view name, Phase* phase);
+inline constexpr uint8_t PhaseBit(Phase phase) { return uint8_t{1} << static_cast<int>(phase); }
+
+// Why an issue had no insert before it.
+enum class NoInsertReason : uint8_t {
+  kInsertNotRecorded,  // the file has no block_rq_insert events at all
+  kNoInsertOnDevice,   // the device showed no insert at all: scheduler none or bypass
+  kFlush,              // flush requests, issued by the flush machinery
+  kInsertMissing,      // the device has inserts, this request's was not seen (lost, started
+                       // before the recording, direct issue, or front-merged)
+};
+inline constexpr int kNoInsertReasonCount = 4;
+std::string_view NoInsertReasonName(NoInsertReason reason);
+
+// One request reaching a stage that ends one or more phases: at its first issue (I2D, Q2D) or
+// at its final completion (D2C, I2C, Q2C). Only the phases in `phases` are valid.
+struct RequestSample {
+  uint32_t dev = 0;
+  BlockOp op = BlockOp::kOther;
+  uint8_t flags = 0;
+  uint8_t phases = 0;  // PhaseBit() set
+  uint64_t queue_ts = 0;
+  uint64_t insert_ts = 0;
+  uint64_t issue_ts = 0;
+  uint64_t complete_ts = 0;
+  uint32_t nr_sector = 0;
+  uint32_t bytes = 0;
+  int32_t insert_pid = -1;  // the process that inserted the request (-1: no insert)
+  int32_t issue_pid = -1;   // the process that issued it
+  const char* insert_comm = "";  // NUL-terminated, valid during the callback only
+  const char* issue_comm = "";
+
+  bool Has(Phase p) const { return (phases & PhaseBit(p)) != 0; }
+  // A table lookup each (a load of the member's offset): these run for every phase of every
+  // request, twice.
+  uint64_t Start(Phase p) const { return this->*kStartOf[static_cast<int>(p)]; }
+  uint64_t End(Phase p) const { return this->*kEndOf[static_cast<int>(p)]; }
+
+  static constexpr uint64_t RequestSample::*kStartOf[kPhaseCount] = {
+      &RequestSample::insert_ts,  // I2D
+      &RequestSample::issue_ts,   // D2C
+      &RequestSample::insert_ts,  // I2C
+      &RequestSample::queue_ts,   // Q2D
+      &RequestSample::queue_ts,   // Q2C
+  };
+  static constexpr uint64_t RequestSample::*kEndOf[kPhaseCount] = {
+      &RequestSample::issue_ts,     // I2D
+      &RequestSample::complete_ts,  // D2C
+      &RequestSample::complete_ts,  // I2C
+      &RequestSample::issue_ts,     // Q2D
+      &RequestSample::complete_ts,  // Q2C
+  };
+  uint64_t Latency(Phase p) const { return End(p) - Start(p); }
+};
+
+class RequestSampleSink {
+ public:
+  virtual ~RequestSampleSink() = default;
+  virtual void OnRequestSample(const RequestSample& sample) = 0;
+};
+
+struct MatcherOptions {
+  uint64_t expiry_ns = 30'000'000'000;  // an entry idle this long (trace time) is dropped
+  size_t max_entries = 131072;          // requests tracked at once; the oldest is evicted
+  size_t flush_depth = 32;              // flushes tracked per device
+  // Hand the phases a request ends at its issue (I2D, Q2D) over together with those it ends at
+  // its completion, in one sample, instead of one sample at each: half the samples. The phases,
+  // their values and the counters are the same; only the order and the grouping of samples
+  // change, so a sink may ask for it when it neither counts samples nor cares about order. A
+  // request that never completes gets its issue phases when it leaves the table (requeue,
+  // collision, merge, expiry, eviction, Finish).
+  bool combine_samples = false;
+};
+
+struct MatchStats {  // uint64_t counters only (AddCounters)
+  std::array<uint64_t, kPhaseCount> paired{};
+  std::array<uint64_t, kNoInsertReasonCount> issues_without_insert{};  // final after Finish()
+  uint64_t completes_without_issue = 0;
+  // Zero-length completions by the flush machinery: empty preflush requests ended after their
+  // flush, requests ended after their post-flush (their data completed before).
+  uint64_t flush_sequence_completions = 0;
+  uint64_t flushes = 0;            // flush requests completed and paired
+  uint64_t requeues = 0;           // requeues of an issued request
+  uint64_t requeues_unmatched = 0; // requeue of a request not seen issued
+  uint64_t merges = 0;             // block_rq_merge that removed a tracked request
+  uint64_t merges_before_insert = 0;  // block_rq_merge of a request merged while being inserted
+                                      // (its bio was seen queued, the request never inserted)
+  uint64_t merges_unmatched = 0;   // block_rq_merge of a request not tracked at all (also what
+                                   // merges before insert look like without block_bio_queue)
+  uint64_t bio_front_merges = 0;
+  uint64_t bio_back_merges = 0;
+  uint64_t partial_completions = 0;
+  uint64_t collisions = 0;         // insert/issue on a key held by a live request
+  // Issued requests kept apart when another request came to their sector while they were in
+  // flight (a read and a write of one block, two reads of it): a completion goes to the request
+  // of its size and op, the latest issued first. Not collisions: nothing is given up.
+  uint64_t overlapping = 0;
+  uint64_t bio_queue_on_live = 0;  // block_bio_queue on a key held by a live request
+  uint64_t completion_errors = 0;  // completions with error != 0 (still sampled)
+  uint64_t negative_latency = 0;   // phases dropped because the end preceded the start
+  std::array<uint64_t, kRequestStateCount> expired{};           // idle past expiry_ns
+  std::array<uint64_t, kRequestStateCount> evicted{};           // table or flush FIFO full
+  std::array<uint64_t, kRequestStateCount> collided{};          // given up at a collision
+  std::array<uint64_t, kRequestStateCount> in_flight_at_end{};  // left when the file ended
+  // Of those, the issued (or requeued) ones last active before Finish's `stale_before`:
+  // requests that should have completed long before the file ended (their completion was most
+  // likely lost). Only the issued and requeued counts can be non-zero.
+  std::array<uint64_t, kRequestStateCount> stale_at_end{};
+  // Flushes given up when the events passed the end of a gap in the data (DropFlushes): they
+  // pair in FIFO order, so one whose issue or completion fell in the gap would shift the
+  // pairing of every later flush.
+  std::array<uint64_t, kRequestStateCount> flushes_at_gap{};
+  // Requests given up (expired, evicted, collided) or left stale at the end that were last
+  // active before the end of a gap in the data: most likely their next event lay in the gap.
+  // Counted here instead of above; their samples would cross the gap anyway.
+  std::array<uint64_t, kRequestStateCount> across_gap{};
+};
+
+struct DeviceMatchStats {
+  uint32_t dev = 0;
+  std::array<uint64_t, kBlockEventKindCount> events{};
+  uint64_t issues_without_insert = 0;  // flushes not included
+  NoInsertReason no_insert_reason = NoInsertReason::kInsertMissing;  // after Finish()
+};
+
+class RequestMatcher {
+ public:
+  struct FlushSlot {
+    RequestState state;
+    uint8_t has;
+    uint8_t flags;
+    uint64_t insert_ts, issue_ts, last_ts;
+    int32_t insert_pid, issue_pid;
+    char insert_comm[kCommSize];
+    char issue_comm[kCommSize];
+  };
+
+  // Everything that decides what the matcher does with the events still to come (its counters
+  // aside): the requests and bios it tracks, in activity order, and each device's flushes. Two
+  // matchers in equal states pair what follows the same way. For reading a file as two time
+  // ranges apart (LatencyReportBuilder): the later range's matcher, primed on the events just
+  // before its range, stands for the earlier one's when their states at the cut are equal.
+  struct State {
+    std::vector<RequestEntry> requests;
+    std::vector<RequestEntry> queued;
+    std::vector<RequestEntry> overlapped;
+    std::vector<std::pair<uint32_t, std::vector<FlushSlot>>> flushes;  // non-empty, by dev
+    bool operator==(const State& other) const;
+  };
+  // The counters: the totals and each device's.
+  struct Counts {
+    MatchStats stats;
+    std::vector<DeviceMatchStats> devices;
+  };
+
+  // `sink` receives every sample; it must outlive the matcher.
+  RequestMatcher(const MatcherOptions& options, RequestSampleSink* sink);
+  ~RequestMatcher();
+
+  void set_sink(RequestSampleSink* sink) { sink_ = sink; }
+  State Snapshot() const;
+  Counts counts() const { return Counts{stats_, devices()}; }
+  // Makes this matcher's counters those of one that read `earlier`'s events and then this one's
+  // since `at_cut` (its counters when its own range began): minus `at_cut`, plus `earlier`.
+  void TakeOver(const Counts& at_cut, const Counts& earlier);
+
+  // Requests (and bios) that the earlier range's matcher held at the cut and the later one,
+  // primed from a later time, never saw: last active before the priming began, most often
+  // requests whose completion was lost.
+  struct Older {
+    std::vector<RequestEntry> requests;
+    std::vector<RequestEntry> queued;
+    std::vector<RequestEntry> overlapped;
+    // Resolve: issued requests that an insert or issue at their sector met after the cut (one
+    // pass would have kept them apart), and inserted ones an insert met (given up).
+    std::vector<RequestEntry> kept_apart;
+    std::vector<RequestEntry> collided;
+    bool empty() const {
+      return requests.empty() && queued.empty() && overlapped.empty() && kept_apart.empty() &&
+             collided.empty();
+    }
+  };
+  // Whether `earlier` is `later` plus requests last active before `primed_from` (*older gets
+  // those): equal flushes, and the rest equal and in the same order.
+  static bool SplitOlder(const State& earlier, const State& later, uint64_t primed_from,
+                         Older* older);
+  // From now on, remembers every key the events look up and do not find (and every key a
+  // request moves to), with the kind of event, and the largest sizes of the tables, so that
+  // Resolve can tell what requests it never saw would have changed.
+  void WatchKeys();
+  // Since WatchKeys: whether one pass, holding `older` too, would have done what this matcher
+  // did, but for what Adopt accounts for: requests whose key no event looked up, issued ones
+  // whose key an insert or issue looked up first (moved to kept_apart), inserted ones an insert
+  // met first (moved to collided); requests kept apart that no completion looked for; and
+  // tables that never came so close to full that holding those too would have evicted
+  // anything. False for anything else.
+  bool Resolve(Older* older) const;
+  // Takes in `older` (Resolved) as if it had tracked them since before WatchKeys: those idle
+  // past the expiry by the last event since expire, those met after the cut are kept apart or
+  // given up (counted as one pass would count them), the others stay tracked (for Finish;
+  // nothing else may follow). False (nothing done) when the tables have no room for them.
+  bool Adopt(const Older& older);
+
+  // Whether the input carries block_rq_insert at all (decides the no-insert reason).
+  void set_insert_recorded(bool recorded) { insert_recorded_ = recorded; }
+
+  // Events must arrive in timestamp order (all CPUs merged).
+  void OnEvent(const BlockEvent& event);
+  // Gives up every flush in flight (counted in flushes_at_gap): the events have just passed the
+  // end of a gap in the data, and flushes pair in FIFO order per device, which a flush event
+  // lost in the gap would shift for good. (Requests pair on their sector: a request left over
+  // from the gap meets the next one at its sector as a collision, and the new one pairs right.)
+  // `gap_end`: the end of the gap; requests last active before it and given up later are
+  // counted as across_gap.
+  void DropFlushes(uint64_t gap_end);
+  // Counts what is left as in flight (issued or requeued requests last active before
+  // `stale_before`, trace time, also as stale; 0: none) and settles the per-device no-insert
+  // reasons.
+  void Finish(uint64_t stale_before = 0);
+
+  const MatchStats& stats() const { return stats_; }
+  std::vector<DeviceMatchStats> devices() const;
+  size_t tracked() const { return table_.size() + queued_.size(); }
+
+ private:
+  struct Device {
+    DeviceMatchStats stats;
+    std::vector<FlushSlot> flushes;  // FIFO, capacity reserved once, oldest first
+  };
+
+  static uint32_t KeyHash(uint32_t dev, uint64_t sector) {
+    return static_cast<uint32_t>(((sector * 0x9e3779b97f4a7c15ULL) ^ dev) >> 32);
+  }
+  // What looked up a key that was not there (WatchKeys).
+  enum class TouchKind : uint8_t { kInsert, kIssue, kOther };
+  struct TouchRecord {
+    uint64_t sector;
+    uint32_t dev;
+    TouchKind kind;
+  };
+  void Touched(uint32_t dev, uint64_t sector, TouchKind kind) {
+    if (!watching_) [[likely]] return;
+    if (touch_left_ == 0) [[unlikely]] {
+      if (!NewTouchChunk()) return;
+    }
+    *touch_at_++ = TouchRecord{sector, dev, kind};
+    --touch_left_;
+  }
+  bool NewTouchChunk();
+  // Whether the request in the table at a completion's sector is the one it completes (of its
+  // size and op); else the completion goes to one kept apart, if one fits (CompleteOverlapped).
+  static bool FitsInTable(const BlockEvent& e, const RequestEntry* in_table) {
+    return in_table != nullptr && in_table->state == RequestState::kIssued &&
+           in_table->outstanding == e.nr_sector && in_table->op == e.op;
+  }
+  // Whether a key of `keys` (sorted here) is in `log`.
+  static bool AnyKeyIn(const uint32_t* log, size_t n, std::vector<uint32_t>* keys);
+  // Whether an entry last active at `last_ts` would have expired by the last event seen while
+  // watching: Expire drops it at the first event after last_ts + expiry_ns.
+  bool ExpiredSinceCut(uint64_t last_ts) const {
+    const uint64_t expiry = options_.expiry_ns;
+    return last_ts <= ~uint64_t{0} - expiry && last_event_ts_ > last_ts + expiry;
+  }
+
+  Device& DeviceFor(uint32_t dev) {
+    // Events of one device come in long stretches: remember the last one.
+    if (last_device_ != nullptr && last_device_->stats.dev == dev) return *last_device_;
+    last_device_ = &DeviceForSlow(dev);
+    return *last_device_;
+  }
+  Device& DeviceForSlow(uint32_t dev);
+  // Runs for every event: an inline comparison with each table's expiry time (its oldest
+  // entry's last activity + expiry_ns, kept by the table), the loop out of line.
+  void Expire(uint64_t now) {
+    if (now > table_.expires_after()) ExpireIn(table_, now);
+    if (now > queued_.expires_after()) ExpireIn(queued_, now);
+  }
+  void ExpireIn(RequestTable& table, uint64_t now);
+  RequestEntry* AddEntry(const BlockEvent& e);
+  // Gives a new request the queue time of the bio queued at its sector, if one is waiting.
+  void TakeQueued(RequestEntry* ent);
+  // The three events of nearly every request: inlined into OnEvent, their only caller, so that
+  // an event costs one call instead of two.
+  [[gnu::always_inline]] void OnInsert(Device& d, const BlockEvent& e);
+  [[gnu::always_inline]] void OnIssue(Device& d, const BlockEvent& e);
+  [[gnu::always_inline]] void OnComplete(const BlockEvent& e);
+  void OnRequeue(const BlockEvent& e);
+  void OnMerge(const BlockEvent& e);
+  void OnBioQueue(const BlockEvent& e);
+  void OnBioFrontMerge(const BlockEvent& e);
+  void OnBioBackMerge(const BlockEvent& e);
+  void OnFlush(Device& d, const BlockEvent& e);
+  void Emit(RequestSample* s);
+  // Moves the issued request `ent` out of the table into overlapped_ (a new request came to its
+  // sector), when there is room.
+  bool KeepApart(RequestEntry* ent);
+  // A completion for a request kept apart (its size and op, not those of the request in the
+  // table at that sector, or none there): completes it and returns true.
+  bool CompleteOverlapped(const BlockEvent& e, const RequestEntry* in_table);
+  // Sends the issue phases still held by `ent` (combine_samples), then removes it from table.
+  void FlushPending(RequestEntry* ent);
+  void RemoveRequest(RequestTable& table, RequestEntry* ent) {
+    if (ent->pending_phases != 0) FlushPending(ent);
+    table.Remove(ent);
+  }
+
+  MatcherOptions options_;
+  RequestSampleSink* sink_;
+  RequestTable table_;   // requests: inserted, issued, requeued
+  // Bios seen queued (block_bio_queue) whose request has not appeared yet. Apart from the
+  // requests so that a bio queued at the sector of a request still tracked (say, one whose
+  // completion was lost) keeps its own queue time.
+  RequestTable queued_;
+  // Requests kept apart (KeepApart), at most kMaxOverlapping: rare, searched linearly.
+  static constexpr size_t kMaxOverlapping = 256;
+  std::vector<RequestEntry> overlapped_;
+  bool insert_recorded_ = true;
+  std::vector<std::unique_ptr<Device>> devices_;
+  absl::flat_hash_map<uint32_t, uint32_t> device_index_;
+  // The first few devices are found by a linear scan (cheaper than hashing when events of two
+  // or three devices interleave); more go through device_index_.
+  static constexpr size_t kFastDevices = 8;
+  std::array<uint32_t, kFastDevices> fast_dev_{};
+  std::array<Device*, kFastDevices> fast_device_{};
+  size_t fast_count_ = 0;
+  Device* last_device_ = nullptr;
+  MatchStats stats_;
+  uint64_t gap_end_ts_ = 0;  // the latest end of a gap the events passed (DropFlushes)
+  // The counter of `counter`'s kind for a request given up in `state`, last active at
+  // `last_ts`: across_gap instead when that was before the end of a gap.
+  uint64_t& GivenUp(std::array<uint64_t, kRequestStateCount>& counter, RequestState state,
+                    uint64_t last_ts) {
+    const size_t i = static_cast<size_t>(state);
+    return last_ts < gap_end_ts_ ? stats_.across_gap[i] : counter[i];
+  }
+  // WatchKeys.
+  bool watching_ = false;
+  // The keys looked up and not found: about one per request, in 2 MiB chunks of huge pages (a
+  // vector in 4 KiB pages cost the later range ~30% more time on this VM, faulting its pages
+  // in), at most kMaxTouchChunks of them (32 MiB, ~6 M events after the cut): past that the
+  // log stops and Resolve says no to any older request.
+  static constexpr size_t kTouchChunkBytes = size_t{2} << 20;
+  static constexpr size_t kMaxTouchChunks = 16;
+  std::vector<UniqueMapping> touch_chunks_;
+  TouchRecord* touch_at_ = nullptr;
+  size_t touch_left_ = 0;
+  bool watch_failed_ = false;  // the log stopped (full, or no memory): Resolve says no
+  std::vector<uint32_t> searched_keys_;  // completions that look among those kept apart
+  static constexpr size_t kMaxSearchedKeys = size_t{4} << 20;
+  size_t max_tracked_ = 0;
+  size_t max_queued_ = 0;
+  size_t max_overlapped_ = 0;
+  uint64_t last_event_ts_ = 0;
+};
+
+}  // namespace iotrace
+
+#endif  // IOTRACE_ANALYSIS_REQUEST_MATCHER_H_

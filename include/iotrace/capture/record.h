@@ -1,0 +1,88 @@
+// `iotrace record`: options, the run loop shared by both capture backends, and the summary.
+#ifndef IOTRACE_CAPTURE_RECORD_H_
+#define IOTRACE_CAPTURE_RECORD_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "iotrace/base/bytes.h"
+
+namespace iotrace {
+
+enum class Backend { kAuto, kPerf, kFtrace };
+const char* BackendName(Backend b);
+
+// The events `iotrace record` takes by default: what the report needs to pair requests.
+const std::vector<std::string>& DefaultRecordEvents();
+
+struct RecordOptions {
+  std::vector<std::string> events = DefaultRecordEvents();
+  std::vector<std::string> devs;        // --dev, as given
+  std::vector<std::string> probes;      // --probe definitions
+  std::string output;                   // "" = iotrace.data (perf) / iotrace.dat (ftrace)
+  double duration_s = 0;                // 0 = until the command exits or a signal
+  uint32_t mmap_pages = 1024;           // perf: data pages per CPU ring
+  uint32_t buffer_kb = 8192;            // ftrace: per-CPU buffer
+  Backend backend = Backend::kAuto;
+  std::vector<std::string> command;     // after --
+  int progress = -1;                    // -1: when stderr is a terminal
+  std::string tracefs_dir;              // "" = find the mount
+  int64_t delay_ms = 0;                 // events enabled after this long; -1: by --control
+  std::string control;                  // --control spec ("" = none), see record_control.h
+  std::vector<std::string> argv;        // the whole command line, stored in the file
+};
+
+// One row of the end-of-run table.
+struct EventSummary {
+  std::string name;
+  uint64_t recorded = 0;      // in the output file
+  uint64_t kernel_count = 0;  // what the kernel counted (perf read(); ftrace: entries + losses)
+  uint64_t ring_lost = 0;     // lost because a buffer was full (perf LOST, ftrace overrun)
+  uint64_t silent = 0;        // counted by the kernel, neither recorded nor reported lost
+  uint64_t unwritten = 0;     // counted, but not written because the output stopped (disk full)
+};
+
+struct RecordSummary {
+  Backend backend = Backend::kPerf;
+  std::string backend_reason;
+  std::string output;
+  double seconds = 0;
+  uint64_t output_bytes = 0;
+  std::vector<EventSummary> events;
+  uint64_t unattributed_lost = 0;  // losses whose event is unknown (ftrace per-CPU drops)
+  // perf counts per event; ftrace only per CPU (then ring lost / dropped silent show "-").
+  bool per_event_losses = true;
+  bool disk_full = false;
+  std::string stop_reason;          // "duration", "command exited", "SIGINT", ...
+  int stop_signal = 0;              // the signal that stopped it, if one did
+  double disabled_s = 0;            // time with events off (--delay, --control disable)
+};
+
+// The table printed at the end of every recording (also unit-tested).
+std::string FormatRecordSummary(const RecordSummary& summary);
+
+// Usage checks on the options alone (bad --dev, ring size, ...), before anything is touched.
+absl::Status ValidateRecordOptions(const RecordOptions& options);
+// Things that are allowed but probably not meant, one line each: a --dev MAJ:MIN that no block
+// device has right now (under `sysfs_root`/dev/block; it may still appear, e.g. a loop device
+// the traced command sets up).
+std::vector<std::string> RecordOptionWarnings(const RecordOptions& options,
+                                              const std::string& sysfs_root = "/sys");
+
+// "12.3 MiB"
+std::string HumanBytes(uint64_t bytes);
+
+// Checks that this process may record: root, or CAP_PERFMON / CAP_SYS_ADMIN.
+absl::Status CheckRecordPrivileges(uid_t euid, uint64_t effective_caps);
+absl::Status CheckRecordPrivileges();
+
+// Runs a whole recording. Returns the exit code to use (the command's status when a command
+// ran), or an error status for a failure (after making what was written a valid file).
+absl::StatusOr<int> RunRecord(const RecordOptions& options, RecordSummary* summary);
+
+}  // namespace iotrace
+
+#endif  // IOTRACE_CAPTURE_RECORD_H_

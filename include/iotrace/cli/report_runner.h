@@ -1,0 +1,35 @@
+// `iotrace report` end to end, without flags: open the file, build the LatencyReport, write the
+// main output (stdout or -o FILE) and the optional summary CSV.
+#ifndef IOTRACE_CLI_REPORT_RUNNER_H_
+#define IOTRACE_CLI_REPORT_RUNNER_H_
+
+#include <ostream>
+
+#include "absl/status/status.h"
+#include "iotrace/analysis/latency_report.h"
+#include "iotrace/formats/trace_reader.h"
+
+namespace iotrace {
+
+// Writes the report described by `options`; `out` stands for stdout when no -o is given. When the
+// main output is not text (csv, json, or text to a file), the report's warnings also go to
+// `err` as "iotrace: warning: ...", so that nobody takes an incomplete histogram for complete.
+absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err);
+
+// The same on an open reader (tests hand in a fake one).
+absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std::ostream& out,
+                         std::ostream& err);
+
+// --events: every record of the file in time order, one line each, to the main output.
+// --since/--until narrow the time range; --dev, --op, --comm and --pid keep the events that
+// match, and `err` gets how many they kept.
+absl::Status RunEventDump(TraceReader& reader, const ReportOptions& options, std::ostream& out,
+                          std::ostream& err);
+
+// Writes an already built report the way RunReport does (main output + summary CSV).
+absl::Status WriteReportOutputs(const LatencyReport& report, const ReportOptions& options,
+                                std::ostream& out);
+
+}  // namespace iotrace
+
+#endif  // IOTRACE_CLI_REPORT_RUNNER_H_

@@ -1,0 +1,57 @@
+// Reader of perf.data files (PERFILE2): tracepoint samples in timestamp order, read in place
+// from a mapping of the file. Header, attrs, ids and feature sections are validated against the
+// file size at open; problems inside the data are counted in stats(), never fatal.
+//
+// CommOf() knows the tracing data's saved cmdlines at open, and the COMM records once ReadAll
+// has run (they are met while reading). A file truncated or rewritten while mapped makes reads
+// fault (SIGBUS): the reader must not be pointed at a file that is still being written.
+//
+// Info() keys (present when the file has them): hostname, os_release, perf_version, arch,
+// nr_cpus_online, nr_cpus_available, cpu_desc, cpuid, total_mem_kb, cmdline, events, clockid,
+// clock_res_ns, clock_ref_wall_ns, clock_ref_clock_ns, first_sample_ns, last_sample_ns,
+// data_offset, data_size.
+//
+// ReadStats problem names: those of PerfProblemName() (perf_record_parser.h) plus
+// "truncated_record" (a record runs past the data end; reading stops there),
+// "bad_record_size" (a record header with size < 8; reading stops there),
+// "read_error" (reading the file failed, or it shrank, before the data end; reading stops
+// there and the record cut by it counts as a truncated_record),
+// "out_of_order_beyond_window" (delivered although older than an already delivered record),
+// "bad_feature_<name>" (a header feature whose contents do not parse; it is ignored),
+// "bad_event_format" (a format text in the tracing data that does not parse),
+// kProblemFileCut (the data section runs past the end of the file: read up to the end),
+// "file_cut_after_data" (the data is whole, but feature sections after it are cut off: lost,
+// which costs no event).
+#ifndef IOTRACE_FORMATS_PERF_DATA_READER_H_
+#define IOTRACE_FORMATS_PERF_DATA_READER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "iotrace/formats/sorted_run_merger.h"
+#include "iotrace/formats/trace_reader.h"
+
+namespace iotrace {
+
+struct PerfReadOptions {
+  MergeLimits merge;
+  // The data section is read into a ring of this many bytes (FileRing), in steps of
+  // `read_step_bytes`; the ring doubles when the merge holds more than it.
+  size_t read_ring_bytes = size_t{2} << 20;
+  size_t read_step_bytes = size_t{128} << 10;
+  // With read-ahead (set_read_ahead): the reading thread is told of room half a ring at a time
+  // (FileRing), so the ring must hold that on top of what the merge keeps live.
+  size_t read_ahead_ring_bytes = size_t{8} << 20;
+  // Tried at open when the file's event formats are lost (HEADER_TRACING_DATA cut off); null:
+  // such a file is an error. Only used during the open.
+  const FormatsFallback* formats_fallback = nullptr;
+};
+
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenPerfData(const std::string& path);
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenPerfData(const std::string& path,
+                                                          const PerfReadOptions& options);
+
+}  // namespace iotrace
+
+#endif  // IOTRACE_FORMATS_PERF_DATA_READER_H_

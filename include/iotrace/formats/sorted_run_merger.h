@@ -1,0 +1,566 @@
+// Time-orders a byte stream of records that is a concatenation of sorted runs (per-CPU perf
+// ring drains written one after another), in place and in bounded memory: the stream is cut
+// into maximal non-decreasing runs as it is scanned, and a small heap over run cursors (never
+// over events) merges them. A record is emitted once nothing later in the stream can precede
+// it: by round marks (PERF_RECORD_FINISHED_ROUND semantics: everything up to the largest time
+// seen before the previous mark is final), else by a window (bytes and records scanned past it).
+// Memory caps (live runs, bytes between the oldest cursor and the scan) force emission in
+// pathological streams; records that then arrive older than what was emitted are still
+// delivered, flagged out of order. A record that is the same, byte for byte, as one emitted
+// just before it with the same time (perf record on this machine writes some samples twice, in
+// consecutive drains of a CPU's ring) is dropped and counted, when the source can compare.
+#ifndef IOTRACE_FORMATS_SORTED_RUN_MERGER_H_
+#define IOTRACE_FORMATS_SORTED_RUN_MERGER_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace iotrace {
+
+struct MergeLimits {
+  // Without round marks: a record is final once this many bytes / records follow it. 2 MiB
+  // keeps the trailing cursors in cache (the reader runs ~30% faster than with 8 MiB).
+  uint64_t window_bytes = uint64_t{2} << 20;
+  uint64_t window_records = uint64_t{1} << 16;
+  // With round marks, a record is final once this many further marks were seen after the mark
+  // that followed it. 1 is perf's rule (tools/perf/util/ordered-events.c). `perf record -a` files
+  // from this 2-vCPU VM show samples written a round or more late (seen up to 85 us, 4 rounds;
+  // perf report counts them as "out of order events"): with 2, four of the six seen in four
+  // recordings came out in order, at the cost of holding one more round. At most 8.
+  int round_lag = 2;
+  // Memory caps, whatever the marks say.
+  uint64_t max_span_bytes = uint64_t{32} << 20;  // scan position - oldest live cursor
+  size_t max_runs = 4096;                        // live runs (>= 2)
+  // The source's Release() is called each time the oldest cursor moves on by this much.
+  uint64_t release_step = uint64_t{2} << 20;
+};
+
+struct MergeCounters {
+  uint64_t emitted = 0;
+  uint64_t out_of_order = 0;  // emitted with a time below an earlier emitted record's
+  uint64_t forced = 0;        // emitted because a memory cap was reached
+  uint64_t runs = 0;          // runs found in the stream
+  uint64_t max_live_runs = 0;
+  uint64_t duplicates = 0;    // dropped: the same bytes as a record emitted just before
+};
+
+enum class ScanKind : uint8_t { kTimed, kUntimed, kRoundEnd, kStop };
+
+// Source (duck-typed, so that its calls inline):
+//   using Item = ...;   // copyable, with a `uint64_t time` member
+//   // First visit of the record at `pos`: sets *next (the following record) and, for a timed
+//   // record, *time. kStop ends the stream (the source accounts for why).
+//   ScanKind Scan(uint64_t pos, uint64_t* next, uint64_t* time);
+//   // Revisit of a scanned record (no side effects): true when it is timed.
+//   bool Peek(uint64_t pos, uint64_t* next, Item* item);
+//   // Optional: revisit of a record Scan returned kTimed for (so it needs no checks); Peek
+//   // stands in when the source has no PeekTimed.
+//   void PeekTimed(uint64_t pos, uint64_t* next, Item* item);
+//   void Emit(const Item& item, bool out_of_order);
+//   // Optional: true when the scanned records at `a` and `b` hold the same bytes. Asked only of
+//   // records with equal times: the next one and those emitted last with its time (kept from
+//   // Release until a later time is emitted).
+//   bool SameRecord(uint64_t a, uint64_t b);
+//   // Optional: told of each record dropped as a copy (counted in counters().duplicates too).
+//   void Duplicate(const Item& item);
+//   void Release(uint64_t below);  // nothing before `below` will be read again
+template <typename Source>
+class SortedRunMerger {
+ public:
+  using Item = typename Source::Item;
+
+  SortedRunMerger(Source* source, uint64_t begin, uint64_t end, MergeLimits limits = {})
+      : source_(source),
+        limits_(limits),
+        scan_pos_(begin),
+        end_(end),
+        released_(begin),
+        release_at_(SaturatingAdd(begin, limits.release_step)),
+        round_lag_(std::clamp(limits.round_lag, 1, kRoundSlots - 1)) {
+    limits_.max_runs = std::max<size_t>(limits_.max_runs, 2);
+    ring_.resize(std::min<size_t>(limits_.max_runs, 16));
+    heap_.reserve(ring_.size());
+    // 32 KiB: room for the untimed records between two releases in any usual file (a 3 M-event
+    // `perf record -a` file keeps up to ~400); more grows the list, like the cursor ring.
+    untimed_.reserve(4096);
+  }
+
+  // Scans the whole stream and emits every timed record.
+  void Run() {
+    for (;;) {
+      if (!heap_.empty() && CanEmit(ring_[heap_[0]])) {
+        EmitTop();
+        continue;
+      }
+      if (scan_done_) break;  // heap empty: CanEmit is always true once the scan is done
+      ScanAhead();
+    }
+    source_->Release(end_);
+  }
+
+  const MergeCounters& counters() const { return counters_; }
+  // Where the scan stopped: the first record not scanned (the end, once all was).
+  uint64_t scan_position() const { return scan_pos_; }
+
+ private:
+  static constexpr uint32_t kNone = 0xffffffff;
+
+  struct RunCursor {
+    Item item{};             // the current record, decoded
+    uint64_t pos = 0;        // offset of the current record (== end when starved)
+    uint64_t next = 0;       // offset of the record after it
+    uint64_t end = 0;        // end of the run (the scan position for the open run)
+    uint64_t index = 0;      // scan index of the current record
+    uint64_t seq = 0;        // creation order: breaks ties so equal times keep file order
+    // Where the next record Scan did not time lies in the run, at or after the cursor (none
+    // known: ~0). Records before it are all timed: the cursor revisits them with PeekTimed, and
+    // only that record with Peek.
+    uint64_t untimed_from = ~uint64_t{0};
+    bool ready = false;      // has a current record (is in the heap)
+    bool closed = false;     // a later run exists: this one gets no more records
+  };
+
+  bool Before(uint32_t a, uint32_t b) const {
+    const RunCursor& x = ring_[a];
+    const RunCursor& y = ring_[b];
+    return x.item.time < y.item.time || (x.item.time == y.item.time && x.seq < y.seq);
+  }
+
+  uint64_t LowPos() const { return live_ > 0 ? ring_[head_].pos : scan_pos_; }
+
+  bool CanEmit(const RunCursor& r) {
+    if (scan_done_) return true;
+    if (has_round_limit_ && r.item.time <= round_limit_) return true;
+    if (!rounds_seen_ && (scan_pos_ - r.pos >= limits_.window_bytes ||
+                          scanned_ - r.index >= limits_.window_records)) {
+      return true;
+    }
+    if (live_ >= limits_.max_runs || scan_pos_ - LowPos() > limits_.max_span_bytes) {
+      ++counters_.forced;
+      return true;
+    }
+    return false;
+  }
+
+  void PeekTimed(uint64_t pos, uint64_t* next, Item* item) {
+    if constexpr (requires { source_->PeekTimed(pos, next, item); }) {
+      source_->PeekTimed(pos, next, item);
+    } else {
+      source_->Peek(pos, next, item);
+    }
+  }
+
+  static constexpr bool kComparesRecords =
+      requires(Source* s, uint64_t a, uint64_t b) { s->SameRecord(a, b); };
+
+  // Emits the cursor's record, unless it repeats one of the last records emitted with its time.
+  // Per record only the time is compared, with the last emitted one's (as for out_of_order);
+  // equal times are rare (one in several thousand records in a recording of this workload).
+  void EmitOne(const RunCursor& r) {
+    if constexpr (kComparesRecords) {
+      if (r.item.time <= last_emitted_) [[unlikely]] {
+        EmitNotLater(r);
+        return;
+      }
+    }
+    Deliver(r);
+  }
+
+  // EmitOne for a record no later than the last emitted: a possible copy, or out of order.
+  [[gnu::noinline]] void EmitNotLater(const RunCursor& r) {
+    const uint64_t t = r.item.time;
+    if (t == last_emitted_ && last_pos_ != kNoPos) {
+      if (IsRepeat(t, r.pos)) {
+        ++counters_.duplicates;
+        if constexpr (requires { source_->Duplicate(r.item); }) source_->Duplicate(r.item);
+        return;
+      }
+      // The record emitted before this one joins the others with this time.
+      if (same_time_ != t || same_time_count_ == 0) {
+        same_time_ = t;
+        same_time_count_ = 0;
+      }
+      same_time_pos_[same_time_count_++ % kSameTimeKept] = last_pos_;
+    }
+    Deliver(r);
+  }
+
+  void Deliver(const RunCursor& r) {
+    const uint64_t t = r.item.time;
+    const bool out_of_order = t < last_emitted_;
+    source_->Emit(r.item, out_of_order);
+    ++counters_.emitted;
+    if (out_of_order) {
+      ++counters_.out_of_order;
+    } else {
+      last_emitted_ = t;
+      if constexpr (kComparesRecords) last_pos_ = r.pos;
+    }
+  }
+
+  bool IsRepeat(uint64_t t, uint64_t pos) {
+    if (source_->SameRecord(last_pos_, pos)) return true;
+    if (same_time_ != t) return false;
+    const uint64_t n = std::min<uint64_t>(same_time_count_, kSameTimeKept);
+    for (uint64_t i = 0; i < n; ++i) {
+      if (source_->SameRecord(same_time_pos_[i], pos)) return true;
+    }
+    return false;
+  }
+
+  // Nothing below this may be released: the oldest cursor's record, and the records emitted
+  // last with the latest time, while the next ones may be compared with them.
+  uint64_t KeepPos() const {
+    uint64_t low = LowPos();
+    if constexpr (kComparesRecords) {
+      low = std::min(low, last_pos_);  // kNoPos when none
+      if (same_time_count_ != 0 && same_time_ == last_emitted_) {
+        const uint64_t n = std::min<uint64_t>(same_time_count_, kSameTimeKept);
+        for (uint64_t i = 0; i < n; ++i) low = std::min(low, same_time_pos_[i]);
+      }
+    }
+    return low;
+  }
+
+  static uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > ~b ? ~uint64_t{0} : a + b; }
+
+  // Scans records while the heap top cannot be emitted, which Run would otherwise check before
+  // each one. Only a few things can change that answer: a round mark (a new limit), a run
+  // starting or a cursor becoming ready (a new top), the end of the scan, and the scan reaching
+  // the window or the span cap, whose positions are known in advance. Until one of them,
+  // CanEmit's answer stays "no" and asking costs nothing.
+  void ScanAhead() {
+    uint64_t stop_pos = ~uint64_t{0};
+    uint64_t stop_index = ~uint64_t{0};
+    if (!heap_.empty()) {
+      const RunCursor& top = ring_[heap_[0]];
+      if (!rounds_seen_) {
+        stop_pos = SaturatingAdd(top.pos, limits_.window_bytes);
+        stop_index = SaturatingAdd(top.index, limits_.window_records);
+      }
+      stop_pos = std::min(stop_pos, SaturatingAdd(LowPos(), SaturatingAdd(limits_.max_span_bytes, 1)));
+    }
+    while (!ScanOne() && scan_pos_ < stop_pos && scanned_ < stop_index) {
+    }
+    // The open run reaches the scan position (kept here rather than per record: only the
+    // cursors read it, and they move between scans).
+    if (open_ != kNone) ring_[open_].end = scan_pos_;
+  }
+
+  // Scans one record. True when the state CanEmit looks at changed beyond the scan position:
+  // the scan ended, a round mark came, or a run started or got a current record.
+  bool ScanOne() {
+    const uint64_t pos = scan_pos_;
+    if (pos >= end_) {
+      scan_done_ = true;
+      return true;
+    }
+    uint64_t next = 0;
+    uint64_t t = 0;
+    ScanKind kind = source_->Scan(pos, &next, &t);
+    if (kind == ScanKind::kStop || next <= pos || next > end_) {
+      scan_done_ = true;
+      return true;
+    }
+    const uint64_t index = scanned_++;
+    scan_pos_ = next;
+    bool changed = false;
+    if (kind != ScanKind::kTimed) {
+      // Remembered so that a cursor steps over it and goes on with PeekTimed (round marks fall
+      // inside runs: without this, the rest of such a run would be revisited with Peek).
+      untimed_.push_back(pos);
+      if (open_ != kNone && ring_[open_].untimed_from == ~uint64_t{0}) {
+        ring_[open_].untimed_from = pos;
+      }
+    }
+    if (kind == ScanKind::kRoundEnd) {
+      // perf's ordered_events: a round mark makes final what was seen before the previous one
+      // (round_lag 1), or before the one round_lag marks back.
+      ++rounds_;
+      if (open_ != kNone) max_time_ = std::max(max_time_, open_last_);
+      round_max_[rounds_ % kRoundSlots] = max_time_;
+      if (rounds_ > static_cast<uint64_t>(round_lag_)) {
+        has_round_limit_ = true;
+        round_limit_ = round_max_[(rounds_ - round_lag_) % kRoundSlots];
+      }
+      rounds_seen_ = true;
+      changed = true;
+    } else if (kind == ScanKind::kTimed) {
+      // The open run's times do not decrease: its last one is its largest, taken into max_time_
+      // when the run closes or a round mark needs it.
+      if (open_ != kNone && t >= open_last_) {
+        RunCursor& o = ring_[open_];
+        if (!o.ready) {
+          // The scan only times records: decode this one now that a cursor stands on it.
+          uint64_t n = 0;
+          PeekTimed(pos, &n, &o.item);
+          o.pos = pos;
+          o.next = next;
+          o.index = index;
+          o.ready = true;
+          HeapPush(open_);
+          changed = true;
+        }
+        open_last_ = t;
+      } else {
+        // Decoded before the closed runs are let go: with none left, their release reaches the
+        // scan position, past this record.
+        Item first;
+        uint64_t n = 0;
+        PeekTimed(pos, &n, &first);
+        if (open_ != kNone) {
+          RunCursor& o = ring_[open_];
+          max_time_ = std::max(max_time_, open_last_);
+          o.end = pos;
+          o.closed = true;
+          PopExhaustedFront();
+        }
+        if (live_ == ring_.size()) Grow();
+        const uint32_t slot = static_cast<uint32_t>((head_ + live_) % ring_.size());
+        ++live_;
+        RunCursor& r = ring_[slot];
+        r.item = first;
+        r.pos = pos;
+        r.untimed_from = ~uint64_t{0};
+        r.next = next;
+        r.index = index;
+        r.seq = counters_.runs++;
+        r.ready = true;
+        r.closed = false;
+        open_ = slot;
+        open_last_ = t;
+        HeapPush(slot);
+        counters_.max_live_runs = std::max<uint64_t>(counters_.max_live_runs, live_);
+        changed = true;
+      }
+    }
+    return changed;
+  }
+
+  // Emits the top run's current record, then its following ones for as long as the run stays
+  // the earliest and its record final: exactly what Run's loop would do one record at a time,
+  // without the heap work in between (per-CPU runs are thousands of records long). Nothing the
+  // loop asks about but the cursor itself changes while it runs (the scan stands still), so the
+  // other runs' earliest record and the final-time limit are read once, into locals that the
+  // source's Emit (an opaque call) cannot make the compiler load again. When another run takes
+  // the lead and its record is final by the same rule, the streak goes on with it here: two
+  // CPUs' runs in a `perf record -a` file interleave record by record (1.2 records a streak on
+  // this VM's recordings), and going back to Run for each one cost ~30 instructions.
+  void EmitTop() {
+    // CanEmit's answers that hold for any record of the streak: the scan has ended, or a record
+    // at or below the round limit is final.
+    const bool all_final = scan_done_;
+    const uint64_t final_up_to = has_round_limit_ ? round_limit_ : 0;
+    const bool has_final_limit = has_round_limit_;
+    for (;;) {
+      const uint32_t slot = heap_[0];
+      RunCursor& r = ring_[slot];
+      const bool at_head = slot == head_;
+      // The earlier of the top's two children (the heap's runs other than this one do not move).
+      const size_t heap_size = heap_.size();
+      const RunCursor* next_run = nullptr;
+      if (heap_size > 1) {
+        uint32_t c = heap_[1];
+        if (heap_size > 2 && Before(heap_[2], c)) c = heap_[2];
+        next_run = &ring_[c];
+      }
+      const uint64_t next_time = next_run != nullptr ? next_run->item.time : ~uint64_t{0};
+      const uint64_t next_seq = next_run != nullptr ? next_run->seq : ~uint64_t{0};
+      for (;;) {
+        EmitOne(r);
+        uint64_t p = r.next;
+        uint64_t index = r.index + 1;
+        bool found = false;
+        if (p < r.end && p < r.untimed_from) {
+          uint64_t n = 0;
+          PeekTimed(p, &n, &r.item);
+          r.pos = p;
+          r.next = n;
+          r.index = index;
+          found = true;
+        }
+        while (!found && p < r.end) {
+          uint64_t n = 0;
+          if (p < r.untimed_from) {
+            PeekTimed(p, &n, &r.item);
+            r.pos = p;
+            r.next = n;
+            r.index = index;
+            found = true;
+            break;
+          }
+          // At the run's next untimed record (or past it, when the cursor jumped ahead while it
+          // waited for the scan): move the mark beyond p, and look this record over with Peek.
+          UntimedAfter(r, p);
+          if (source_->Peek(p, &n, &r.item)) {
+            r.pos = p;
+            r.next = n;
+            r.index = index;
+            found = true;
+            break;
+          }
+          if (n <= p) break;  // cannot happen on scanned bytes; never loop
+          p = n;
+          ++index;
+        }
+        if (!found) {
+          r.pos = r.end;
+          r.index = index;
+          r.ready = false;
+          HeapPopTop();
+          PopExhaustedFront();
+          return;
+        }
+        // The low position is the oldest run's cursor: only its moves can release anything.
+        if (at_head && r.pos >= release_at_) MaybeRelease();  // LowPos() is r.pos
+        // No longer before the other runs' earliest record: SiftDown puts it in its place, and
+        // that record's run (next_run) leads.
+        const uint64_t t = r.item.time;
+        if (t > next_time || (t == next_time && r.seq > next_seq)) {
+          SiftDown(0);
+          if (all_final || (has_final_limit && next_time <= final_up_to)) break;
+          return;  // Run asks CanEmit about the new leader
+        }
+        // Run's next turn would ask the same (CanEmit changes nothing when it says no).
+        if (all_final || (has_final_limit && t <= final_up_to)) continue;
+        if (!CanEmit(r)) return;
+      }
+    }
+  }
+
+  // Doubles the ring (up to max_runs; CanEmit keeps live_ below that), laying the runs out
+  // from slot 0 and rebuilding the heap. Rare: only when more runs are live than ever before.
+  void Grow() {
+    std::vector<RunCursor> bigger(std::min(ring_.size() * 2, limits_.max_runs));
+    uint32_t open = kNone;
+    for (size_t i = 0; i < live_; ++i) {
+      const size_t old = (head_ + i) % ring_.size();
+      bigger[i] = ring_[old];
+      if (old == open_) open = static_cast<uint32_t>(i);
+    }
+    ring_.swap(bigger);
+    head_ = 0;
+    open_ = open;
+    heap_.clear();
+    heap_.reserve(ring_.size());
+    for (size_t i = 0; i < live_; ++i) {
+      if (ring_[i].ready) HeapPush(static_cast<uint32_t>(i));
+    }
+  }
+
+  // Moves the run's untimed mark to the first untimed record of the run after `p`, or to ~0
+  // (the scan sets it again when it adds one to the open run). A binary search, once per
+  // untimed record a cursor meets: the list holds those between the oldest cursor and the scan.
+  void UntimedAfter(RunCursor& r, uint64_t p) {
+    const auto it = std::upper_bound(untimed_.begin() + static_cast<ptrdiff_t>(untimed_head_),
+                                     untimed_.end(), p);
+    r.untimed_from = it != untimed_.end() && *it < r.end ? *it : ~uint64_t{0};
+  }
+
+  void PopExhaustedFront() {
+    while (live_ > 0 && ring_[head_].closed && !ring_[head_].ready) {
+      head_ = (head_ + 1) % ring_.size();
+      --live_;
+    }
+    MaybeRelease();
+  }
+
+  void MaybeRelease() {
+    // KeepPos is never above LowPos: the cheaper test first, on every emitted record.
+    if (LowPos() < release_at_) return;
+    const uint64_t low = KeepPos();
+    if (low >= release_at_) {
+      source_->Release(low);
+      released_ = low;
+      release_at_ = SaturatingAdd(low, limits_.release_step);
+      // Untimed records below every cursor are behind every run: dropped with the bytes. The
+      // list keeps its room (no allocation once it holds what the stream keeps between
+      // releases: a few hundred in a 3 M-event `perf record -a` file).
+      while (untimed_head_ < untimed_.size() && untimed_[untimed_head_] < low) ++untimed_head_;
+      if (untimed_head_ == untimed_.size()) {
+        untimed_.clear();
+        untimed_head_ = 0;
+      } else if (untimed_head_ >= 256 && 2 * untimed_head_ >= untimed_.size()) {
+        untimed_.erase(untimed_.begin(), untimed_.begin() + static_cast<ptrdiff_t>(untimed_head_));
+        untimed_head_ = 0;
+      }
+    }
+  }
+
+  void HeapPush(uint32_t slot) {
+    heap_.push_back(slot);
+    size_t i = heap_.size() - 1;
+    while (i > 0) {
+      size_t parent = (i - 1) / 2;
+      if (!Before(heap_[i], heap_[parent])) break;
+      std::swap(heap_[i], heap_[parent]);
+      i = parent;
+    }
+  }
+
+  void HeapPopTop() {
+    heap_[0] = heap_.back();
+    heap_.pop_back();
+    if (!heap_.empty()) SiftDown(0);
+  }
+
+  void SiftDown(size_t i) {
+    const size_t n = heap_.size();
+    for (;;) {
+      size_t best = i;
+      size_t l = 2 * i + 1;
+      size_t r = l + 1;
+      if (l < n && Before(heap_[l], heap_[best])) best = l;
+      if (r < n && Before(heap_[r], heap_[best])) best = r;
+      if (best == i) return;
+      std::swap(heap_[i], heap_[best]);
+      i = best;
+    }
+  }
+
+  Source* source_;
+  MergeLimits limits_;
+  uint64_t scan_pos_;
+  uint64_t end_;
+  uint64_t released_;
+  uint64_t release_at_;  // released_ + release_step: MaybeRelease does nothing below it
+  bool scan_done_ = false;
+  uint64_t scanned_ = 0;
+
+  std::vector<RunCursor> ring_;  // runs in stream order: [head_, head_ + live_)
+  size_t head_ = 0;
+  size_t live_ = 0;
+  uint32_t open_ = kNone;       // the run the scan extends
+  uint64_t open_last_ = 0;      // the time of its last timed record
+  std::vector<uint32_t> heap_;  // ready runs, earliest current record first
+  // Positions of the records Scan did not time, in stream order, from untimed_head_ on (those
+  // below the oldest cursor are dropped as it moves).
+  std::vector<uint64_t> untimed_;
+  size_t untimed_head_ = 0;
+
+  bool rounds_seen_ = false;
+  static constexpr int kRoundSlots = 9;
+  int round_lag_;
+  uint64_t rounds_ = 0;
+  uint64_t round_max_[kRoundSlots] = {};  // max time seen at each of the last marks
+  bool has_round_limit_ = false;
+  uint64_t round_limit_ = 0;
+  uint64_t max_time_ = 0;  // the largest time of the closed runs (the open run's: open_last_)
+  uint64_t last_emitted_ = 0;
+  // For IsRepeat, only with a source that compares records: where the last record emitted in
+  // order lies, and before it the last kSameTimeKept ones emitted with the same time (a ring;
+  // a copy follows its original closely).
+  static constexpr uint64_t kNoPos = ~uint64_t{0};
+  static constexpr uint64_t kSameTimeKept = 8;
+  uint64_t last_pos_ = kNoPos;
+  uint64_t same_time_ = 0;
+  uint64_t same_time_count_ = 0;
+  uint64_t same_time_pos_[kSameTimeKept] = {};
+  MergeCounters counters_;
+};
+
+}  // namespace iotrace
+
+#endif  // IOTRACE_FORMATS_SORTED_RUN_MERGER_H_

@@ -1,0 +1,40 @@
+// Names of block devices for the report ("loop0", "vda"), looked up once per device from
+// /sys/dev/block/MAJ:MIN/uevent (DEVNAME), else /proc/partitions, else shown as "MAJ:MIN".
+// Names come from the machine running the report, which may not be the recording machine.
+#ifndef IOTRACE_SYS_DEVICE_NAMES_H_
+#define IOTRACE_SYS_DEVICE_NAMES_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace iotrace {
+
+class DeviceNames {
+ public:
+  // The roots are parameters so that tests can point them at a fixture tree.
+  explicit DeviceNames(std::string sysfs_root = "/sys", std::string procfs_root = "/proc");
+
+  // The kernel name of `dev` (kernel dev_t encoding), "" when unknown. Cached.
+  const std::string& NameOf(uint32_t dev);
+  // NameOf(dev), or "MAJ:MIN" when the name is unknown.
+  std::string Label(uint32_t dev);
+  // True when a --dev spec names `dev`: "MAJ:MIN", "NAME" or "/dev/NAME".
+  bool Matches(std::string_view spec, uint32_t dev);
+
+ private:
+  std::string Lookup(uint32_t dev) const;
+
+  std::string sysfs_root_;
+  std::string procfs_root_;
+  absl::flat_hash_map<uint32_t, std::string> cache_;
+};
+
+// Parses "MAJ:MIN" into a kernel dev_t; false when `spec` is not of that form.
+bool ParseDevNumbers(std::string_view spec, uint32_t* dev);
+
+}  // namespace iotrace
+
+#endif  // IOTRACE_SYS_DEVICE_NAMES_H_

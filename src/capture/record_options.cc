@@ -1,0 +1,182 @@
+#include "iotrace/capture/record.h"
+
+#include <linux/capability.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "iotrace/base/status.h"
+#include "iotrace/capture/record_control.h"
+#include "iotrace/event/block_dev.h"
+
+namespace iotrace {
+
+std::string HumanBytes(uint64_t b) {
+  if (b >= (1ull << 30)) return absl::StrFormat("%.2f GiB", b / double(1ull << 30));
+  if (b >= (1ull << 20)) return absl::StrFormat("%.1f MiB", b / double(1ull << 20));
+  if (b >= (1ull << 10)) return absl::StrFormat("%.1f KiB", b / double(1ull << 10));
+  return absl::StrFormat("%u B", b);
+}
+
+const char* BackendName(Backend b) {
+  switch (b) {
+    case Backend::kAuto: return "auto";
+    case Backend::kPerf: return "perf";
+    case Backend::kFtrace: return "ftrace";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& DefaultRecordEvents() {
+  static const std::vector<std::string>* events = new std::vector<std::string>{
+      "block:block_rq_insert", "block:block_rq_issue", "block:block_rq_complete",
+      "block:block_rq_requeue", "block:block_rq_merge"};
+  return *events;
+}
+
+std::string FormatRecordSummary(const RecordSummary& s) {
+  std::string out = absl::StrFormat(
+      "iotrace: recorded %.2f s with the %s backend into %s (%s)%s%s\n", s.seconds,
+      BackendName(s.backend), s.output, HumanBytes(s.output_bytes),
+      s.stop_reason.empty() ? "" : ", stopped by " + s.stop_reason,
+      s.disabled_s > 0 ? absl::StrFormat("; events off for %.2f s of it", s.disabled_s) : "");
+  size_t width = 5;
+  for (const EventSummary& e : s.events) width = std::max(width, e.name.size());
+  const int w = static_cast<int>(width);
+  out += absl::StrFormat("  %-*s %12s %14s %12s %16s\n", w, "event", "recorded", "kernel count",
+                         "ring lost", "dropped silent");
+  EventSummary total;
+  total.name = "total";
+  for (const EventSummary& e : s.events) {
+    if (s.per_event_losses) {
+      out += absl::StrFormat("  %-*s %12u %14u %12u %16u\n", w, e.name, e.recorded,
+                             e.kernel_count, e.ring_lost, e.silent);
+    } else {
+      // ftrace counts losses per CPU only: they appear in the total row.
+      out += absl::StrFormat("  %-*s %12u %14s %12s %16s\n", w, e.name, e.recorded, "-", "-",
+                             "-");
+    }
+    total.recorded += e.recorded;
+    total.kernel_count += e.kernel_count;
+    total.ring_lost += e.ring_lost;
+    total.silent += e.silent;
+    total.unwritten += e.unwritten;
+  }
+  uint64_t unattributed = s.unattributed_lost;
+  if (!s.per_event_losses) {
+    total.ring_lost += unattributed;
+    total.kernel_count += unattributed;
+    unattributed = 0;
+  }
+  out += absl::StrFormat("  %-*s %12u %14u %12u %16u\n", w, total.name, total.recorded,
+                         total.kernel_count, total.ring_lost, total.silent);
+  if (total.unwritten > 0) {
+    out += absl::StrFormat(
+        "  plus %u events the kernel counted after the output stopped (not in the file)\n",
+        total.unwritten);
+  }
+  if (unattributed > 0) {
+    out += absl::StrFormat("  plus %u events lost whose type is unknown\n", unattributed);
+  }
+  if (total.silent > 0) {
+    out += absl::StrFormat(
+        "iotrace: warning: perf dropped %u samples silently (counted by the kernel, never "
+        "written to the ring: this kernel loses samples taken in the idle task); the loss is "
+        "stored in the file and the report marks the affected phases incomplete\n"
+        "hint: record with --backend ftrace to capture every event\n",
+        total.silent);
+  }
+  if (total.ring_lost > 0 || unattributed > 0) {
+    out += "iotrace: warning: events were lost because a buffer was full\n"
+           "hint: give a larger buffer (-m/--mmap-pages for perf, --buffer-kb for ftrace)\n";
+  }
+  if (s.disk_full) {
+    out += "iotrace: warning: the disk filled up: recording stopped early; the file is valid and "
+           "holds everything written before\n";
+  }
+  return out;
+}
+
+absl::Status CheckRecordPrivileges(uid_t euid, uint64_t effective_caps) {
+  constexpr int kCapPerfmon = 38;  // include/uapi/linux/capability.h
+  if (euid == 0) return absl::OkStatus();
+  bool perfmon = (effective_caps >> kCapPerfmon) & 1;
+  bool sys_admin = (effective_caps >> CAP_SYS_ADMIN) & 1;
+  if (perfmon || sys_admin) return absl::OkStatus();
+  return WithHint(absl::PermissionDeniedError(
+                      "recording needs root or CAP_PERFMON (tracepoints are kernel data)"),
+                  "run it as root: sudo iotrace record ...");
+}
+
+absl::Status CheckRecordPrivileges() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  uint64_t caps = 0;
+  if (syscall(SYS_capget, &header, data) == 0) {
+    caps = uint64_t(data[0].effective) | (uint64_t(data[1].effective) << 32);
+  }
+  return CheckRecordPrivileges(geteuid(), caps);
+}
+
+std::vector<std::string> RecordOptionWarnings(const RecordOptions& opt,
+                                              const std::string& sysfs_root) {
+  std::vector<std::string> warnings;
+  for (const std::string& d : opt.devs) {
+    auto dev = ParseDevSpec(d);
+    if (!dev.ok()) continue;  // ValidateRecordOptions refuses it
+    const std::string numbers = DevNumbers(*dev);
+    struct stat st;
+    if (::stat((sysfs_root + "/dev/block/" + numbers).c_str(), &st) != 0) {
+      warnings.push_back(absl::StrFormat(
+          "--dev %s: no block device has the number %s now (lsblk lists them); its events are "
+          "recorded if it appears",
+          d, numbers));
+    }
+  }
+  return warnings;
+}
+
+absl::Status ValidateRecordOptions(const RecordOptions& opt) {
+  for (const std::string& d : opt.devs) {
+    auto dev = ParseDevSpec(d);
+    if (!dev.ok()) {
+      return WithHint(absl::InvalidArgumentError("--dev: " + std::string(dev.status().message())),
+                      HintOf(dev.status()));
+    }
+  }
+  uint32_t pages = opt.mmap_pages;
+  if (pages == 0 || (pages & (pages - 1)) != 0) {
+    return WithHint(absl::InvalidArgumentError(
+                        absl::StrFormat("--mmap-pages %u is not a power of two", pages)),
+                    "use 256, 512, 1024 (the default), 2048 ...");
+  }
+  if (opt.delay_ms < -1) {
+    return WithHint(absl::InvalidArgumentError(
+                        absl::StrFormat("--delay %d: not a delay", opt.delay_ms)),
+                    "use milliseconds, or -1 to start with events off until --control enables "
+                    "them");
+  }
+  if (opt.delay_ms == -1 && opt.control.empty()) {
+    return WithHint(absl::InvalidArgumentError(
+                        "--delay -1: nothing could ever turn the events on"),
+                    "add --control fifo:CTL[,ACK] and write 'enable' into it");
+  }
+  if (!opt.control.empty()) {
+    auto spec = ParseControlSpec(opt.control);
+    if (!spec.ok()) return spec.status();
+  }
+  if (opt.buffer_kb < 4) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--buffer-kb %u is too small (at least one 4 KiB page)", opt.buffer_kb));
+  }
+  if (opt.events.empty() && opt.probes.empty()) {
+    return WithHint(absl::InvalidArgumentError("no events to record"),
+                    "drop --no-default-events or add -e SYS:EVENT");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace iotrace

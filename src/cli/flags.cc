@@ -1,0 +1,119 @@
+#include "iotrace/cli/flags.h"
+
+#include <cmath>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "iotrace/base/status.h"
+
+namespace iotrace {
+namespace {
+
+absl::Status Usage(const std::string& message) {
+  return UsageError(message, "see --help for the options");
+}
+
+}  // namespace
+
+void FlagParser::Add(std::string long_name, char short_name, bool takes_value,
+                     std::string value_name, std::string help, Handler handler) {
+  options_.push_back({std::move(long_name), short_name, takes_value, std::move(value_name),
+                      std::move(help), std::move(handler)});
+}
+
+const FlagParser::Option* FlagParser::FindLong(const std::string& name) const {
+  for (const Option& o : options_) {
+    if (o.long_name == name) return &o;
+  }
+  return nullptr;
+}
+
+const FlagParser::Option* FlagParser::FindShort(char c) const {
+  for (const Option& o : options_) {
+    if (o.short_name != 0 && o.short_name == c) return &o;
+  }
+  return nullptr;
+}
+
+absl::Status FlagParser::Parse(const std::vector<std::string>& args,
+                               std::vector<std::string>* positional,
+                               std::vector<std::string>* rest) const {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      if (rest == nullptr) return Usage("unexpected '--'");
+      rest->assign(args.begin() + i + 1, args.end());
+      return absl::OkStatus();
+    }
+    const Option* opt = nullptr;
+    std::string value;
+    bool has_inline = false;
+    std::string shown;
+    if (a.size() > 2 && a[0] == '-' && a[1] == '-') {
+      std::string name = a.substr(2);
+      size_t eq = name.find('=');
+      if (eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+        has_inline = true;
+      }
+      opt = FindLong(name);
+      shown = "--" + name;
+      if (opt == nullptr) return Usage(absl::StrFormat("unknown option '%s'", shown));
+      if (!opt->takes_value && has_inline) {
+        return Usage(absl::StrFormat("option '%s' takes no value", shown));
+      }
+    } else if (a.size() >= 2 && a[0] == '-' && a[1] != '-') {
+      opt = FindShort(a[1]);
+      shown = a.substr(0, 2);
+      if (opt == nullptr) return Usage(absl::StrFormat("unknown option '%s'", shown));
+      if (a.size() > 2) {
+        if (!opt->takes_value) return Usage(absl::StrFormat("unknown option '%s'", a));
+        value = a.substr(2);
+        has_inline = true;
+      }
+    } else {
+      if (positional == nullptr) return Usage(absl::StrFormat("unexpected argument '%s'", a));
+      positional->push_back(a);
+      continue;
+    }
+    if (opt->takes_value && !has_inline) {
+      if (i + 1 >= args.size()) {
+        return Usage(absl::StrFormat("option '%s' needs a value (%s)", shown, opt->value_name));
+      }
+      value = args[++i];
+    }
+    absl::Status s = opt->handler(value);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+std::string FlagParser::Help() const {
+  std::string out;
+  for (const Option& o : options_) {
+    std::string left = o.short_name ? absl::StrFormat("-%c, --%s", o.short_name, o.long_name)
+                                    : absl::StrFormat("    --%s", o.long_name);
+    if (o.takes_value) left += " " + o.value_name;
+    out += absl::StrFormat("  %-30s %s\n", left, o.help);
+  }
+  return out;
+}
+
+absl::Status ParseUint32Flag(const std::string& option, const std::string& value, uint32_t* out) {
+  if (!absl::SimpleAtoi(value, out)) {
+    return Usage(absl::StrFormat("%s: '%s' is not a non-negative integer", option, value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseSecondsFlag(const std::string& option, const std::string& value, double* out) {
+  double v = 0;
+  if (!absl::SimpleAtod(value, &v) || !std::isfinite(v) || v < 0) {
+    return Usage(absl::StrFormat("%s: '%s' is not a number of seconds", option, value));
+  }
+  *out = v;
+  return absl::OkStatus();
+}
+
+}  // namespace iotrace

@@ -1,0 +1,248 @@
+#include "iotrace/cli/report_runner.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+
+#include "absl/strings/str_join.h"
+#include "iotrace/base/status.h"
+#include "iotrace/event/block_event.h"
+#include "iotrace/formats/external_formats.h"
+#include "iotrace/formats/trace_reader.h"
+#include "iotrace/output/event_dump.h"
+#include "iotrace/output/report_format.h"
+#include "iotrace/sys/device_names.h"
+
+namespace iotrace {
+namespace {
+
+// Opens `path` for writing, runs `write` into it and checks that every byte got out.
+template <typename Fn>
+absl::Status WriteFile(const std::string& path, Fn write) {
+  std::ofstream file(path, std::ios::out | std::ios::trunc | std::ios::binary);
+  if (!file) return ErrnoError(errno, "open", path);
+  write(file);
+  file.flush();
+  if (!file) return ErrnoError(errno != 0 ? errno : EIO, "write", path);
+  file.close();
+  if (file.fail()) return ErrnoError(errno != 0 ? errno : EIO, "close", path);
+  return absl::OkStatus();
+}
+
+void WriteMain(const LatencyReport& report, const ReportOptions& options, std::ostream& out) {
+  switch (options.format) {
+    case OutputFormat::kText: WriteTextReport(report, options.unit, out); break;
+    case OutputFormat::kCsv: WriteBucketCsv(report, out); break;
+    case OutputFormat::kJson: WriteJsonReport(report, out); break;
+  }
+}
+
+}  // namespace
+
+absl::Status WriteReportOutputs(const LatencyReport& report, const ReportOptions& options,
+                                std::ostream& out) {
+  if (options.output.empty()) {
+    WriteMain(report, options, out);
+    out.flush();
+    if (!out) return ErrnoError(errno != 0 ? errno : EIO, "write", "standard output");
+  } else {
+    IOTRACE_RETURN_IF_ERROR(WriteFile(
+        options.output, [&](std::ostream& file) { WriteMain(report, options, file); }));
+  }
+  if (!options.summary_csv.empty()) {
+    IOTRACE_RETURN_IF_ERROR(WriteFile(
+        options.summary_csv, [&](std::ostream& file) { WriteSummaryCsv(report, file); }));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std::ostream& out,
+                         std::ostream& err) {
+  IOTRACE_RETURN_IF_ERROR(ValidateReportOptions(options));
+  absl::StatusOr<LatencyReport> report = BuildLatencyReport(reader, options);
+  if (!report.ok()) return Annotate(report.status(), "report " + options.input);
+  // No --dev names a device of the file: every request would be filtered out, and a report of
+  // nothing would hide that the name is wrong.
+  if (!options.devices.empty() && report->devices_unmatched.size() == options.devices.size()) {
+    return WithHint(absl::NotFoundError(report->filter_warnings.front()),
+                    "give --dev one of the devices the file holds, as MAJ:MIN or by name (names "
+                    "are those of the machine running the report)");
+  }
+  // Filter values that match nothing: on stderr whatever the format, next to the command.
+  for (const std::string& w : report->filter_warnings) err << "iotrace: warning: " << w << "\n";
+  IOTRACE_RETURN_IF_ERROR(WriteReportOutputs(*report, options, out));
+  // How the file was read (one pass or two time ranges), for whoever measures the report.
+  if (std::getenv("IOTRACE_REPORT_PLAN") != nullptr) {
+    err << "iotrace: read plan: " << report->read_plan << "\n";
+  }
+  if (options.format != OutputFormat::kText || !options.output.empty()) {
+    if (!report->formats_warning.empty()) {
+      err << "iotrace: warning: " << report->formats_warning << "\n";
+    }
+    for (const PhaseWarning& w : report->warnings) err << "iotrace: warning: " << w.message << "\n";
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Formats each record into one reused buffer and writes it out in large pieces.
+class DumpSink : public EventSink {
+ public:
+  DumpSink(EventDumper& dumper, TraceReader& reader, const ReportOptions& options,
+           std::ostream& out)
+      : dumper_(dumper),
+        reader_(reader),
+        options_(options),
+        out_(out),
+        decoder_(reader.formats()),
+        names_(options.sysfs_root, options.procfs_root) {
+    buf_.reserve(kFlushAt + 4096);
+    decoder_.set_decode_comm(true);
+    filtering_ = !options.devices.empty() || !options.ops.empty() || !options.comms.empty() ||
+                 !options.pids.empty();
+  }
+  void OnEvent(const RawEvent& e) override {
+    if (!have_origin_) {
+      origin_ = e.ts;
+      have_origin_ = true;
+    }
+    const double t = (e.ts - origin_) / 1e9;
+    if ((options_.since_s && t < *options_.since_s) || (options_.until_s && t > *options_.until_s)) {
+      return;
+    }
+    if (filtering_ && !Passes(e)) {
+      ++filtered_;
+      return;
+    }
+    // Comm lookups cost a map access: remember the last pid's.
+    if (e.pid != last_pid_) {
+      last_pid_ = e.pid;
+      last_comm_ = reader_.CommOf(e.pid);
+    }
+    dumper_.Append(e, last_comm_, &buf_);
+    ++events_;
+    if (buf_.size() >= kFlushAt) Flush();
+  }
+  void Flush() {
+    out_.write(buf_.data(), static_cast<std::streamsize>(buf_.size()));
+    buf_.clear();
+  }
+  uint64_t events() const { return events_; }
+  uint64_t filtered() const { return filtered_; }
+  bool filtering() const { return filtering_; }
+
+ private:
+  // --dev and --op keep the block events of those devices and ops (an event of another kind has
+  // neither: it is left out); --pid keeps the events of those processes (or threads), --comm
+  // those of the processes of that name (the event's own comm where it has one).
+  bool Passes(const RawEvent& e) {
+    const bool block = decoder_.Decode(e, &block_);
+    if (!options_.devices.empty()) {
+      if (!block) return false;
+      auto [it, inserted] = dev_allowed_.try_emplace(block_.dev, false);
+      if (inserted) {
+        for (const std::string& spec : options_.devices) it->second |= names_.Matches(spec, block_.dev);
+      }
+      if (!it->second) return false;
+    }
+    if (!options_.ops.empty()) {
+      if (!block) return false;
+      bool hit = false;
+      for (BlockOp op : options_.ops) hit |= op == block_.op;
+      if (!hit) return false;
+    }
+    if (!options_.pids.empty()) {
+      bool hit = false;
+      for (int32_t pid : options_.pids) hit |= pid == e.pid || pid == e.tid;
+      if (!hit) return false;
+    }
+    if (!options_.comms.empty()) {
+      std::string comm = block && block_.comm[0] != '\0' ? std::string(block_.comm)
+                                                          : reader_.CommOf(e.pid);
+      bool hit = false;
+      for (const std::string& c : options_.comms) hit |= comm == c;
+      if (!hit) return false;
+    }
+    return true;
+  }
+
+  static constexpr size_t kFlushAt = 1 << 20;
+  EventDumper& dumper_;
+  TraceReader& reader_;
+  const ReportOptions& options_;
+  std::ostream& out_;
+  std::string buf_;
+  bool have_origin_ = false;
+  uint64_t origin_ = 0;
+  int32_t last_pid_ = -2;
+  std::string last_comm_;
+  uint64_t events_ = 0;
+  BlockDecoder decoder_;
+  BlockEvent block_;
+  DeviceNames names_;
+  absl::flat_hash_map<uint32_t, bool> dev_allowed_;
+  bool filtering_ = false;
+  uint64_t filtered_ = 0;
+};
+
+DumpFormat DumpFormatOf(OutputFormat f) {
+  switch (f) {
+    case OutputFormat::kCsv: return DumpFormat::kCsv;
+    case OutputFormat::kJson: return DumpFormat::kJson;
+    case OutputFormat::kText: break;
+  }
+  return DumpFormat::kText;
+}
+
+}  // namespace
+
+absl::Status RunEventDump(TraceReader& reader, const ReportOptions& options, std::ostream& out,
+                          std::ostream& err) {
+  EventDumper dumper(reader.formats(), DumpFormatOf(options.format));
+  auto dump = [&](std::ostream& o) -> absl::Status {
+    o << dumper.Header();
+    DumpSink sink(dumper, reader, options, o);
+    absl::Status s = reader.ReadAll(&sink);
+    sink.Flush();
+    if (sink.filtering()) {
+      // What the filters kept, so that an empty dump is never a mystery.
+      std::vector<std::string> given;
+      for (const std::string& d : options.devices) given.push_back("--dev " + d);
+      for (BlockOp op : options.ops) given.push_back("--op " + std::string(BlockOpName(op)));
+      for (const std::string& c : options.comms) given.push_back("--comm " + c);
+      for (int32_t pid : options.pids) given.push_back("--pid " + std::to_string(pid));
+      err << "iotrace: " << absl::StrJoin(given, ", ") << " kept " << sink.events() << " of "
+          << sink.events() + sink.filtered() << (sink.events() + sink.filtered() == 1 ? " event" : " events")
+          << (options.devices.empty() && options.ops.empty()
+                  ? "\n"
+                  : " (--dev and --op keep block events only)\n");
+    }
+    o.flush();
+    if (!o) return ErrnoError(errno != 0 ? errno : EIO, "write", "event dump");
+    return s;
+  };
+  if (options.output.empty()) return dump(out);
+  std::ofstream file(options.output, std::ios::out | std::ios::trunc | std::ios::binary);
+  if (!file) return ErrnoError(errno, "open", options.output);
+  return dump(file);
+}
+
+absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err) {
+  IOTRACE_RETURN_IF_ERROR(ValidateReportOptions(options));
+  // Formats for a file that lost its own: the ones asked for, else the running kernel's.
+  const FormatsFallback fallback = options.formats_from.empty()
+                                       ? RunningKernelFormats(options.kernel_tracefs)
+                                       : FormatsFromPath(options.formats_from);
+  IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader,
+                           TraceReader::Open(options.input, &fallback));
+  if (!options.formats_from.empty() && reader->FormatsSource() == "file") {
+    err << "iotrace: warning: --formats-from " << options.formats_from
+        << " not used: the file carries its own event formats\n";
+  }
+  if (options.events) return RunEventDump(*reader, options, out, err);
+  return RunReportOn(*reader, options, out, err);
+}
+
+}  // namespace iotrace

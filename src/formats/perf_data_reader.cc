@@ -1,0 +1,1061 @@
+#include "iotrace/formats/perf_data_reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "iotrace/base/fd.h"
+#include "iotrace/base/file_ring.h"
+#include "iotrace/base/status.h"
+#include "iotrace/formats/perf_data.h"
+#include "iotrace/formats/perf_record_parser.h"
+#include "iotrace/formats/tracing_data.h"
+
+namespace iotrace {
+namespace {
+
+// What to do about a damaged file (the hints of the open errors).
+constexpr char kCutHint[] =
+    "the file is cut short or damaged: copy it again from where it was recorded, or record again";
+constexpr char kDamagedHint[] =
+    "the file is damaged: copy it again from where it was recorded, or record again";
+constexpr char kFormatsHint[] =
+    "give the formats of a recording made on the same kernel: iotrace report --formats-from "
+    "FILE (a perf.data or trace.dat), or copy the file again from where it was recorded";
+
+// A record's size is a 16-bit field.
+constexpr uint64_t kMaxRecordBytes = uint64_t{1} << 16;
+
+// Sanity caps: a count read from a file never drives an allocation beyond these.
+constexpr uint64_t kMaxAttrs = 4096;
+constexpr uint64_t kMaxIds = uint64_t{1} << 22;
+constexpr uint64_t kMaxAttrSize = 4096;
+
+// Section bounds, overflow-safe.
+bool Fits(const perf::FileSection& s, uint64_t file_size) {
+  return s.offset <= file_size && s.size <= file_size - s.offset;
+}
+
+// perf's do_read_string: u32 padded length, then the NUL-terminated text.
+bool ReadPerfString(ByteReader* r, std::string* out) {
+  uint32_t len = 0;
+  ByteView bytes;
+  if (!r->Read(&len) || !r->ReadBytes(len, &bytes)) return false;
+  std::string_view s = bytes.AsString();
+  size_t nul = s.find('\0');
+  *out = std::string(nul == std::string_view::npos ? s : s.substr(0, nul));
+  return true;
+}
+
+class PerfDataReader final : public TraceReader {
+ public:
+  static absl::StatusOr<std::unique_ptr<TraceReader>> Open(const std::string& path,
+                                                           const PerfReadOptions& options);
+
+  std::string_view FileFormat() const override { return "perf.data"; }
+  const std::vector<EventFormat>& formats() const override { return formats_; }
+  const TracingMetadata& metadata() const override { return metadata_; }
+  std::string FormatsSource() const override { return formats_source_; }
+  std::string FormatsWarning() const override { return formats_warning_; }
+  int nr_cpus() const override { return nr_cpus_; }
+  std::vector<std::pair<std::string, std::string>> Info() const override { return info_; }
+  std::string CommOf(int32_t pid) const override {
+    auto it = comms_.find(pid);
+    return it == comms_.end() ? std::string() : it->second;
+  }
+  absl::Status ReadAll(EventSink* sink) override {
+    RangeReadResult r;
+    absl::Status s = Read<false>(sink, TimeRange{}, &r);
+    stats_ = std::move(r.stats);
+    return s;
+  }
+  const ReadStats& stats() const override { return stats_; }
+  void set_read_ahead(bool on) override { read_ahead_ = on; }
+  std::optional<TraceTimeSpan> TimeSpan() const override;
+  // Comm records are not collected (CommOf stays what ReadAll found).
+  absl::Status ReadRange(EventSink* sink, const TimeRange& range, RangeReadResult* out) override {
+    return Read<true>(sink, range, out);
+  }
+  std::string RangesUnfit(const TimeRange& range, const RangeReadResult& earlier,
+                          const RangeReadResult& later) const override;
+
+ private:
+  // The data section seen by SortedRunMerger. kRanged: a TimeRange of it (ReadRange), which
+  // stops at the first record emitted at or after its end_ts.
+  template <bool kRanged>
+  class Stream {
+   public:
+    using Item = PerfRecord;
+    Stream(const PerfDataReader* reader, EventSink* sink, FileRing* ring, const TimeRange& range)
+        : r_(reader), sink_(sink), ring_(ring), range_(range) {}
+
+    ScanKind Scan(uint64_t pos, uint64_t* next, uint64_t* time) {
+      if constexpr (kRanged) {
+        if (stopped_) return ScanKind::kStop;
+        if (pos >= range_.end_position && mine_) [[unlikely]] {
+          mine_ = false;  // positions only grow: the rest is not this range's
+          met_end_position_ = pos == range_.end_position;
+        }
+      }
+      const ScanKind kind = ScanRecord(pos, next, time);
+      if constexpr (kRanged) {
+        if (kind == ScanKind::kTimed) {
+          if (mine_) latest_mine_ = std::max(latest_mine_, *time);
+          if (*time < range_.count_from_ts) last_before_count_ = pos;
+        }
+      }
+      return kind;
+    }
+
+    ScanKind ScanRecord(uint64_t pos, uint64_t* next, uint64_t* time) {
+      // The whole record into the ring before any look at it (a record's size is 16 bits):
+      // `end` is where the readable bytes end, the data's end unless a read failed.
+      const uint64_t end = pos + ring_->Fill(pos, kMaxRecordBytes);
+      const uint8_t* at = ring_->At(pos);
+      __builtin_prefetch(at + 1024);
+      perf::EventHeader h;
+      if (end - pos < sizeof(h)) {
+        ++truncated_;
+        return ScanKind::kStop;
+      }
+      std::memcpy(&h, at, sizeof(h));
+      if (h.size < sizeof(h)) {
+        ++bad_size_;
+        return ScanKind::kStop;
+      }
+      if (h.size > end - pos) {
+        ++truncated_;
+        return ScanKind::kStop;
+      }
+      uint64_t n = pos + h.size;
+      if (h.type == perf::kRecordAuxtrace) {
+        // The AUX payload follows the record without being counted in its size. (Its size word
+        // is read only once the record is known to fit in what the ring holds.)
+        uint64_t extra = 0;
+        if (h.size >= 16) std::memcpy(&extra, at + 8, 8);
+        n = extra > r_->data_end_ ? r_->data_end_ + 1 : n + extra;
+      }
+      if (n > r_->data_end_) {
+        ++truncated_;
+        return ScanKind::kStop;
+      }
+      *next = n;
+      if constexpr (kRanged) {
+        records_ += mine_ ? 1 : 0;
+      } else {
+        ++records_;
+      }
+      if (h.type == perf::kRecordSample) {
+        // Nearly every record: checked, timed, and decoded only when its cursor reaches it.
+        PerfProblem p = r_->parser_.SampleTime(ByteView(at, h.size), time);
+        if (p == PerfProblem::kNone) return ScanKind::kTimed;
+        ++problems_[static_cast<size_t>(p)];
+        return ScanKind::kUntimed;
+      }
+      PerfRecord rec;
+      PerfRecord* item = &rec;
+      PerfProblem p = r_->parser_.Parse(ByteView(at, h.size), item);
+      if (p != PerfProblem::kNone) {
+        ++problems_[static_cast<size_t>(p)];
+        return ScanKind::kUntimed;
+      }
+      switch (item->kind) {
+        case PerfRecord::Kind::kEvent:
+          *time = item->time;
+          return ScanKind::kTimed;
+        case PerfRecord::Kind::kLoss:
+          if (item->has_time) {
+            *time = item->time;
+            return ScanKind::kTimed;
+          }
+          if (mine_) sink_->OnLoss(item->loss);  // nothing to order it by: deliver as met
+          return ScanKind::kUntimed;
+        case PerfRecord::Kind::kComm:
+          if (comms_ != nullptr) (*comms_)[item->comm_tid] = std::string(item->comm);
+          return ScanKind::kUntimed;
+        case PerfRecord::Kind::kRoundEnd:
+          return ScanKind::kRoundEnd;
+        case PerfRecord::Kind::kOther:
+          break;
+      }
+      return ScanKind::kUntimed;
+    }
+
+    bool Peek(uint64_t pos, uint64_t* next, PerfRecord* item) {
+      const uint8_t* at = ring_->At(pos);
+      perf::EventHeader h;
+      std::memcpy(&h, at, sizeof(h));
+      uint64_t n = pos + h.size;
+      if (h.type == perf::kRecordAuxtrace) {
+        uint64_t extra = 0;
+        if (h.size >= 16) std::memcpy(&extra, at + 8, 8);
+        n += extra;
+      }
+      *next = n;
+      if (h.type != perf::kRecordSample && h.type != perf::kRecordLost &&
+          h.type != perf::kRecordLostSamples) {
+        return false;
+      }
+      if (r_->parser_.Parse(ByteView(at, h.size), item) != PerfProblem::kNone) {
+        return false;
+      }
+      return item->kind == PerfRecord::Kind::kEvent ||
+             (item->kind == PerfRecord::Kind::kLoss && item->has_time);
+    }
+
+    // Revisit of a record Scan timed: a sample that passed its checks, or a loss with a time.
+    void PeekTimed(uint64_t pos, uint64_t* next, PerfRecord* item) {
+      const uint8_t* at = ring_->At(pos);
+      perf::EventHeader h;
+      std::memcpy(&h, at, sizeof(h));
+      *next = pos + h.size;  // never an AUXTRACE record: those are not timed
+      const ByteView record(at, h.size);
+      if (h.type == perf::kRecordSample) {
+        r_->parser_.ParseCheckedSample(record, item);
+      } else {
+        r_->parser_.Parse(record, item);
+      }
+    }
+
+    void Emit(const PerfRecord& item, bool out_of_order) {
+      if constexpr (kRanged) {
+        if (item.time >= range_.end_ts || item.time < range_.count_from_ts) [[unlikely]] {
+          return EmitOutside(item);
+        }
+      }
+      if (item.kind == PerfRecord::Kind::kEvent) [[likely]] {
+        ++events_;
+        Cover(item.event.cpu, item.time);
+        sink_->OnEvent(item.event);
+        return;
+      }
+      EmitLoss(item);
+    }
+
+    [[gnu::noinline]] void EmitLoss(const PerfRecord& item) {
+      if (item.loss.kind == LossRecord::Kind::kRingLost && item.loss.cpu >= 0 &&
+          item.loss.cpu < static_cast<int32_t>(kMaxCoveredCpu)) {
+        // A ring loss with a time and a CPU: the events were lost on that CPU after its last
+        // record so far (those before are emitted first, in time order) and before this one.
+        LossRecord loss = item.loss;
+        loss.placed = true;
+        const CpuSpan* span = SpanOf(loss.cpu);
+        gaps_.push_back(DataGap{loss.cpu, span != nullptr ? span->last_ts : 0, item.time,
+                                GapCause::kRingLost, loss.count});
+        sink_->OnLoss(loss);
+      } else {
+        sink_->OnLoss(item.loss);
+      }
+    }
+
+    // The span of `cpu`'s records so far (nullptr: none yet).
+    const CpuSpan* SpanOf(int32_t cpu) const {
+      const size_t i = static_cast<size_t>(cpu);
+      return i < spans_.size() && spans_[i].records != 0 ? &spans_[i] : nullptr;
+    }
+    // Coverage: every event widens its CPU's span (one compare and two stores on the way).
+    void Cover(uint32_t cpu, uint64_t time) {
+      if (cpu < spans_size_) [[likely]] {
+        CpuSpan& s = spans_data_[cpu];
+        s.last_ts = time;
+        if (s.records++ == 0) [[unlikely]] s.first_ts = time;
+        return;
+      }
+      CoverNewCpu(cpu, time);
+    }
+    [[gnu::noinline]] void CoverNewCpu(uint32_t cpu, uint64_t time) {
+      if (cpu >= kMaxCoveredCpu) return;  // a crafted CPU number: not covered, not counted
+      spans_.resize(cpu + 1);
+      spans_data_ = spans_.data();
+      spans_size_ = spans_.size();
+      Cover(cpu, time);
+    }
+
+    // kRanged: a record outside what the range counts. The first at or after end_ts stops the
+    // scan (the merger then empties its runs: those records, and any it would emit late, out
+    // of order, are not delivered; out of order, the range does not stand anyway). Before
+    // count_from_ts, events from start_ts on are delivered, uncounted; losses are the earlier
+    // range's.
+    void EmitOutside(const PerfRecord& item) {
+      if (item.time >= range_.end_ts) {
+        stopped_ = true;
+        return;
+      }
+      if (stopped_ || item.time < range_.start_ts) return;
+      if (item.kind == PerfRecord::Kind::kEvent) sink_->OnEvent(item.event);
+    }
+
+    // A record the merger dropped as a copy of one emitted just before (SameRecord).
+    void Duplicate(const PerfRecord& item) {
+      if (!kRanged || (item.time >= range_.count_from_ts && item.time < range_.end_ts)) {
+        ++duplicates_;
+      }
+    }
+
+    // perf record (6.1, on this kernel) writes some samples twice: the last records of one
+    // drain of a CPU's ring again at the start of the next. Byte-identical records (time, CPU,
+    // task, payload) cannot be two events: the merger drops the second copy.
+    bool SameRecord(uint64_t a, uint64_t b) const {
+      const uint8_t* x = ring_->At(a);
+      const uint8_t* y = ring_->At(b);
+      perf::EventHeader hx, hy;
+      std::memcpy(&hx, x, sizeof(hx));
+      std::memcpy(&hy, y, sizeof(hy));
+      return hx.size == hy.size && hx.type == hy.type && std::memcmp(x, y, hx.size) == 0;
+    }
+
+    void Release(uint64_t below) { ring_->Release(below); }
+
+    static constexpr uint32_t kMaxCoveredCpu = 1 << 16;
+    uint64_t records_ = 0;
+    uint64_t events_ = 0;
+    uint64_t duplicates_ = 0;
+    std::vector<CpuSpan> spans_;  // by CPU number (coverage)
+    CpuSpan* spans_data_ = nullptr;
+    size_t spans_size_ = 0;
+    std::vector<DataGap> gaps_;
+    uint64_t truncated_ = 0;
+    uint64_t bad_size_ = 0;
+    std::array<uint64_t, static_cast<size_t>(PerfProblem::kCount)> problems_{};
+    absl::flat_hash_map<int32_t, std::string>* comms_ = nullptr;  // collected when set
+    // kRanged: see RangeReadResult.
+    bool met_end_position_ = false;
+    uint64_t latest_mine_ = 0;
+    uint64_t last_before_count_ = 0;
+
+   private:
+    const PerfDataReader* r_;
+    EventSink* sink_;
+    FileRing* ring_;
+    const TimeRange& range_;
+    bool stopped_ = false;
+    bool mine_ = true;  // the record being scanned lies before range_.end_position
+  };
+
+  template <bool kRanged>
+  absl::Status Read(EventSink* sink, const TimeRange& range, RangeReadResult* out);
+  // Whether a chain of records that look sound (sizes, types, samples that parse with a time)
+  // starts at `pos` of `bytes` (file offset `base`) and runs to near its end.
+  bool LooksLikeRecords(ByteView bytes, uint64_t base, uint64_t pos, uint64_t* first_time) const;
+  // A record boundary at or after `from` (within 64 KiB), found by LooksLikeRecords; with the
+  // time of the earliest sample in the chain after it.
+  std::optional<uint64_t> BoundaryNear(uint64_t from, uint64_t* time) const;
+
+  PerfDataReader() = default;
+  absl::Status Parse();
+  absl::Status ParseFeatures(const perf::FileHeader& h);
+  void ParseFeature(int feature, ByteView bytes);
+  void AdoptTracingData(TracingMetadata meta);
+  void FindUnfinishedTracingData(uint64_t from, uint64_t to);
+  // Formats from outside the file (FormatsFallback), taken when they fit the file; `why` says
+  // why the file's own are missing.
+  absl::Status UseFallbackFormats(const FormatsFallback& fallback, const std::string& why);
+  absl::Status Error(std::string_view what) const {
+    return absl::InvalidArgumentError(absl::StrFormat("read %s: %s", path_, what));
+  }
+  // "(bytes B to E) runs past the end of the file (N bytes)", overflow-safe.
+  std::string PastEnd(const perf::FileSection& s) const {
+    return absl::StrFormat("(bytes %u to %s) runs past the end of the file (%u bytes)", s.offset,
+                           s.size > ~uint64_t{0} - s.offset ? std::string("2^64")
+                                                            : absl::StrCat(s.offset + s.size),
+                           file_size_);
+  }
+
+  std::string path_;
+  PerfReadOptions options_;
+  UniqueMapping mapping_;
+  const uint8_t* base_ = nullptr;
+  uint64_t file_size_ = 0;
+  UniqueFd fd_;     // the data section is read from it through a FileRing, not the mapping
+  bool read_ahead_ = false;
+  uint64_t data_begin_ = 0;
+  uint64_t data_end_ = 0;
+
+  std::vector<PerfAttrInfo> attrs_;
+  PerfRecordParser parser_;
+  std::vector<std::string> event_names_;
+  TracingMetadata metadata_;
+  bool has_tracing_data_ = false;
+  std::vector<EventFormat> formats_;
+  std::vector<std::pair<std::string, std::string>> info_;
+  int nr_cpus_ = 0;
+  absl::flat_hash_map<int32_t, std::string> comms_;
+  std::vector<std::pair<std::string, uint64_t>> open_problems_;
+  bool features_cut_ = false;  // feature sections past the end of the file (ParseFeatures)
+  std::string formats_source_ = "file";
+  std::string formats_warning_;
+  ReadStats stats_;
+};
+
+absl::StatusOr<std::unique_ptr<TraceReader>> PerfDataReader::Open(const std::string& path,
+                                                                  const PerfReadOptions& options) {
+  std::unique_ptr<PerfDataReader> r(new PerfDataReader());
+  r->path_ = path;
+  r->options_ = options;
+  UniqueFd& fd = r->fd_;
+  fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoError(errno, "open", path);
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) return ErrnoError(errno, "stat", path);
+  if (!S_ISREG(st.st_mode)) return r->Error("not a regular file");
+  r->file_size_ = static_cast<uint64_t>(st.st_size);
+  if (r->file_size_ < perf::kPipeHeaderSize) {
+    return WithHint(r->Error(absl::StrFormat(
+                        "header: %d bytes are too short for a perf.data header", r->file_size_)),
+                    kCutHint);
+  }
+  void* addr = ::mmap(nullptr, r->file_size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  if (addr == MAP_FAILED) return ErrnoError(errno, "mmap", path);
+  r->mapping_ = UniqueMapping(addr, r->file_size_);
+  r->base_ = static_cast<const uint8_t*>(addr);
+  IOTRACE_RETURN_IF_ERROR(r->Parse());
+  // Nothing parsed so far points into the mapping: let go of the pages the header reads touched.
+  ::madvise(addr, r->file_size_, MADV_DONTNEED);
+  return std::unique_ptr<TraceReader>(std::move(r));
+}
+
+absl::Status PerfDataReader::Parse() {
+  const ByteView file(base_, file_size_);
+  uint64_t magic = 0, hsize = 0;
+  LoadAt(file, 0, &magic);
+  LoadAt(file, 8, &hsize);
+  if (magic == perf::kMagicSwapped) {
+    return absl::UnimplementedError(
+        absl::StrFormat("read %s: big-endian perf.data files are not supported", path_));
+  }
+  if (magic != perf::kMagic) return Error("not a perf.data file (bad magic)");
+  if (hsize == perf::kPipeHeaderSize) {
+    return WithHint(
+        absl::UnimplementedError(absl::StrFormat(
+            "read %s: pipe-mode perf.data (perf record -o -) is not supported", path_)),
+        absl::StrFormat("convert it first: perf inject -i %s -o converted.data", path_));
+  }
+  if (hsize != sizeof(perf::FileHeader) && hsize != perf::kFileHeaderSizeNoFeatures) {
+    return WithHint(Error(absl::StrFormat("header: unknown header size %d", hsize)),
+                    kDamagedHint);
+  }
+  if (file_size_ < hsize) {
+    return WithHint(Error(absl::StrFormat("header: the file ends at byte %d, inside its %d-byte "
+                                          "header: it is cut short",
+                                          file_size_, hsize)),
+                    kCutHint);
+  }
+  perf::FileHeader h;  // zeroed features: a 72-byte header has no feature bitmap
+  std::memcpy(&h, base_, hsize);
+
+  if (h.attr_size < PERF_ATTR_SIZE_VER0 + sizeof(perf::FileSection) || h.attr_size > kMaxAttrSize) {
+    return WithHint(Error(absl::StrFormat("header: attr size %d is not valid", h.attr_size)),
+                    kDamagedHint);
+  }
+  if (!Fits(h.attrs, file_size_)) {
+    return WithHint(Error(absl::StrCat("attr section ", PastEnd(h.attrs))), kCutHint);
+  }
+  // A recording whose writer was killed (SIGKILL, a crash, power loss): iotrace record's header
+  // still says "no data, no features" (PerfDataWriter::WritePrefix), and the records run from
+  // the data offset to the end of the file. Read them, and say the file was not finished.
+  bool any_feature = false;
+  for (uint64_t word : h.features) any_feature |= word != 0;
+  const bool unfinished = h.data.size == 0 && !any_feature && h.data.offset >= hsize &&
+                          h.data.offset < file_size_;
+  if (unfinished) {
+    h.data.size = file_size_ - h.data.offset;
+    open_problems_.emplace_back(kProblemUnfinishedFile, 1);
+  }
+  // A file cut short (a copy cut off, a disk that filled): the data section runs past the end.
+  // Read what is there, up to the last whole record; the feature sections after the data are
+  // lost with the end (FindUnfinishedTracingData and formats_fallback stand in for the tracing
+  // data).
+  bool cut = false;
+  if (!Fits(h.data, file_size_)) {
+    if (h.data.offset < hsize || h.data.offset >= file_size_) {
+      return WithHint(Error(absl::StrCat("data section ", PastEnd(h.data),
+                                         h.data.offset < file_size_ ? ""
+                                                                    : ": no event is in the file")),
+                      kCutHint);
+    }
+    h.data.size = file_size_ - h.data.offset;
+    cut = true;
+    open_problems_.emplace_back(kProblemFileCut, 1);
+  }
+  const uint64_t nr_attrs = h.attrs.size / h.attr_size;
+  if (nr_attrs == 0) return WithHint(Error("attr section: no event attrs"), kDamagedHint);
+  if (nr_attrs > kMaxAttrs) {
+    return WithHint(Error(absl::StrFormat("attr section: %d event attrs is too many", nr_attrs)),
+                    kDamagedHint);
+  }
+  data_begin_ = h.data.offset;
+  data_end_ = h.data.offset + h.data.size;
+
+  uint64_t total_ids = 0;
+  const uint64_t attr_bytes = h.attr_size - sizeof(perf::FileSection);
+  for (uint64_t i = 0; i < nr_attrs; ++i) {
+    const uint64_t at = h.attrs.offset + i * h.attr_size;
+    PerfAttrInfo info;
+    std::memcpy(&info.attr, base_ + at, std::min<uint64_t>(attr_bytes, sizeof(info.attr)));
+    // Fields this build knows but the file's perf did not write stay zero.
+    info.attr.size = sizeof(info.attr);
+    perf::FileSection ids;
+    std::memcpy(&ids, base_ + at + attr_bytes, sizeof(ids));
+    if (!Fits(ids, file_size_)) {
+      return WithHint(Error(absl::StrFormat("ids of attr %d %s", i, PastEnd(ids))), kCutHint);
+    }
+    if (ids.size % 8 != 0) {
+      return WithHint(Error(absl::StrFormat("ids of attr %d: size %d is not a multiple of 8", i,
+                                            ids.size)),
+                      kDamagedHint);
+    }
+    total_ids += ids.size / 8;
+    if (total_ids > kMaxIds) {
+      return WithHint(Error("attr section: too many event ids"), kDamagedHint);
+    }
+    info.ids.resize(ids.size / 8);
+    if (ids.size > 0) std::memcpy(info.ids.data(), base_ + ids.offset, ids.size);
+    attrs_.push_back(std::move(info));
+  }
+
+  if (hsize == sizeof(perf::FileHeader) && !cut) IOTRACE_RETURN_IF_ERROR(ParseFeatures(h));
+  if ((unfinished || cut || features_cut_) && !has_tracing_data_) {
+    FindUnfinishedTracingData(hsize, h.data.offset);
+  }
+  if (nr_cpus_ == 0) {
+    // No NRCPUS feature (an unfinished file): a system-wide recording opens one fd, so one id,
+    // per CPU and event.
+    for (const PerfAttrInfo& a : attrs_) {
+      nr_cpus_ = std::max(nr_cpus_, static_cast<int>(std::min<size_t>(a.ids.size(), 1u << 20)));
+    }
+  }
+
+  bool any_tracepoint = false;
+  for (const PerfAttrInfo& a : attrs_) any_tracepoint |= a.attr.type == PERF_TYPE_TRACEPOINT;
+  auto parser = PerfRecordParser::Create(attrs_);
+  if (!parser.ok()) {
+    return WithHint(Error(absl::StrCat("attr section: ", parser.status().message())),
+                    kDamagedHint);
+  }
+  parser_ = std::move(parser).value();
+
+  if (any_tracepoint && !has_tracing_data_) {
+    const bool lost = cut || features_cut_;
+    const std::string why =
+        lost ? "the file is cut short, and its tracing data (HEADER_TRACING_DATA, the event "
+               "formats), which perf writes after the data, is lost with its end"
+             : unfinished ? "the file was not finished (its writer was killed?) and holds no "
+                            "tracing data (HEADER_TRACING_DATA, which perf writes at the end)"
+                          : "the file holds no tracing data (HEADER_TRACING_DATA)";
+    if (options_.formats_fallback == nullptr) {
+      return WithHint(Error(absl::StrCat("event formats: ", why,
+                                         ": the tracepoint fields cannot be decoded")),
+                      kFormatsHint);
+    }
+    IOTRACE_RETURN_IF_ERROR(UseFallbackFormats(*options_.formats_fallback, why));
+  }
+
+  // Names: EVENT_DESC where present, else the tracepoint's format, else type/config.
+  event_names_.resize(attrs_.size());
+  std::vector<std::string> names;
+  for (size_t i = 0; i < attrs_.size(); ++i) {
+    if (event_names_[i].empty() && attrs_[i].attr.type == PERF_TYPE_TRACEPOINT) {
+      for (const EventFormat& f : formats_) {
+        if (f.id == attrs_[i].attr.config) event_names_[i] = f.FullName();
+      }
+    }
+    if (event_names_[i].empty()) {
+      event_names_[i] =
+          absl::StrFormat("type%d:config%d", attrs_[i].attr.type, attrs_[i].attr.config);
+    }
+    names.push_back(event_names_[i]);
+  }
+  info_.emplace_back("events", absl::StrJoin(names, ","));
+  info_.emplace_back("data_offset", absl::StrCat(h.data.offset));
+  info_.emplace_back("data_size", absl::StrCat(h.data.size));
+  if (attrs_[0].attr.use_clockid) {
+    info_.emplace_back("clockid", absl::StrCat(attrs_[0].attr.clockid));
+  }
+
+  // Saved cmdlines ("pid comm" lines) name processes that no COMM record mentions.
+  std::string_view lines = metadata_.saved_cmdlines;
+  while (!lines.empty()) {
+    size_t nl = lines.find('\n');
+    std::string_view line = lines.substr(0, nl);
+    lines = nl == std::string_view::npos ? std::string_view() : lines.substr(nl + 1);
+    size_t sp = line.find(' ');
+    int32_t pid;
+    if (sp != std::string_view::npos &&
+        absl::SimpleAtoi(absl::string_view(line.data(), sp), &pid)) {
+      comms_.try_emplace(pid, std::string(line.substr(sp + 1)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void PerfDataReader::AdoptTracingData(TracingMetadata meta) {
+  metadata_ = std::move(meta);
+  has_tracing_data_ = true;
+  for (const FormatText& f : metadata_.event_formats) {
+    auto format = ParseUntrustedEventFormat(f.system, f.text);
+    if (format.ok()) {
+      formats_.push_back(std::move(format).value());
+    } else {
+      open_problems_.emplace_back("bad_event_format", 1);
+    }
+  }
+}
+
+// An unfinished file has no feature table, but iotrace record writes the tracing data before
+// the attrs and the data: look for its block between the header and the data.
+void PerfDataReader::FindUnfinishedTracingData(uint64_t from, uint64_t to) {
+  const std::string_view magic(kTracingMagic, kTracingMagicSize);
+  const std::string_view region(reinterpret_cast<const char*>(base_) + from, to - from);
+  // A few tries: a crafted file full of magic bytes must not cost a decode attempt each.
+  int tries = 0;
+  for (size_t at = region.find(magic); at != std::string_view::npos && tries++ < 16;
+       at = region.find(magic, at + 1)) {
+    auto decoded =
+        DecodeTracingData(ByteView(base_ + from + at, to - from - at), /*keep_kallsyms=*/false);
+    if (decoded.ok()) {
+      AdoptTracingData(std::move(decoded->meta));
+      return;
+    }
+  }
+}
+
+// Why `raw` (a sample's raw data) cannot be an event laid out as `f` says, or "" when it can.
+// perf pads the raw data to 4 bytes past an 8-byte boundary (kernel/events/core.c,
+// perf_prepare_sample); the event itself is the format's fields, rounded up to their 8-byte
+// alignment, plus any dynamic (__data_loc / __rel_loc) data.
+std::string RawMisfit(ByteView raw, const EventFormat& f) {
+  uint64_t fixed_end = 0;
+  bool dynamic = false;
+  for (const FieldInfo& field : f.fields) {
+    fixed_end = std::max<uint64_t>(fixed_end, uint64_t{field.offset} + field.size);
+    dynamic |= field.is_dynamic;
+  }
+  if (raw.size < fixed_end) {
+    return absl::StrFormat("%u bytes of raw data, but its fields end at byte %u", raw.size,
+                           fixed_end);
+  }
+  // The kernel places dynamic data after the fields, empty or not (its offset is never 0).
+  uint64_t dynamic_bytes = 0;
+  for (const FieldInfo& field : f.fields) {
+    if (!field.is_dynamic) continue;
+    uint32_t loc = 0;
+    std::memcpy(&loc, raw.data + field.offset, 4);
+    uint64_t at = loc & 0xffff, len = loc >> 16;
+    if (field.is_relative) at += uint64_t{field.offset} + field.size;
+    if (at + len > raw.size || at < fixed_end) {
+      return absl::StrFormat(
+          "%u bytes of raw data, but its field %s points at bytes %u to %u (its fields end at "
+          "byte %u)",
+          raw.size, field.name, at, at + len, fixed_end);
+    }
+    dynamic_bytes += len;
+  }
+  const uint64_t most = ((fixed_end + 7) / 8 * 8 + dynamic_bytes + 4 + 7) / 8 * 8 - 4;
+  if (raw.size > most) {
+    return absl::StrFormat("%u bytes of raw data, but its fields end at byte %u%s", raw.size,
+                           fixed_end,
+                           dynamic ? absl::StrFormat(" (and %u bytes of dynamic data)",
+                                                     dynamic_bytes)
+                                   : "");
+  }
+  return "";
+}
+
+absl::Status PerfDataReader::UseFallbackFormats(const FormatsFallback& fallback,
+                                                const std::string& why) {
+  auto fail = [&](const std::string& what) {
+    return WithHint(
+        Error(absl::StrFormat("event formats: %s; the formats of %s do not match: %s", why,
+                              fallback.description, what)),
+        absl::StrCat("give the formats of a recording made on the kernel that recorded this one: "
+                     "iotrace report --formats-from FILE (a perf.data or trace.dat), or copy the "
+                     "file again from where it was recorded"));
+  };
+  std::vector<uint32_t> ids;
+  for (const PerfAttrInfo& a : attrs_) {
+    if (a.attr.type != PERF_TYPE_TRACEPOINT) continue;
+    const uint32_t id = static_cast<uint32_t>(a.attr.config);
+    if (a.attr.config != id) return fail(absl::StrFormat("tracepoint id %u", a.attr.config));
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+  auto loaded = fallback.load(ids);
+  if (!loaded.ok()) {
+    return WithHint(Error(absl::StrFormat("event formats: %s; the formats of %s cannot be read: %s",
+                                          why, fallback.description, loaded.status().message())),
+                    kFormatsHint);
+  }
+  std::vector<EventFormat> formats;
+  for (uint32_t id : ids) {
+    auto it = std::find_if(loaded->begin(), loaded->end(),
+                           [id](const EventFormat& f) { return f.id == id; });
+    if (it == loaded->end()) {
+      return fail(absl::StrFormat("the file's event id %u is not an event there", id));
+    }
+    formats.push_back(*it);
+  }
+  // The first samples of each id (up to 16, in the first 16 MiB of data) must be laid out as
+  // that id's format says: ids are handed out at boot in the order events register, so another
+  // kernel (or the same one with other modules loaded) may give an id to another event.
+  constexpr int kChecksPerId = 16;
+  constexpr uint64_t kScanBytes = uint64_t{16} << 20;
+  std::vector<int> checked(formats.size());
+  size_t done = 0;
+  const uint64_t scan_end = std::min(data_end_, data_begin_ + kScanBytes);
+  for (uint64_t pos = data_begin_;
+       pos + sizeof(perf::EventHeader) <= scan_end && done < ids.size();) {
+    perf::EventHeader h;
+    std::memcpy(&h, base_ + pos, sizeof(h));
+    if (h.size < sizeof(h) || h.size > scan_end - pos || h.type == perf::kRecordAuxtrace) break;
+    PerfRecord rec;
+    if (h.type == perf::kRecordSample &&
+        parser_.Parse(ByteView(base_ + pos, h.size), &rec) == PerfProblem::kNone &&
+        rec.kind == PerfRecord::Kind::kEvent) {
+      const ByteView raw = rec.event.payload;
+      const auto it = std::find(ids.begin(), ids.end(), rec.event.type);
+      if (it == ids.end()) {
+        return fail(absl::StrFormat("a sample at byte %u is of event id %u, which no attr names",
+                                    pos, rec.event.type));
+      }
+      const size_t i = static_cast<size_t>(it - ids.begin());
+      if (checked[i] < kChecksPerId) {
+        const std::string misfit = RawMisfit(raw, formats[i]);
+        if (!misfit.empty()) {
+          return fail(absl::StrFormat("event id %u is %s there, but the file's sample at byte %u "
+                                      "has %s",
+                                      ids[i], formats[i].FullName(), pos, misfit));
+        }
+        done += ++checked[i] == kChecksPerId;
+      }
+    }
+    pos += h.size;
+  }
+  formats_ = std::move(formats);
+  formats_source_ = fallback.source;
+  formats_warning_ = absl::StrFormat(
+      "event formats taken from %s: %s; check that they are the recording kernel's, or give "
+      "--formats-from FILE",
+      fallback.description, why);
+  return absl::OkStatus();
+}
+
+absl::Status PerfDataReader::ParseFeatures(const perf::FileHeader& h) {
+  int count = 0;
+  for (uint64_t word : h.features) count += std::popcount(word);
+  if (count == 0) return absl::OkStatus();
+  // The feature table follows the data, and the sections follow the table: a file cut short
+  // after its data loses them (counted), but no event.
+  const perf::FileSection table{data_end_, uint64_t(count) * sizeof(perf::FileSection)};
+  auto lost = [&] {
+    if (!features_cut_) open_problems_.emplace_back("file_cut_after_data", 1);
+    features_cut_ = true;
+  };
+  if (!Fits(table, file_size_)) {
+    lost();
+    return absl::OkStatus();
+  }
+  int index = 0;
+  uint64_t previous_end = 0;  // perf and iotrace write the sections one after the other
+  for (int feature = 0; feature < perf::kFeatBits; ++feature) {
+    if (!(h.features[feature / 64] >> (feature % 64) & 1)) continue;
+    perf::FileSection s;
+    std::memcpy(&s, base_ + table.offset + sizeof(s) * index++, sizeof(s));
+    if (!Fits(s, file_size_)) {
+      // Cut off only when it starts where the section before it ended or later, and the first
+      // one cut off starts before the end of the file: else the table is bad.
+      if (s.offset < previous_end || (!features_cut_ && s.offset > file_size_)) {
+        return WithHint(Error(absl::StrFormat("feature section %s %s", perf::FeatureName(feature),
+                                              PastEnd(s))),
+                        kDamagedHint);
+      }
+      lost();
+      previous_end = s.size > ~uint64_t{0} - s.offset ? ~uint64_t{0} : s.offset + s.size;
+      continue;
+    }
+    previous_end = s.offset + s.size;
+    if (feature == perf::kFeatCompressed) {
+      return WithHint(
+          absl::UnimplementedError(absl::StrFormat(
+              "read %s: compressed perf.data (perf record -z) is not supported", path_)),
+          "re-record without -z");
+    }
+    if (feature == perf::kFeatTracingData) {
+      auto decoded = DecodeTracingData(ByteView(base_ + s.offset, s.size), /*keep_kallsyms=*/false);
+      if (!decoded.ok()) {
+        return WithHint(Error(absl::StrFormat("feature section tracing_data (bytes %u to %u): %s",
+                                              s.offset, s.offset + s.size,
+                                              decoded.status().message())),
+                        kDamagedHint);
+      }
+      AdoptTracingData(std::move(decoded->meta));
+      continue;
+    }
+    ParseFeature(feature, ByteView(base_ + s.offset, s.size));
+  }
+  return absl::OkStatus();
+}
+
+void PerfDataReader::ParseFeature(int feature, ByteView bytes) {
+  ByteReader r(bytes);
+  std::string text;
+  auto bad = [&] {
+    open_problems_.emplace_back(absl::StrCat("bad_feature_", perf::FeatureName(feature)), 1);
+  };
+  auto add_string = [&](const char* key) {
+    if (!ReadPerfString(&r, &text)) return bad();
+    info_.emplace_back(key, text);
+  };
+  switch (feature) {
+    case perf::kFeatHostname:
+      return add_string("hostname");
+    case perf::kFeatOsRelease:
+      return add_string("os_release");
+    case perf::kFeatVersion:
+      return add_string("perf_version");
+    case perf::kFeatArch:
+      return add_string("arch");
+    case perf::kFeatCpuDesc:
+      return add_string("cpu_desc");
+    case perf::kFeatCpuId:
+      return add_string("cpuid");
+    case perf::kFeatNrCpus: {
+      uint32_t avail, online;
+      if (!r.Read(&avail) || !r.Read(&online)) return bad();
+      info_.emplace_back("nr_cpus_online", absl::StrCat(online));
+      info_.emplace_back("nr_cpus_available", absl::StrCat(avail));
+      nr_cpus_ = static_cast<int>(std::min<uint32_t>(std::max(avail, online), 1u << 20));
+      return;
+    }
+    case perf::kFeatTotalMem: {
+      uint64_t kb;
+      if (!r.Read(&kb)) return bad();
+      info_.emplace_back("total_mem_kb", absl::StrCat(kb));
+      return;
+    }
+    case perf::kFeatCmdline: {
+      uint32_t n;
+      if (!r.Read(&n) || n > r.remaining() / 4) return bad();
+      std::vector<std::string> args;
+      for (uint32_t i = 0; i < n; ++i) {
+        if (!ReadPerfString(&r, &text)) return bad();
+        args.push_back(text);
+      }
+      info_.emplace_back("cmdline", absl::StrJoin(args, " "));
+      return;
+    }
+    case perf::kFeatEventDesc: {
+      uint32_t nre, sz;
+      if (!r.Read(&nre) || !r.Read(&sz) || nre > r.remaining() / 8) return bad();
+      std::vector<std::string> names;
+      for (uint32_t i = 0; i < nre; ++i) {
+        uint32_t nri;
+        if (!r.Skip(sz) || !r.Read(&nri) || !ReadPerfString(&r, &text) || nri > r.remaining() / 8 ||
+            !r.Skip(size_t{nri} * 8)) {
+          return bad();
+        }
+        names.push_back(text);
+      }
+      // EVENT_DESC lists the attrs in file order.
+      event_names_.resize(attrs_.size());
+      for (size_t i = 0; i < names.size() && i < attrs_.size(); ++i) event_names_[i] = names[i];
+      return;
+    }
+    case perf::kFeatClockId: {
+      uint64_t res;
+      if (!r.Read(&res)) return bad();
+      info_.emplace_back("clock_res_ns", absl::StrCat(res));
+      return;
+    }
+    case perf::kFeatClockData: {
+      uint32_t version, clockid;
+      uint64_t wall, clock;
+      if (!r.Read(&version) || !r.Read(&clockid) || !r.Read(&wall) || !r.Read(&clock)) {
+        return bad();
+      }
+      info_.emplace_back("clock_ref_wall_ns", absl::StrCat(wall));
+      info_.emplace_back("clock_ref_clock_ns", absl::StrCat(clock));
+      return;
+    }
+    case perf::kFeatSampleTime: {
+      uint64_t first, last;
+      if (!r.Read(&first) || !r.Read(&last)) return bad();
+      info_.emplace_back("first_sample_ns", absl::StrCat(first));
+      info_.emplace_back("last_sample_ns", absl::StrCat(last));
+      return;
+    }
+    default:
+      return;  // features iotrace does not use
+  }
+}
+
+template <bool kRanged>
+absl::Status PerfDataReader::Read(EventSink* sink, const TimeRange& range, RangeReadResult* out) {
+  *out = RangeReadResult{};
+  ReadStats& stats = out->stats;
+  const uint64_t begin =
+      kRanged ? std::clamp(range.start_position, data_begin_, data_end_) : data_begin_;
+  IOTRACE_ASSIGN_OR_RETURN(FileRing ring,
+                           FileRing::Create(fd_.get(), begin, data_end_,
+                                            read_ahead_ ? options_.read_ahead_ring_bytes
+                                                        : options_.read_ring_bytes,
+                                            options_.read_step_bytes, kMaxRecordBytes));
+  if (read_ahead_) ring.StartReadAhead();
+  Stream<kRanged> stream(this, sink, &ring, range);
+  if (!kRanged) stream.comms_ = &comms_;
+  // The ring reuses room as the oldest cursor moves on: tell it often.
+  MergeLimits limits = options_.merge;
+  limits.release_step = std::min<uint64_t>(limits.release_step, uint64_t{256} << 10);
+  SortedRunMerger<Stream<kRanged>> merger(&stream, begin, data_end_, limits);
+  merger.Run();
+  // A failed read (or a file cut short while being read) ends the data early, as a cut would.
+  const bool read_failed = !ring.error().empty();
+  ring = FileRing();
+
+  stats.records = stream.records_;
+  stats.events = stream.events_;
+  stats.AddProblem("duplicate_record", stream.duplicates_);
+  for (size_t cpu = 0; cpu < stream.spans_.size(); ++cpu) {
+    CpuSpan span = stream.spans_[cpu];
+    span.cpu = static_cast<int32_t>(cpu);
+    stats.coverage.AddSpan(span);
+  }
+  stats.coverage.gaps = std::move(stream.gaps_);
+  uint64_t problems = read_failed ? 1 : 0;
+  problems += stream.truncated_ + stream.bad_size_;
+  for (size_t i = 1; i < stream.problems_.size(); ++i) problems += stream.problems_[i];
+  out->problems = problems;
+  out->out_of_order = merger.counters().out_of_order;
+  out->scan_end = merger.scan_position();
+  out->met_end_position = stream.met_end_position_;
+  out->latest_before_end_position = stream.latest_mine_;
+  out->last_position_before_count = stream.last_before_count_;
+  // The problems of the data and the file's own belong to the range that reads to the end.
+  if (kRanged && range.end_ts != ~uint64_t{0}) return absl::OkStatus();
+  for (const auto& [name, count] : open_problems_) stats.AddProblem(name, count);
+  // The data ends early, for every CPU at once (the records of all CPUs are interleaved in one
+  // stream): the file is cut short, its writer never finished it, or its last part is unusable.
+  // A CPU's data then ends at its last record; one with none has no data at all.
+  bool cut = false, unfinished = false;
+  for (const auto& [name, count] : open_problems_) {
+    cut |= name == kProblemFileCut;
+    unfinished |= name == kProblemUnfinishedFile;
+  }
+  const bool damaged = read_failed || stream.bad_size_ != 0;
+  if (cut || unfinished || damaged || stream.truncated_ != 0) {
+    const GapCause cause = unfinished            ? GapCause::kUnfinished
+                           : cut || !damaged     ? GapCause::kCut
+                                                 : GapCause::kDamaged;
+    stats.coverage.EndAll(nr_cpus_, cause);
+  }
+  for (size_t i = 1; i < stream.problems_.size(); ++i) {
+    stats.AddProblem(PerfProblemName(static_cast<PerfProblem>(i)), stream.problems_[i]);
+  }
+  stats.AddProblem("truncated_record", stream.truncated_);
+  if (read_failed) stats.AddProblem("read_error", 1);
+  stats.AddProblem("bad_record_size", stream.bad_size_);
+  stats.AddProblem("out_of_order_beyond_window", merger.counters().out_of_order);
+  return absl::OkStatus();
+}
+
+std::string PerfDataReader::RangesUnfit(const TimeRange& range, const RangeReadResult& earlier,
+                                        const RangeReadResult& later) const {
+  if (earlier.problems + later.problems != 0) return "problems in the data";
+  if (earlier.out_of_order + later.out_of_order != 0) return "records out of time order";
+  // The later range read from end_position on: a record must begin there, nothing before it
+  // may belong after the cut, and every record before the cut that the later range met must
+  // lie where the earlier one had scanned (and so delivered) before it stopped.
+  if (!earlier.met_end_position) return "the ranges do not meet at the cut";
+  if (earlier.latest_before_end_position >= range.end_ts) return "records late across the cut";
+  if (later.last_position_before_count >= earlier.scan_end) return "records late across the cut";
+  return "";
+}
+
+bool PerfDataReader::LooksLikeRecords(ByteView bytes, uint64_t base, uint64_t pos,
+                                      uint64_t* first_time) const {
+  int records = 0, samples = 0;
+  *first_time = ~uint64_t{0};
+  while (pos + sizeof(perf::EventHeader) <= bytes.size) {
+    perf::EventHeader h;
+    std::memcpy(&h, bytes.data + pos, sizeof(h));
+    const bool type_ok = (h.type >= 1 && h.type < 32) ||
+                         (h.type >= 64 && h.type < 128 && h.type != perf::kRecordAuxtrace);
+    if (h.size < sizeof(h) || h.size % 8 != 0 || !type_ok) return false;
+    if (pos + h.size > bytes.size) break;
+    if (base + pos + h.size > data_end_) return false;
+    if (h.type == perf::kRecordSample) {
+      uint64_t t = 0;
+      if (parser_.SampleTime(ByteView(bytes.data + pos, h.size), &t) != PerfProblem::kNone) {
+        return false;
+      }
+      *first_time = std::min(*first_time, t);
+      ++samples;
+    }
+    ++records;
+    pos += h.size;
+  }
+  return records >= 256 && samples >= 128;
+}
+
+std::optional<uint64_t> PerfDataReader::BoundaryNear(uint64_t from, uint64_t* time) const {
+  constexpr uint64_t kSearch = uint64_t{64} << 10;
+  constexpr uint64_t kChain = uint64_t{256} << 10;
+  from = data_begin_ + (from - data_begin_) / 8 * 8;  // records keep 8-byte alignment
+  if (from >= data_end_) return std::nullopt;
+  std::string buf(std::min(kSearch + kChain, data_end_ - from), '\0');
+  const ssize_t n = ::pread(fd_.get(), buf.data(), buf.size(), static_cast<off_t>(from));
+  if (n <= 0) return std::nullopt;
+  const ByteView bytes(buf.data(), static_cast<size_t>(n));
+  for (uint64_t off = 0; off < kSearch && off < bytes.size; off += 8) {
+    if (LooksLikeRecords(bytes, from, off, time)) return from + off;
+  }
+  return std::nullopt;
+}
+
+std::optional<TraceTimeSpan> PerfDataReader::TimeSpan() const {
+  // Records are not in time order, and their boundaries are not marked: a record boundary near
+  // the middle is found by looking for a long chain of sound records (RangesUnfit then checks
+  // that the earlier range's scan met a record there), the first and last times by the same
+  // look near both ends.
+  if (data_end_ - data_begin_ < (uint64_t{1} << 20)) return std::nullopt;
+  TraceTimeSpan span;
+  span.data_bytes = data_end_ - data_begin_;
+  uint64_t t = 0;
+  if (!BoundaryNear(data_begin_, &span.first_ts).has_value()) return std::nullopt;
+  const std::optional<uint64_t> middle =
+      BoundaryNear(data_begin_ + (data_end_ - data_begin_) / 2, &span.middle_ts);
+  if (!middle.has_value() ||
+      !BoundaryNear(data_end_ - std::min<uint64_t>(data_end_ - data_begin_, 1 << 19), &t)) {
+    return std::nullopt;
+  }
+  span.split_position = *middle;
+  span.last_ts = t;  // about the end: within the last half MiB of records
+  return span;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenPerfData(const std::string& path) {
+  return PerfDataReader::Open(path, PerfReadOptions());
+}
+
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenPerfData(const std::string& path,
+                                                          const PerfReadOptions& options) {
+  return PerfDataReader::Open(path, options);
+}
+
+}  // namespace iotrace

@@ -1,0 +1,666 @@
+#include "iotrace/output/report_format.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "iotrace/base/text.h"
+
+namespace iotrace {
+namespace {
+
+constexpr int kBarWidth = 40;
+
+double UnitDivisor(TimeUnit unit) {
+  switch (unit) {
+    case TimeUnit::kNs: return 1;
+    case TimeUnit::kUs: return 1e3;
+    case TimeUnit::kMs: return 1e6;
+  }
+  return 1;
+}
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string JsonString(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          out += absl::StrFormat("\\u%04x", c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string JsonDouble(double v) {
+  if (!std::isfinite(v)) return "null";
+  std::string s = absl::StrFormat("%.3f", v);
+  while (s.size() > 1 && s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s;
+}
+
+std::string GroupLabel(const LatencyGroup& g) {
+  return g.device == DevString(g.dev) ? g.device
+                                      : absl::StrFormat("%s (%s)", g.device, DevString(g.dev));
+}
+
+// biolatency-style power-of-two rows in `unit`: row k holds values in [2^k, 2^(k+1)) units,
+// row 0 also holds values below 1 unit. A fine bucket goes to the row of its middle value.
+void WriteAsciiHistogram(const LatencyGroup& g, TimeUnit unit, std::ostream& out) {
+  const double div = UnitDivisor(unit);
+  std::vector<uint64_t> rows;
+  for (const LatencyBucket& b : g.buckets) {
+    double mid = (static_cast<double>(b.lo_ns) + static_cast<double>(b.hi_ns - 1)) / 2 / div;
+    int row = mid < 2 ? 0 : static_cast<int>(std::floor(std::log2(mid)));
+    if (row >= static_cast<int>(rows.size())) rows.resize(row + 1, 0);
+    rows[row] += b.count;
+  }
+  uint64_t peak = 0;
+  size_t first = rows.size();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    peak = std::max(peak, rows[i]);
+    if (rows[i] != 0 && first == rows.size()) first = i;
+  }
+  out << absl::StrFormat("%s %s %s%s: %s\n", GroupLabel(g), BlockOpName(g.op), PhaseName(g.phase),
+                         g.incomplete ? " (INCOMPLETE)" : "", Plural(g.summary.count, "request"));
+  out << absl::StrFormat("%24s : %-10s distribution\n", TimeUnitName(unit), "count");
+  for (size_t i = first; i < rows.size(); ++i) {
+    uint64_t lo = i == 0 ? 0 : uint64_t{1} << i;
+    uint64_t hi = (uint64_t{1} << (i + 1)) - 1;
+    int stars = peak == 0 ? 0 : static_cast<int>(rows[i] * kBarWidth / peak);
+    out << absl::StrFormat("%10u -> %-10u : %-10u |%-40s|\n", lo, hi, rows[i],
+                           std::string(stars, '*'));
+  }
+  out << "\n";
+}
+
+void WriteSummaryTable(const std::vector<LatencyGroup>& groups, TimeUnit unit, std::ostream& out,
+                       const std::string& first_column) {
+  size_t width = 6;
+  for (const LatencyGroup& g : groups) width = std::max(width, GroupLabel(g).size());
+  out << absl::StrFormat("%s%-*s  %-7s %-5s %10s %10s %10s %10s %10s %10s %10s %10s\n",
+                         first_column, width, "DEVICE", "OP", "PHASE", "COUNT", "MIN", "MEAN",
+                         "P50", "P90", "P99", "P99.9", "MAX");
+  for (const LatencyGroup& g : groups) {
+    const LatencySummary& s = g.summary;
+    out << absl::StrFormat(
+        "%s%-*s  %-7s %-5s %10u %10s %10s %10s %10s %10s %10s %10s%s\n", first_column, width,
+        GroupLabel(g), BlockOpName(g.op), PhaseName(g.phase), s.count,
+        FormatLatency(s.min_ns, unit), FormatLatency(static_cast<uint64_t>(std::llround(s.mean_ns)), unit),
+        FormatLatency(s.p50_ns, unit), FormatLatency(s.p90_ns, unit),
+        FormatLatency(s.p99_ns, unit), FormatLatency(s.p999_ns, unit),
+        FormatLatency(s.max_ns, unit),
+        absl::StrCat(g.partial ? " partial" : "", g.incomplete ? " *" : ""));
+  }
+}
+
+// Seconds from the report's first event.
+std::string Since(const LatencyReport& r, uint64_t ts, int decimals = 3) {
+  return absl::StrFormat("%.*f", decimals, ts > r.first_ts_ns ? (ts - r.first_ts_ns) / 1e9 : 0.0);
+}
+
+// The coverage lines of the text header (nothing when the data covers the whole recording).
+void WriteCoverage(const LatencyReport& r, std::ostream& out) {
+  const CoverageReport& c = r.coverage;
+  if (c.complete) return;
+  if (c.has_window) {
+    out << absl::StrFormat("coverage: PARTIAL: every CPU's data covers %s-%s s of the %.3f s%s\n",
+                           Since(r, c.window_start_ns), Since(r, c.window_end_ns), r.duration_s(),
+                           c.gap_count == 0
+                               ? ""
+                               : absl::StrFormat(", less %u %s inside", c.gap_count,
+                                                 c.gap_count == 1 ? "gap" : "gaps"));
+  } else {
+    out << "coverage: NONE: no time is covered by every CPU's data, so no latency can be "
+           "trusted\n";
+  }
+  for (const CpuCoverage& cpu : c.cpus) {
+    if (!cpu.ends_early) continue;
+    const std::string name = cpu.cpu < 0 ? std::string("CPU ?") : absl::StrCat("CPU ", cpu.cpu);
+    if (cpu.records == 0) {
+      out << absl::StrFormat("  %s: no data (%s)\n", name, GapCauseText(cpu.end_cause));
+    } else {
+      out << absl::StrFormat("  %s: data ends at %s s (%s)\n", name, Since(r, cpu.last_ts_ns),
+                             GapCauseText(cpu.end_cause));
+    }
+  }
+  // The first few gaps (JSON input.coverage lists up to CoverageReport::kMaxListedGaps).
+  constexpr size_t kShown = 5;
+  for (size_t i = 0; i < c.gaps.size() && i < kShown; ++i) {
+    const DataGap& g = c.gaps[i];
+    out << absl::StrFormat("  CPU %d: gap %s-%s s (%s%s)\n", g.cpu,
+                           g.after_ts == 0 ? std::string("start") : Since(r, g.after_ts, 6),
+                           Since(r, g.before_ts, 6), GapCauseText(g.cause),
+                           g.events == 0 ? ""
+                           : g.events == 1 ? ", 1 event"
+                                           : absl::StrFormat(", %u events", g.events));
+  }
+  if (c.gap_count > kShown) {
+    out << absl::StrFormat("  ... and %u more %s (see --format json)\n", c.gap_count - kShown,
+                           c.gap_count - kShown == 1 ? "gap" : "gaps");
+  }
+  const uint64_t outside = c.outside_total();
+  out << absl::StrFormat(
+      "  %s; %u phase %s across a gap or past the end of some CPU's data %s left out (see "
+      "warnings)\n",
+      c.has_window ? "the histograms hold only requests wholly inside what is covered"
+                   : "no histogram can be trusted",
+      outside, outside == 1 ? "sample" : "samples", outside == 1 ? "is" : "are");
+}
+
+std::string Counts(const std::vector<std::pair<std::string_view, uint64_t>>& items) {
+  std::vector<std::string> parts;
+  for (const auto& [name, count] : items) parts.push_back(absl::StrFormat("%s %u", name, count));
+  return absl::StrJoin(parts, ", ");
+}
+
+template <size_t N>
+std::string StateCounts(const std::array<uint64_t, N>& by_state) {
+  std::vector<std::pair<std::string_view, uint64_t>> items;
+  for (size_t i = 0; i < N; ++i) {
+    items.emplace_back(RequestStateName(static_cast<RequestState>(i)), by_state[i]);
+  }
+  return Counts(items);
+}
+
+// What each filter given removed: requests (at their completion) by --dev, --op, --comm and
+// --pid; phase samples by --since and --until.
+void WriteFilteredOut(const LatencyReport& r, std::ostream& out) {
+  const FilterCounts& f = r.completeness.filtered;
+  std::vector<std::string> requests, phases;
+  auto given = [&r](std::string_view name) {
+    for (const auto& [k, v] : r.filters) {
+      if (k == name) return true;
+    }
+    return false;
+  };
+  const std::pair<std::string_view, uint64_t> by_request[] = {
+      {"dev", f.dev}, {"op", f.op}, {"comm", f.comm}, {"pid", f.pid}};
+  const std::pair<std::string_view, uint64_t> by_phase[] = {{"since", f.since}, {"until", f.until}};
+  for (const auto& [name, count] : by_request) {
+    if (given(name)) requests.push_back(absl::StrFormat("--%s %u", name, count));
+  }
+  for (const auto& [name, count] : by_phase) {
+    if (given(name)) phases.push_back(absl::StrFormat("--%s %u", name, count));
+  }
+  std::vector<std::string> parts;
+  if (!requests.empty()) parts.push_back("requests by " + absl::StrJoin(requests, ", "));
+  if (!phases.empty()) parts.push_back("phase samples by " + absl::StrJoin(phases, ", "));
+  if (parts.empty()) return;
+  out << "  filtered out:            " << absl::StrJoin(parts, "; ") << "\n";
+}
+
+void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
+  const Completeness& c = r.completeness;
+  const MatchStats& m = c.match;
+  out << "completeness\n";
+  std::vector<std::pair<std::string_view, uint64_t>> events;
+  for (int k = 0; k < kBlockEventKindCount; ++k) {
+    if (c.recorded[k] || c.events[k] != 0) {
+      events.emplace_back(BlockEventKindName(static_cast<BlockEventKind>(k)), c.events[k]);
+    }
+  }
+  events.emplace_back("other", c.other_events);
+  out << "  events:                  " << Counts(events) << "\n";
+  std::vector<std::pair<std::string_view, uint64_t>> paired;
+  for (int p = 0; p < kPhaseCount; ++p) paired.emplace_back(PhaseName(static_cast<Phase>(p)), m.paired[p]);
+  out << "  paired:                  " << Counts(paired) << "\n";
+  std::vector<std::pair<std::string_view, uint64_t>> reasons;
+  for (int i = 0; i < kNoInsertReasonCount; ++i) {
+    reasons.emplace_back(NoInsertReasonName(static_cast<NoInsertReason>(i)),
+                         m.issues_without_insert[i]);
+  }
+  out << "  issues without insert:   " << Counts(reasons) << "\n";
+  out << absl::StrFormat("  completes without issue: %u (and %s by the flush machinery)\n",
+                         m.completes_without_issue,
+                         Plural(m.flush_sequence_completions, "zero-length completion"));
+  out << absl::StrFormat(
+      "  flushes %u, requeues %u (unmatched %u), merges %u (+%u merged while being inserted, "
+      "%u of requests not seen), bio merges front %u back %u, partial completions %u, "
+      "collisions %u (+%u kept apart), completion errors %u\n",
+      m.flushes, m.requeues, m.requeues_unmatched, m.merges, m.merges_before_insert,
+      m.merges_unmatched,
+      m.bio_front_merges, m.bio_back_merges, m.partial_completions, m.collisions,
+      m.overlapping, m.completion_errors);
+  uint64_t at_gap = 0;
+  for (uint64_t n : m.flushes_at_gap) at_gap += n;
+  if (at_gap != 0) {
+    out << absl::StrFormat("  flushes given up at gaps: %s (in flight where a gap in the data "
+                           "ended: their FIFO pairing cannot be trusted past it)\n",
+                           StateCounts(m.flushes_at_gap));
+  }
+  uint64_t across_gap = 0;
+  for (uint64_t n : m.across_gap) across_gap += n;
+  if (across_gap != 0) {
+    out << absl::StrFormat("  across gaps:             %s (last seen before a gap in the data "
+                           "ended, never completed: their events most likely lay in it)\n",
+                           StateCounts(m.across_gap));
+  }
+  out << absl::StrFormat("  expired (idle > %s s):   %s\n", FormatSeconds(r.expiry_s),
+                         StateCounts(m.expired));
+  out << absl::StrFormat("  evicted (table full):    %s\n", StateCounts(m.evicted));
+  out << absl::StrFormat("  in flight at end:        %s\n", StateCounts(m.in_flight_at_end));
+  uint64_t stale = 0;
+  for (uint64_t n : m.stale_at_end) stale += n;
+  if (stale != 0) {
+    out << absl::StrFormat("    of which stale:        %s\n", StateCounts(m.stale_at_end));
+  }
+  if (c.losses.empty()) {
+    out << "  lost:                    none reported by the file\n";
+  } else {
+    out << "  lost:\n";
+    for (const LossSummary& l : c.losses) {
+      out << absl::StrFormat("    %-15s cpu %-4s %-28s %u%s\n", LossKindName(l.kind),
+                             l.cpu < 0 ? "?" : absl::StrFormat("%d", l.cpu), l.event, l.count,
+                             l.placed == 0 ? ""
+                             : l.placed == l.count
+                                 ? " (placed: gaps of the coverage)"
+                                 : absl::StrFormat(" (%u placed: gaps of the coverage)", l.placed));
+    }
+  }
+  std::vector<std::pair<std::string_view, uint64_t>> reader;
+  for (const auto& [name, count] : c.reader_problems) reader.emplace_back(name, count);
+  out << absl::StrFormat("  reader:                  %s, %s; problems: %s\n",
+                         Plural(c.reader_records, "record"), Plural(c.reader_events, "event"),
+                         reader.empty() ? "none" : Counts(reader));
+  std::vector<std::pair<std::string_view, uint64_t>> decode;
+  for (int i = 0; i < kDecodeProblemCount; ++i) {
+    decode.emplace_back(DecodeProblemName(static_cast<DecodeProblem>(i)), c.decode.problems[i]);
+  }
+  out << "  decoder problems:        " << Counts(decode) << "\n";
+  if (!r.coverage.complete) {
+    std::vector<std::string> phases;
+    for (int p = 0; p < kPhaseCount; ++p) {
+      std::vector<std::pair<std::string_view, uint64_t>> by;
+      for (int g = 0; g < kGapCauseCount; ++g) {
+        if (r.coverage.outside[p][g] != 0) {
+          by.emplace_back(GapCauseName(static_cast<GapCause>(g)), r.coverage.outside[p][g]);
+        }
+      }
+      if (!by.empty()) {
+        phases.push_back(absl::StrFormat("%s (%s)", PhaseName(static_cast<Phase>(p)), Counts(by)));
+      }
+    }
+    out << "  outside coverage:        " << (phases.empty() ? "none" : absl::StrJoin(phases, ", "))
+        << "\n";
+  }
+  WriteFilteredOut(r, out);
+  if (!c.devices.empty()) {
+    out << "  devices:\n";
+    for (const DeviceSummary& d : c.devices) {
+      std::vector<std::pair<std::string_view, uint64_t>> ev;
+      for (int k = 0; k < kBlockEventKindCount; ++k) {
+        if (d.events[k] != 0) {
+          ev.emplace_back(BlockEventKindName(static_cast<BlockEventKind>(k)), d.events[k]);
+        }
+      }
+      out << absl::StrFormat("    %s (%s): %s; issues without insert %u\n", d.device,
+                             DevString(d.dev), Counts(ev), d.issues_without_insert);
+    }
+  }
+}
+
+// In place of the table: that there is nothing to show, and why when the filters are why.
+void WriteNothingToShow(const LatencyReport& r, std::ostream& out) {
+  std::vector<std::string> why;
+  if (!r.coverage.complete && !r.coverage.has_window) {
+    why.push_back("no time is covered by every CPU's data");
+  }
+  if (!r.empty_reason.empty()) why.push_back(r.empty_reason);
+  out << "no request latencies to show" << (why.empty() ? "" : ": ") << absl::StrJoin(why, "; ")
+      << "\n\n";
+}
+
+void WriteJsonGroup(const LatencyGroup& g, std::ostream& out, const std::string& indent) {
+  const LatencySummary& s = g.summary;
+  out << indent << "{\"dev\": " << JsonString(DevString(g.dev))
+      << ", \"device\": " << JsonString(g.device) << ", \"op\": " << JsonString(BlockOpName(g.op))
+      << ", \"phase\": " << JsonString(PhaseName(g.phase))
+      << ", \"incomplete\": " << (g.incomplete ? "true" : "false")
+      << ", \"partial\": " << (g.partial ? "true" : "false")
+      << ", \"outside_coverage\": " << g.outside_coverage << ",\n";
+  out << indent << " \"count\": " << s.count << ", \"min_ns\": " << s.min_ns
+      << ", \"mean_ns\": " << JsonDouble(s.mean_ns) << ", \"p50_ns\": " << s.p50_ns
+      << ", \"p90_ns\": " << s.p90_ns << ", \"p99_ns\": " << s.p99_ns
+      << ", \"p999_ns\": " << s.p999_ns << ", \"max_ns\": " << s.max_ns
+      << ", \"sum_ns\": " << s.sum_ns << ",\n";
+  out << indent << " \"buckets\": [";
+  for (size_t i = 0; i < g.buckets.size(); ++i) {
+    const LatencyBucket& b = g.buckets[i];
+    out << (i == 0 ? "" : ", ") << "{\"lo_ns\": " << b.lo_ns << ", \"hi_ns\": " << b.hi_ns
+        << ", \"count\": " << b.count << "}";
+  }
+  out << "]}";
+}
+
+void WriteJsonGroups(const std::vector<LatencyGroup>& groups, std::ostream& out,
+                     const std::string& indent) {
+  out << "[";
+  for (size_t i = 0; i < groups.size(); ++i) {
+    out << (i == 0 ? "\n" : ",\n");
+    WriteJsonGroup(groups[i], out, indent + "  ");
+  }
+  out << (groups.empty() ? "]" : "\n" + indent + "]");
+}
+
+// Completeness: what each filter removed (FilterCounts), after phases_outside_window.
+void WriteJsonFiltered(const FilterCounts& f, std::ostream& out) {
+  out << ",\n    \"requests_filtered\": {\"dev\": " << f.dev << ", \"op\": " << f.op
+      << ", \"comm\": " << f.comm << ", \"pid\": " << f.pid << "}";
+  out << ",\n    \"phases_filtered\": {\"since\": " << f.since << ", \"until\": " << f.until << "}";
+}
+
+template <typename Names, size_t N>
+void WriteJsonCounts(const std::array<uint64_t, N>& counts, Names name_of, std::ostream& out) {
+  out << "{";
+  for (size_t i = 0; i < N; ++i) {
+    out << (i == 0 ? "" : ", ") << JsonString(name_of(i)) << ": " << counts[i];
+  }
+  out << "}";
+}
+
+}  // namespace
+
+std::string FormatLatency(uint64_t ns, TimeUnit unit) {
+  switch (unit) {
+    case TimeUnit::kNs: return absl::StrFormat("%u", ns);
+    case TimeUnit::kUs: return absl::StrFormat("%.1f", static_cast<double>(ns) / 1e3);
+    case TimeUnit::kMs: return absl::StrFormat("%.3f", static_cast<double>(ns) / 1e6);
+  }
+  return "";
+}
+
+std::string FormatSeconds(double s) {
+  std::string out = absl::StrFormat("%.6f", s);
+  while (out.size() > 1 && out.back() == '0') out.pop_back();
+  if (out.back() == '.') out.pop_back();
+  return out;
+}
+
+void WriteTextReport(const LatencyReport& r, TimeUnit unit, std::ostream& out) {
+  out << absl::StrFormat("iotrace report: %s (%s, %s), %.3f s of trace\n", r.input,
+                         r.file_format.empty() ? "?" : r.file_format,
+                         Plural(r.nr_cpus < 0 ? 0 : r.nr_cpus, "CPU"), r.duration_s());
+  if (!r.formats_warning.empty()) out << "WARNING: " << r.formats_warning << "\n";
+  WriteCoverage(r, out);
+  if (!r.filters.empty()) {
+    std::vector<std::string> f;
+    for (const auto& [k, v] : r.filters) f.push_back(k + "=" + v);
+    out << "filters: " << absl::StrJoin(f, " ") << "\n";
+  }
+  out << "phases: I2D insert->issue (queue), D2C issue->complete (device), I2C insert->complete,"
+         " Q2D/Q2C bio queued->issue/complete\n\n";
+  // The warnings come right after the table they qualify, before any histogram.
+  auto write_warnings = [&r, &out] {
+    if (r.warnings.empty()) return;
+    out << "warnings\n";
+    for (const PhaseWarning& w : r.warnings) out << "  WARNING: " << w.message << "\n";
+    out << "\n";
+  };
+  if (r.groups.empty()) {
+    WriteNothingToShow(r, out);
+    write_warnings();
+  } else {
+    std::vector<std::string> legend;
+    if (!r.coverage.complete) legend.push_back("partial = only what the coverage above holds");
+    bool incomplete = r.coverage.complete && !r.warnings.empty();
+    for (const LatencyGroup& g : r.groups) incomplete |= g.incomplete;
+    if (incomplete) legend.push_back("* = incomplete");
+    if (!legend.empty()) legend.back() += ", see warnings";
+    out << absl::StrFormat("latency (%s)%s%s\n", TimeUnitName(unit), legend.empty() ? "" : "; ",
+                           absl::StrJoin(legend, "; "));
+    WriteSummaryTable(r.groups, unit, out, "");
+    out << "\n";
+    write_warnings();
+    for (const LatencyGroup& g : r.groups) WriteAsciiHistogram(g, unit, out);
+  }
+  if (!r.intervals.empty()) {
+    out << absl::StrFormat("time series, every %s s, latency (%s)\n", FormatSeconds(r.interval_s),
+                           TimeUnitName(unit));
+    for (const LatencyInterval& iv : r.intervals) {
+      out << absl::StrFormat("[%s s]\n", FormatSeconds(iv.start_s));
+      WriteSummaryTable(iv.groups, unit, out, "  ");
+    }
+    out << "\n";
+  }
+  WriteCompleteness(r, out);
+  if (!r.notes.empty()) {
+    out << "\nnotes\n";
+    for (const std::string& n : r.notes) out << "  " << n << "\n";
+  }
+}
+
+void WriteBucketCsv(const LatencyReport& r, std::ostream& out) {
+  const bool series = r.interval_s > 0;
+  out << (series ? "interval_start_s," : "") << kBucketCsvHeader << "\n";
+  auto rows = [&out](const std::vector<LatencyGroup>& groups, const std::string& lead) {
+    for (const LatencyGroup& g : groups) {
+      const std::string prefix = absl::StrFormat("%s%s,%s,%s,%s,", lead, DevString(g.dev),
+                                                 CsvField(g.device), BlockOpName(g.op),
+                                                 PhaseName(g.phase));
+      for (const LatencyBucket& b : g.buckets) {
+        out << prefix << b.lo_ns << "," << b.hi_ns << "," << b.count << "\n";
+      }
+    }
+  };
+  if (!series) {
+    rows(r.groups, "");
+  } else {
+    for (const LatencyInterval& iv : r.intervals) rows(iv.groups, FormatSeconds(iv.start_s) + ",");
+  }
+}
+
+void WriteSummaryCsv(const LatencyReport& r, std::ostream& out) {
+  const bool series = r.interval_s > 0;
+  out << (series ? "interval_start_s," : "") << kSummaryCsvHeader << "\n";
+  auto rows = [&out](const std::vector<LatencyGroup>& groups, const std::string& lead) {
+    for (const LatencyGroup& g : groups) {
+      const LatencySummary& s = g.summary;
+      out << absl::StrFormat("%s%s,%s,%s,%s,%u,%u,%s,%u,%u,%u,%u,%u\n", lead, DevString(g.dev),
+                             CsvField(g.device), BlockOpName(g.op), PhaseName(g.phase), s.count,
+                             s.min_ns, JsonDouble(s.mean_ns), s.p50_ns, s.p90_ns, s.p99_ns,
+                             s.p999_ns, s.max_ns);
+    }
+  };
+  if (!series) {
+    rows(r.groups, "");
+  } else {
+    for (const LatencyInterval& iv : r.intervals) rows(iv.groups, FormatSeconds(iv.start_s) + ",");
+  }
+}
+
+void WriteJsonCoverage(const LatencyReport& r, std::ostream& out) {
+  const CoverageReport& c = r.coverage;
+  out << "{\"complete\": " << (c.complete ? "true" : "false")
+      << ", \"has_window\": " << (c.has_window ? "true" : "false")
+      << ", \"window_start_ns\": " << c.window_start_ns
+      << ", \"window_end_ns\": " << c.window_end_ns << ", \"cpus\": [";
+  for (size_t i = 0; i < c.cpus.size(); ++i) {
+    const CpuCoverage& cpu = c.cpus[i];
+    out << (i == 0 ? "" : ", ") << "{\"cpu\": " << cpu.cpu << ", \"records\": " << cpu.records
+        << ", \"first_ts_ns\": " << cpu.first_ts_ns << ", \"last_ts_ns\": " << cpu.last_ts_ns
+        << ", \"ends_early\": " << (cpu.ends_early ? "true" : "false") << ", \"end_cause\": "
+        << (cpu.ends_early ? JsonString(GapCauseName(cpu.end_cause)) : "null")
+        << ", \"gaps\": " << cpu.gaps << "}";
+  }
+  out << "], \"gap_count\": " << c.gap_count << ", \"gaps\": [";
+  for (size_t i = 0; i < c.gaps.size(); ++i) {
+    const DataGap& g = c.gaps[i];
+    out << (i == 0 ? "" : ", ") << "{\"cpu\": " << g.cpu << ", \"after_ts_ns\": " << g.after_ts
+        << ", \"before_ts_ns\": " << g.before_ts
+        << ", \"cause\": " << JsonString(GapCauseName(g.cause)) << ", \"events\": " << g.events
+        << "}";
+  }
+  out << "], \"outside\": {";
+  for (int p = 0; p < kPhaseCount; ++p) {
+    out << (p == 0 ? "" : ", ") << JsonString(PhaseName(static_cast<Phase>(p))) << ": ";
+    WriteJsonCounts(c.outside[p], [](size_t g) { return GapCauseName(static_cast<GapCause>(g)); },
+                    out);
+  }
+  out << "}}";
+}
+
+void WriteJsonReport(const LatencyReport& r, std::ostream& out) {
+  const Completeness& c = r.completeness;
+  const MatchStats& m = c.match;
+  out << "{\n";
+  out << "  \"schema_version\": " << LatencyReport::kSchemaVersion << ",\n";
+  out << "  \"input\": {\"path\": " << JsonString(r.input)
+      << ", \"format\": " << JsonString(r.file_format)
+      << ", \"formats_source\": " << JsonString(r.formats_source);
+  if (!r.formats_warning.empty()) out << ", \"formats_warning\": " << JsonString(r.formats_warning);
+  out << ", \"cpus\": " << r.nr_cpus
+      << ", \"first_ts_ns\": " << r.first_ts_ns << ", \"last_ts_ns\": " << r.last_ts_ns
+      << ", \"duration_s\": " << JsonDouble(r.duration_s()) << ", \"coverage\": ";
+  WriteJsonCoverage(r, out);
+  out << "},\n";
+  out << "  \"options\": {\"interval_s\": " << JsonDouble(r.interval_s)
+      << ", \"expiry_s\": " << JsonDouble(r.expiry_s) << ", \"max_inflight\": " << r.max_inflight
+      << ", \"filters\": [";
+  for (size_t i = 0; i < r.filters.size(); ++i) {
+    out << (i == 0 ? "" : ", ") << "{\"name\": " << JsonString(r.filters[i].first)
+        << ", \"value\": " << JsonString(r.filters[i].second) << "}";
+  }
+  out << "]},\n";
+  out << "  \"groups\": ";
+  WriteJsonGroups(r.groups, out, "  ");
+  out << ",\n  \"intervals\": [";
+  for (size_t i = 0; i < r.intervals.size(); ++i) {
+    const LatencyInterval& iv = r.intervals[i];
+    out << (i == 0 ? "\n" : ",\n") << "    {\"interval_start_s\": "
+        << JsonDouble(iv.start_s) << ", \"groups\": ";
+    WriteJsonGroups(iv.groups, out, "    ");
+    out << "}";
+  }
+  out << (r.intervals.empty() ? "]" : "\n  ]") << ",\n";
+
+  out << "  \"completeness\": {\n";
+  out << "    \"events\": {";
+  bool first = true;
+  for (int k = 0; k < kBlockEventKindCount; ++k) {
+    if (!c.recorded[k] && c.events[k] == 0) continue;
+    out << (first ? "" : ", ") << JsonString(BlockEventKindName(static_cast<BlockEventKind>(k)))
+        << ": " << c.events[k];
+    first = false;
+  }
+  out << "},\n    \"other_events\": " << c.other_events << ",\n";
+  out << "    \"paired\": ";
+  WriteJsonCounts(m.paired, [](size_t i) { return PhaseName(static_cast<Phase>(i)); }, out);
+  out << ",\n    \"issues_without_insert\": ";
+  WriteJsonCounts(m.issues_without_insert,
+                  [](size_t i) { return NoInsertReasonName(static_cast<NoInsertReason>(i)); }, out);
+  out << ",\n    \"completes_without_issue\": " << m.completes_without_issue
+      << ",\n    \"flush_sequence_completions\": " << m.flush_sequence_completions
+      << ",\n    \"flushes\": " << m.flushes << ",\n    \"requeues\": " << m.requeues
+      << ",\n    \"requeues_unmatched\": " << m.requeues_unmatched
+      << ",\n    \"merges\": " << m.merges
+      << ",\n    \"merges_before_insert\": " << m.merges_before_insert
+      << ",\n    \"merges_unmatched\": " << m.merges_unmatched
+      << ",\n    \"bio_front_merges\": " << m.bio_front_merges
+      << ",\n    \"bio_back_merges\": " << m.bio_back_merges
+      << ",\n    \"partial_completions\": " << m.partial_completions
+      << ",\n    \"collisions\": " << m.collisions
+      << ",\n    \"overlapping\": " << m.overlapping
+      << ",\n    \"bio_queue_on_live_request\": " << m.bio_queue_on_live
+      << ",\n    \"completion_errors\": " << m.completion_errors
+      << ",\n    \"negative_latency\": " << m.negative_latency;
+  auto state_name = [](size_t i) { return RequestStateName(static_cast<RequestState>(i)); };
+  out << ",\n    \"expired\": ";
+  WriteJsonCounts(m.expired, state_name, out);
+  out << ",\n    \"evicted\": ";
+  WriteJsonCounts(m.evicted, state_name, out);
+  out << ",\n    \"in_flight_at_end\": ";
+  WriteJsonCounts(m.in_flight_at_end, state_name, out);
+  out << ",\n    \"stale_at_end\": ";
+  WriteJsonCounts(m.stale_at_end, state_name, out);
+  out << ",\n    \"flushes_at_gap\": ";
+  WriteJsonCounts(m.flushes_at_gap, state_name, out);
+  out << ",\n    \"across_gap\": ";
+  WriteJsonCounts(m.across_gap, state_name, out);
+  out << ",\n    \"losses\": [";
+  for (size_t i = 0; i < c.losses.size(); ++i) {
+    const LossSummary& l = c.losses[i];
+    out << (i == 0 ? "" : ", ") << "{\"kind\": " << JsonString(LossKindName(l.kind))
+        << ", \"cpu\": " << l.cpu << ", \"event\": " << JsonString(l.event)
+        << ", \"count\": " << l.count << ", \"placed\": " << l.placed << "}";
+  }
+  out << "],\n    \"reader\": {\"records\": " << c.reader_records
+      << ", \"events\": " << c.reader_events << ", \"problems\": {";
+  for (size_t i = 0; i < c.reader_problems.size(); ++i) {
+    out << (i == 0 ? "" : ", ") << JsonString(c.reader_problems[i].first) << ": "
+        << c.reader_problems[i].second;
+  }
+  out << "}},\n    \"decoder_problems\": ";
+  WriteJsonCounts(c.decode.problems,
+                  [](size_t i) { return DecodeProblemName(static_cast<DecodeProblem>(i)); }, out);
+  out << ",\n    \"format_problems\": [";
+  for (size_t i = 0; i < c.format_problems.size(); ++i) {
+    out << (i == 0 ? "" : ", ") << JsonString(c.format_problems[i]);
+  }
+  out << "],\n    \"samples_filtered\": " << c.samples_filtered
+      << ",\n    \"phases_outside_window\": " << c.phases_outside_window;
+  WriteJsonFiltered(c.filtered, out);
+  out << ",\n    \"devices\": [";
+  for (size_t i = 0; i < c.devices.size(); ++i) {
+    const DeviceSummary& d = c.devices[i];
+    out << (i == 0 ? "\n      " : ",\n      ") << "{\"dev\": " << JsonString(DevString(d.dev))
+        << ", \"device\": " << JsonString(d.device) << ", \"events\": ";
+    WriteJsonCounts(d.events,
+                    [](size_t k) { return BlockEventKindName(static_cast<BlockEventKind>(k)); },
+                    out);
+    out << ", \"issues_without_insert\": " << d.issues_without_insert
+        << ", \"no_insert_reason\": "
+        // The reason explains issues without an insert: with none, there is nothing to explain.
+        << (d.issues_without_insert == 0 ? std::string("null")
+                                         : JsonString(NoInsertReasonName(d.no_insert_reason)))
+        << "}";
+  }
+  out << (c.devices.empty() ? "]" : "\n    ]") << "\n  },\n";
+  out << "  \"warnings\": [";
+  for (size_t i = 0; i < r.warnings.size(); ++i) {
+    out << (i == 0 ? "\n    " : ",\n    ") << "{\"phase\": "
+        << JsonString(PhaseName(r.warnings[i].phase))
+        << ", \"message\": " << JsonString(r.warnings[i].message) << "}";
+  }
+  out << (r.warnings.empty() ? "]" : "\n  ]") << ",\n";
+  out << "  \"notes\": [";
+  for (size_t i = 0; i < r.notes.size(); ++i) {
+    out << (i == 0 ? "\n    " : ",\n    ") << JsonString(r.notes[i]);
+  }
+  out << (r.notes.empty() ? "]" : "\n  ]") << "\n}\n";
+}
+
+std::string FormatReport(const LatencyReport& report, OutputFormat format, TimeUnit unit) {
+  std::ostringstream out;
+  switch (format) {
+    case OutputFormat::kText: WriteTextReport(report, unit, out); break;
+    case OutputFormat::kCsv: WriteBucketCsv(report, out); break;
+    case OutputFormat::kJson: WriteJsonReport(report, out); break;
+  }
+  return out.str();
+}
+
+}  // namespace iotrace

@@ -1,0 +1,76 @@
+#include "iotrace/sys/device_names.h"
+
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "iotrace/event/block_event.h"
+
+namespace iotrace {
+
+bool ParseDevNumbers(std::string_view spec, uint32_t* dev) {
+  size_t colon = spec.find(':');
+  if (colon == std::string_view::npos) return false;
+  uint32_t major = 0, minor = 0;
+  absl::string_view s(spec.data(), spec.size());
+  if (!absl::SimpleAtoi(s.substr(0, colon), &major) ||
+      !absl::SimpleAtoi(s.substr(colon + 1), &minor)) {
+    return false;
+  }
+  if (major >= (1u << 12) || minor >= (1u << 20)) return false;
+  *dev = MakeDev(major, minor);
+  return true;
+}
+
+DeviceNames::DeviceNames(std::string sysfs_root, std::string procfs_root)
+    : sysfs_root_(std::move(sysfs_root)), procfs_root_(std::move(procfs_root)) {}
+
+std::string DeviceNames::Lookup(uint32_t dev) const {
+  const std::string numbers = DevString(dev);
+  {
+    std::ifstream uevent(sysfs_root_ + "/dev/block/" + numbers + "/uevent");
+    std::string line;
+    while (std::getline(uevent, line)) {
+      absl::string_view v(line);
+      if (absl::ConsumePrefix(&v, "DEVNAME=") && !v.empty()) return std::string(v);
+    }
+  }
+  std::ifstream partitions(procfs_root_ + "/partitions");
+  std::string line;
+  while (std::getline(partitions, line)) {
+    std::vector<absl::string_view> cols =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    uint32_t major = 0, minor = 0;
+    if (cols.size() == 4 && absl::SimpleAtoi(cols[0], &major) &&
+        absl::SimpleAtoi(cols[1], &minor) && MakeDev(major, minor) == dev) {
+      return std::string(cols[3]);
+    }
+  }
+  return "";
+}
+
+const std::string& DeviceNames::NameOf(uint32_t dev) {
+  auto it = cache_.find(dev);
+  if (it == cache_.end()) it = cache_.emplace(dev, Lookup(dev)).first;
+  return it->second;
+}
+
+std::string DeviceNames::Label(uint32_t dev) {
+  const std::string& name = NameOf(dev);
+  return name.empty() ? DevString(dev) : name;
+}
+
+bool DeviceNames::Matches(std::string_view spec, uint32_t dev) {
+  uint32_t numbers = 0;
+  if (ParseDevNumbers(spec, &numbers)) return numbers == dev;
+  absl::string_view name(spec.data(), spec.size());
+  absl::ConsumePrefix(&name, "/dev/");
+  const std::string& known = NameOf(dev);
+  return !known.empty() && known == name;
+}
+
+}  // namespace iotrace
