@@ -339,6 +339,8 @@ absl::Status DiskFullError(const RecordSummary& s) {
 void AnnounceBackend(const RecordSummary& s) {
   std::fprintf(stderr, "iotrace: recording with the %s backend (%s) into %s\n",
                BackendName(s.backend), s.backend_reason.c_str(), s.output.c_str());
+  const std::string name = OutputNameWarning(s.output, s.backend);
+  if (!name.empty()) std::fprintf(stderr, "iotrace: warning: %s\n", name.c_str());
 }
 
 uint64_t FileSize(const std::string& path) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 
 #include "absl/strings/str_format.h"
 #include "iotrace/base/status.h"
@@ -134,12 +135,48 @@ std::vector<std::string> RecordOptionWarnings(const RecordOptions& opt,
           "--dev %s: no block device has the number %s now (lsblk lists them); its events are "
           "recorded if it appears",
           d, numbers));
+      continue;
+    }
+    // A device of size 0 has no medium (a loop device with no backing file, an empty drive):
+    // it can do no I/O, so nothing of it would be recorded.
+    std::ifstream size_file(sysfs_root + "/dev/block/" + numbers + "/size");
+    uint64_t sectors = 0;
+    if (size_file >> sectors && sectors == 0) {
+      warnings.push_back(absl::StrFormat(
+          "--dev %s: the device has no medium (size 0%s): it can do no I/O, so nothing of it "
+          "will be recorded",
+          d, numbers.rfind("7:", 0) == 0 ? ": a loop device with no backing file?" : ""));
     }
   }
   return warnings;
 }
 
+std::string OutputNameWarning(const std::string& path, Backend backend) {
+  auto ends_with = [&path](std::string_view ext) {
+    return path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+  };
+  if (backend == Backend::kFtrace && ends_with(".data")) {
+    return absl::StrFormat("%s will be a trace.dat (ftrace backend), though .data names a "
+                           "perf.data: read it with iotrace report or trace-cmd report, not perf "
+                           "script (-b perf writes a perf.data)",
+                           path);
+  }
+  if (backend == Backend::kPerf && ends_with(".dat")) {
+    return absl::StrFormat("%s will be a perf.data (perf backend), though .dat names a "
+                           "trace.dat: read it with iotrace report or perf script, not trace-cmd "
+                           "report (-b ftrace writes a trace.dat)",
+                           path);
+  }
+  return "";
+}
+
 absl::Status ValidateRecordOptions(const RecordOptions& opt) {
+  if (opt.output == "-") {
+    return WithHint(absl::InvalidArgumentError(
+                        "-o -: streaming the recording to standard output is not supported yet"),
+                    "write a file (-o FILE) and read it from there; iotrace report -i - reads "
+                    "perf's own stream (perf record -o -)");
+  }
   for (const std::string& d : opt.devs) {
     auto dev = ParseDevSpec(d);
     if (!dev.ok()) {

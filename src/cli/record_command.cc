@@ -37,8 +37,20 @@ int RecordCommand(const std::vector<std::string>& args) {
               opt.output = v;
               return absl::OkStatus();
             });
-  flags.Add("duration", 'd', true, "SECONDS", "stop after this long",
-            [&](const std::string& v) { return ParseSecondsFlag("--duration", v, &opt.duration_s); });
+  flags.Add("duration", 'd', true, "SECONDS",
+            "stop after this long (more than 0; without -d: until Ctrl-C, stop on --control, or "
+            "the end of the command after --)",
+            [&](const std::string& v) {
+              IOTRACE_RETURN_IF_ERROR(ParseSecondsFlag("--duration", v, &opt.duration_s));
+              // Inside RecordOptions 0 means "no duration": -d 0 would record until Ctrl-C.
+              if (opt.duration_s == 0) {
+                return UsageError(absl::StrFormat("--duration %s: a recording of 0 s holds "
+                                                  "nothing", v),
+                                  "omit -d to record until Ctrl-C or until the command after "
+                                  "-- ends");
+              }
+              return absl::OkStatus();
+            });
   flags.Add("dev", 0, true, "DEV",
             "only this disk (MAJ:MIN or /dev/NAME; repeatable), filtered in the kernel",
             [&](const std::string& v) {

@@ -109,6 +109,7 @@ std::string DefaultInput() {
 absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bool* help) {
   ReportOptions o;
   o.input = DefaultInput();
+  std::string input_given;  // the -i seen so far
   *help = false;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
@@ -138,7 +139,16 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
       *help = true;
       return o;
     } else if (arg == "-i" || arg == "--input") {
-      IOTRACE_RETURN_IF_ERROR(take(&o.input));
+      IOTRACE_RETURN_IF_ERROR(take(&v));
+      if (!input_given.empty()) {
+        // One report is one recording: taking the last -i would drop the first file silently.
+        return Usage(absl::StrFormat("-i given twice (%s and %s): a report reads one recording",
+                                     input_given, v),
+                     "to compare two recordings, report on each (iotrace report -i A, then -i B); "
+                     "iotrace diff A B is planned, not there yet");
+      }
+      input_given = v;
+      o.input = v;
     } else if (arg == "-o" || arg == "--output") {
       IOTRACE_RETURN_IF_ERROR(take(&o.output));
     } else if (arg == "--format") {

@@ -55,6 +55,32 @@ TEST(RecordOptionsTest, ADevNumberNoDeviceHasIsWarnedAbout) {
   EXPECT_NE(w[0].find("lsblk"), std::string::npos) << w[0];
 }
 
+TEST(RecordOptionsTest, ADeviceWithNoMediumIsWarnedAbout) {
+  RecordOptions opt;
+  const std::string sys = std::string(IOTRACE_FIXTURES) + "/report/sys-nomedium";
+  opt.devs = {"7:0"};
+  EXPECT_TRUE(RecordOptionWarnings(opt, sys).empty());
+  opt.devs = {"7:0", "7:7"};
+  std::vector<std::string> w = RecordOptionWarnings(opt, sys);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0], "--dev 7:7: the device has no medium (size 0: a loop device with no backing "
+                  "file?): it can do no I/O, so nothing of it will be recorded");
+}
+
+TEST(RecordOptionsTest, AnOutputNamedForTheOtherFormatIsWarnedAbout) {
+  EXPECT_EQ(OutputNameWarning("run.data", Backend::kFtrace),
+            "run.data will be a trace.dat (ftrace backend), though .data names a perf.data: read "
+            "it with iotrace report or trace-cmd report, not perf script (-b perf writes a "
+            "perf.data)");
+  EXPECT_EQ(OutputNameWarning("run.dat", Backend::kPerf),
+            "run.dat will be a perf.data (perf backend), though .dat names a trace.dat: read it "
+            "with iotrace report or perf script, not trace-cmd report (-b ftrace writes a "
+            "trace.dat)");
+  EXPECT_EQ(OutputNameWarning("run.data", Backend::kPerf), "");
+  EXPECT_EQ(OutputNameWarning("run.dat", Backend::kFtrace), "");
+  EXPECT_EQ(OutputNameWarning("run.trace", Backend::kFtrace), "");
+}
+
 TEST(RecordOptionsTest, NoEventsAtAllIsAUsageError) {
   RecordOptions opt;
   opt.events.clear();

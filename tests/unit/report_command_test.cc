@@ -198,6 +198,17 @@ std::string Loop0Label() {
   return name == "7:0" ? name : name + " (7:0)";
 }
 
+// One report is one recording: a second -i is refused, not silently taken instead of the first.
+TEST_F(ReportCommandTest, InputGivenTwiceIsAUsageErrorPointingToDiff) {
+  RunResult r = Run({"-i", "a.dat", "-i", "b.dat"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "iotrace: error: -i given twice (a.dat and b.dat): a report reads one recording\n"
+            "hint: to compare two recordings, report on each (iotrace report -i A, then -i B); "
+            "iotrace diff A B is planned, not there yet\n");
+}
+
 // --events with a filter keeps the events that match and says how many, instead of ignoring it.
 TEST_F(ReportCommandTest, EventsKeepOnlyWhatTheFiltersMatch) {
   const std::string file = std::string(IOTRACE_FIXTURES) + "/golden/iotrace_mq.data";

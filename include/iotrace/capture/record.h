@@ -72,6 +72,10 @@ absl::Status ValidateRecordOptions(const RecordOptions& options);
 std::vector<std::string> RecordOptionWarnings(const RecordOptions& options,
                                               const std::string& sysfs_root = "/sys");
 
+// A warning when the output's name says another format than the backend writes (run.data from
+// the ftrace backend is a trace.dat, which perf script cannot read), else "".
+std::string OutputNameWarning(const std::string& path, Backend backend);
+
 // "12.3 MiB"
 std::string HumanBytes(uint64_t bytes);
 
