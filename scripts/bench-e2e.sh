@@ -185,7 +185,7 @@ tool_cmd() {
     none) cmd=("$work/gate.sh" "$ready") ;;
     perf) cmd=(perf record "${ev_args[@]}" -a -o "$out" -- "$work/gate.sh" "$ready") ;;
     perf-B) cmd=(perf record -B "${ev_args[@]}" -a -o "$out" -- "$work/gate.sh" "$ready") ;;
-    # -d and --no-filter: this kernel refuses set_ftrace_filter/notrace/pid (KERNEL-NOTES.md).
+    # -d and --no-filter: this kernel refuses set_ftrace_filter/notrace/pid (docs/kernel-notes.md).
     trace-cmd) cmd=(trace-cmd record -d --no-filter -B "$tc_instance" "${ev_args[@]}" -o "$out"
                     "$work/gate.sh" "$ready") ;;
     # bpftrace 0.17 -c runs ELF files only (it refuses a script): hand the gate to /bin/sh.

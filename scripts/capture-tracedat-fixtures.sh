@@ -7,7 +7,7 @@
 # Everything it creates is named after this module and removed on every exit path: a scratch
 # loop device over a file under /tmp and the tracefs instance iotrace_tracedat_fx. It changes no
 # global tracing state: trace-cmd runs with -B (its own instance) and -d --no-filter (see
-# shared/KERNEL-NOTES.md: without -d trace-cmd dies here, without --no-filter it segfaults).
+# docs/kernel-notes.md: without -d trace-cmd dies here, without --no-filter it segfaults).
 #
 # /proc/kallsyms is hidden (bind-mounted to an empty file in a private mount namespace) so that
 # the files stay small: trace-cmd would otherwise store 5 MB of symbols that iotrace never reads.

@@ -3,7 +3,7 @@
 
 Reads the text that `perf script --ns -F cpu,time,event,trace` or `trace-cmd report -t` prints
 for block_rq_* events, pairs insert -> issue -> complete with the rules of
-../shared/KERNEL-NOTES.md (written here from those rules, not from iotrace's code), and prints
+docs/kernel-notes.md (written here from those rules, not from iotrace's code), and prints
 exact per (dev, op, phase) statistics as CSV with the header of `iotrace report --summary-csv`,
 followed by the pairing counters as `# name=value` lines.
 

@@ -120,7 +120,7 @@ const char* CheckVerdictName(CheckVerdict v) {
 
 const std::vector<std::string>& CompletenessCheckEvents() {
   // block_rq_complete, alone in its ring, is where perf loses most here (up to 98% of the
-  // samples, see KERNEL-NOTES.md); the check reads with O_DIRECT to make it fire. The timer
+  // samples, see docs/kernel-notes.md); the check reads with O_DIRECT to make it fire. The timer
   // event is the fallback where that makes no disk I/O (tmpfs): it fires on any machine.
   static const auto* events = new std::vector<std::string>{"block:block_rq_complete",
                                                            "timer:hrtimer_expire_entry"};

@@ -266,7 +266,8 @@ TEST(ReportTraceCmdLiveTest, TraceCmdsTraceDatGivesTheSameNumbersAsOurs) {
     _exit(127);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
-  // trace-cmd 3.1.6 needs -d --no-filter here (KERNEL-NOTES.md) and leaves its instance behind.
+  // trace-cmd 3.1.6 needs -d --no-filter here (docs/kernel-notes.md) and leaves its instance
+  // behind.
   const std::string instance = "iotrace_live_tc_" + std::to_string(getpid());
   std::vector<std::string> argv = {"trace-cmd", "record", "-d", "--no-filter", "-B", instance,
                                    "-C", "mono", "-e", "block:block_rq_insert", "-e",

@@ -83,7 +83,7 @@ TEST(BlockEventTest, DevIsKernelMajorShiftTwenty) {
   EXPECT_EQ(DevString(MakeDev(8, 17)), "8:17");
 }
 
-// Lays out an issue record by the offsets KERNEL-NOTES gives for 6.18, independently of the
+// Lays out an issue record by the offsets docs/kernel-notes.md gives for 6.18, independently of the
 // format parser: dev@8/4, sector@16/8, nr_sector@24/4, bytes@28, ioprio@32, rwbs[10]@34,
 // comm[16]@44, cmd@60.
 std::vector<uint8_t> HandMadeIssue(uint16_t id) {

@@ -1,5 +1,5 @@
 // Pairs time-ordered block events into per-request latency samples (btt's phases: Q2D, I2D,
-// D2C, I2C, Q2C) on (dev, sector), with the rules of shared/KERNEL-NOTES.md: flushes paired
+// D2C, I2C, Q2C) on (dev, sector), with the rules of docs/kernel-notes.md: flushes paired
 // per device in FIFO order, requeues, request merges, partial completions, collisions, and a
 // bounded table whose stale entries expire. Every event that cannot be paired is counted.
 #ifndef IOTRACE_ANALYSIS_REQUEST_MATCHER_H_

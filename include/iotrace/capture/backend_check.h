@@ -1,6 +1,6 @@
 // Live completeness checks of the two capture backends: does every event the kernel counts
 // reach our buffers? perf can drop samples silently (those taken in the idle task's interrupt
-// context, see KERNEL-NOTES.md), so `record --backend auto` and `iotrace doctor` measure it on
+// context, see docs/kernel-notes.md), so `record --backend auto` and `iotrace doctor` measure it on
 // an event that fires in idle and interrupt context, per CPU, before trusting perf.
 #ifndef IOTRACE_CAPTURE_BACKEND_CHECK_H_
 #define IOTRACE_CAPTURE_BACKEND_CHECK_H_

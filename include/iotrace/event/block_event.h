@@ -75,7 +75,7 @@ struct BlockEvent {
 
   static constexpr uint64_t kFlushCompleteSector = ~uint64_t{0};
   // A flush request: op flush, or an empty preflush, or a completion at sector -1
-  // (KERNEL-NOTES: flush issue "FF" sector 0 + 0, complete at sector 2^64-1).
+  // (docs/kernel-notes.md: flush issue "FF" sector 0 + 0, complete at sector 2^64-1).
   bool IsFlush() const {
     return op == BlockOp::kFlush ||
            (nr_sector == 0 && ((flags & kBlockFlagPreflush) != 0 || sector == kFlushCompleteSector));

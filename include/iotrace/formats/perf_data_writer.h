@@ -77,7 +77,7 @@ class PerfDataWriter {
   // Appends one record whose header is built here; `body` is padded with zeros to 8 bytes.
   absl::Status AppendRecord(uint32_t type, uint16_t misc, ByteView body);
   // PERF_RECORD_LOST_SAMPLES with the sample_id trailer of event `event_index` (samples the
-  // kernel counted but never put in the ring: see KERNEL-NOTES.md, silent drops).
+  // kernel counted but never put in the ring: see docs/kernel-notes.md, silent drops).
   absl::Status AppendLostSamples(size_t event_index, uint64_t lost, const perf::SampleId& id);
   // PERF_RECORD_FINISHED_ROUND: every record appended before the previous round mark is older
   // than any record appended after this one.
