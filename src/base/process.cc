@@ -36,7 +36,8 @@ absl::StatusOr<std::string> FindExecutable(const std::string& name) {
   return absl::NotFoundError(absl::StrFormat("command not found: %s", name));
 }
 
-absl::StatusOr<GatedChild> GatedChild::Start(const std::vector<std::string>& argv) {
+absl::StatusOr<GatedChild> GatedChild::Start(const std::vector<std::string>& argv,
+                                             bool stdout_to_stderr) {
   if (argv.empty()) return absl::InvalidArgumentError("no command given after --");
   IOTRACE_ASSIGN_OR_RETURN(std::string exe, FindExecutable(argv[0]));
   int gate[2], err_pipe[2];
@@ -71,6 +72,7 @@ absl::StatusOr<GatedChild> GatedChild::Start(const std::vector<std::string>& arg
       n = read(gate[0], &go, 1);
     } while (n < 0 && errno == EINTR);
     if (n != 1) _exit(127);  // the recorder gave up before releasing us
+    if (stdout_to_stderr && dup2(STDERR_FILENO, STDOUT_FILENO) < 0) _exit(127);
     execv(exe.c_str(), args.data());
     int e = errno;
     ssize_t w = write(err_pipe[1], &e, sizeof(e));

@@ -168,8 +168,8 @@ void JudgeCompleteness(CompletenessCheck* check) {
     if (reported > 0) {
       absl::StrAppendFormat(&how, "%s%d reported", how.empty() ? "" : ", ", reported);
     }
-    check->summary = absl::StrFormat("%s lost %d of %d events (%s) on %s", check->backend,
-                                     silent + reported, counted, how,
+    check->summary = absl::StrFormat("%s lost %d of %s (%s) on %s", check->backend,
+                                     silent + reported, Plural(counted, "event"), how,
                                      absl::StrJoin(where, ", "));
     const EventCompleteness* worst = nullptr;
     for (const EventCompleteness& e : check->per_event) {
@@ -185,8 +185,8 @@ void JudgeCompleteness(CompletenessCheck* check) {
                                      check->backend, check->duration_ms);
   } else {
     check->verdict = CheckVerdict::kComplete;
-    check->summary = absl::StrFormat("%s recorded all %d events on %d CPUs", check->backend,
-                                     counted, check->cpus.size());
+    check->summary = absl::StrFormat("%s recorded all %s on %s", check->backend,
+                                     Plural(counted, "event"), Plural(check->cpus.size(), "CPU"));
   }
 }
 

@@ -338,7 +338,8 @@ absl::Status DiskFullError(const RecordSummary& s) {
 // Said once everything is set up, right before the events are enabled.
 void AnnounceBackend(const RecordSummary& s) {
   std::fprintf(stderr, "iotrace: recording with the %s backend (%s) into %s\n",
-               BackendName(s.backend), s.backend_reason.c_str(), s.output.c_str());
+               BackendName(s.backend), s.backend_reason.c_str(),
+               s.output == "-" ? "standard output (perf's pipe mode)" : s.output.c_str());
   const std::string name = OutputNameWarning(s.output, s.backend);
   if (!name.empty()) std::fprintf(stderr, "iotrace: warning: %s\n", name.c_str());
 }
@@ -462,7 +463,7 @@ absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& 
 
   std::optional<GatedChild> child;
   if (!opt.command.empty()) {
-    IOTRACE_ASSIGN_OR_RETURN(GatedChild c, GatedChild::Start(opt.command));
+    IOTRACE_ASSIGN_OR_RETURN(GatedChild c, GatedChild::Start(opt.command, opt.output == "-"));
     child.emplace(std::move(c));
   }
   std::vector<PerfEventSpec> specs;
@@ -475,8 +476,10 @@ absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& 
   }
   HostInfo host = ThisMachine(opt.argv);
   host.nr_cpus_online = static_cast<uint32_t>(cap->cpus().size());
+  PerfWriterOptions wopt;
+  if (summary->output == "-") wopt.stream_fd = STDOUT_FILENO;  // perf's pipe mode
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<PerfDataWriter> writer,
-                           PerfDataWriter::Create(summary->output, specs, meta, host));
+                           PerfDataWriter::Create(summary->output, specs, meta, host, wopt));
   IOTRACE_RETURN_IF_ERROR(WriteExistingComms(writer.get(), cap->events()[0], cap->cpus()[0]));
 
   PerfRun run(*cap, *writer);
@@ -502,7 +505,8 @@ absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& 
   if (failure.ok()) failure = s;
 
   summary->seconds = (end_ns - start_ns) / 1e9;
-  summary->output_bytes = FileSize(summary->output);
+  summary->output_bytes = writer->stream() ? writer->data_offset() + writer->data_size()
+                                           : FileSize(summary->output);
   summary->disk_full = writer->disk_full();
   run.Summarize(summary);
   const int command_status = child ? EndCommand(*child, *summary) : 0;
@@ -564,7 +568,7 @@ absl::StatusOr<int> RecordWithFtrace(const RecordOptions& opt, const std::string
   fopt.dev_filter = filter;
   std::optional<GatedChild> child;
   if (!opt.command.empty()) {
-    IOTRACE_ASSIGN_OR_RETURN(GatedChild c, GatedChild::Start(opt.command));
+    IOTRACE_ASSIGN_OR_RETURN(GatedChild c, GatedChild::Start(opt.command, opt.output == "-"));
     child.emplace(std::move(c));
   }
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<FtraceCapture> cap, FtraceCapture::Create(fopt));
@@ -691,7 +695,19 @@ absl::StatusOr<int> RunRecord(const RecordOptions& opt, RecordSummary* summary) 
 
   Backend backend = opt.backend;
   summary->backend_reason = "chosen with --backend";
-  if (backend == Backend::kAuto) backend = ChooseBackend(tracefs, &summary->backend_reason);
+  if (opt.output == "-") {
+    // A reader that goes away (perf script ... | head) makes writes fail with EPIPE, which
+    // ends the recording through the cleanup path, rather than SIGPIPE killing iotrace.
+    signal(SIGPIPE, SIG_IGN);
+  }
+  if (backend == Backend::kAuto && opt.output == "-") {
+    // A stream needs a format that can be written in one pass: perf's pipe mode (a trace.dat
+    // needs its per-CPU table before the data).
+    backend = Backend::kPerf;
+    summary->backend_reason = "auto: -o - streams perf's pipe-mode format";
+  } else if (backend == Backend::kAuto) {
+    backend = ChooseBackend(tracefs, &summary->backend_reason);
+  }
   summary->backend = backend;
   summary->output = opt.output.empty()
                         ? (backend == Backend::kFtrace ? "iotrace.dat" : "iotrace.data")

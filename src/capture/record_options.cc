@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_format.h"
 #include "iotrace/base/status.h"
+#include "iotrace/base/text.h"
 #include "iotrace/capture/record_control.h"
 #include "iotrace/event/block_dev.h"
 
@@ -41,7 +42,8 @@ const std::vector<std::string>& DefaultRecordEvents() {
 std::string FormatRecordSummary(const RecordSummary& s) {
   std::string out = absl::StrFormat(
       "iotrace: recorded %.2f s with the %s backend into %s (%s)%s%s\n", s.seconds,
-      BackendName(s.backend), s.output, HumanBytes(s.output_bytes),
+      BackendName(s.backend), s.output == "-" ? "standard output" : s.output,
+      HumanBytes(s.output_bytes),
       s.stop_reason.empty() ? "" : ", stopped by " + s.stop_reason,
       s.disabled_s > 0 ? absl::StrFormat("; events off for %.2f s of it", s.disabled_s) : "");
   size_t width = 5;
@@ -76,19 +78,20 @@ std::string FormatRecordSummary(const RecordSummary& s) {
                          total.kernel_count, total.ring_lost, total.silent);
   if (total.unwritten > 0) {
     out += absl::StrFormat(
-        "  plus %u events the kernel counted after the output stopped (not in the file)\n",
-        total.unwritten);
+        "  plus %s the kernel counted after the output stopped (not in the file)\n",
+        Plural(total.unwritten, "event"));
   }
   if (unattributed > 0) {
-    out += absl::StrFormat("  plus %u events lost whose type is unknown\n", unattributed);
+    out += absl::StrFormat("  plus %s lost whose type is unknown\n",
+                           Plural(unattributed, "event"));
   }
   if (total.silent > 0) {
     out += absl::StrFormat(
-        "iotrace: warning: perf dropped %u samples silently (counted by the kernel, never "
+        "iotrace: warning: perf dropped %s silently (counted by the kernel, never "
         "written to the ring: this kernel loses samples taken in the idle task); the loss is "
         "stored in the file and the report marks the affected phases incomplete\n"
         "hint: record with --backend ftrace to capture every event\n",
-        total.silent);
+        Plural(total.silent, "sample"));
   }
   if (total.ring_lost > 0 || unattributed > 0) {
     out += "iotrace: warning: events were lost because a buffer was full\n"
@@ -171,11 +174,18 @@ std::string OutputNameWarning(const std::string& path, Backend backend) {
 }
 
 absl::Status ValidateRecordOptions(const RecordOptions& opt) {
-  if (opt.output == "-") {
+  if (opt.output == "-" && opt.backend == Backend::kFtrace) {
     return WithHint(absl::InvalidArgumentError(
-                        "-o -: streaming the recording to standard output is not supported yet"),
-                    "write a file (-o FILE) and read it from there; iotrace report -i - reads "
-                    "perf's own stream (perf record -o -)");
+                        "-o - with the ftrace backend: a trace.dat cannot be streamed (its "
+                        "per-CPU table comes before the data)"),
+                    "use --backend perf (or auto) for a stream in perf's pipe mode, or write a "
+                    "file with -o FILE");
+  }
+  if (opt.output == "-" && isatty(STDOUT_FILENO)) {
+    return WithHint(absl::InvalidArgumentError(
+                        "-o -: standard output is a terminal, not a place for binary data"),
+                    "pipe it: iotrace record -o - ... | perf script -i - (or iotrace report -i "
+                    "-), or give -o FILE");
   }
   for (const std::string& d : opt.devs) {
     auto dev = ParseDevSpec(d);

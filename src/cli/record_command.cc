@@ -32,7 +32,8 @@ int RecordCommand(const std::vector<std::string>& args) {
               return absl::OkStatus();
             });
   flags.Add("output", 'o', true, "FILE",
-            "output file (default ./iotrace.data; ./iotrace.dat with --backend ftrace)",
+            "output file (default ./iotrace.dat with the ftrace backend, ./iotrace.data with "
+            "perf); '-': stream perf's pipe mode to standard output (perf backend)",
             [&](const std::string& v) {
               opt.output = v;
               return absl::OkStatus();

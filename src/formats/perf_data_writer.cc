@@ -126,6 +126,36 @@ absl::StatusOr<std::unique_ptr<PerfDataWriter>> PerfDataWriter::Create(
   w->io_ = options.io != nullptr ? options.io : PerfFileIo::Default();
   w->events_ = std::move(events);
 
+  if (w->stream()) {
+    // Pipe mode: the header, then the attrs and the event formats as records.
+    std::string& s = w->prefix_;
+    Put<uint64_t>(&s, perf::kMagic);
+    Put<uint64_t>(&s, perf::kPipeHeaderSize);
+    for (const PerfEventSpec& e : w->events_) {
+      const uint64_t size = sizeof(perf::EventHeader) + sizeof(e.attr) + 8 * e.ids.size();
+      if (size > 0xffff) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "stream %s: event %s has too many ids for a pipe-mode attr record", path, e.name));
+      }
+      perf::EventHeader h{perf::kRecordHeaderAttr, 0, static_cast<uint16_t>(size)};
+      s.append(reinterpret_cast<const char*>(&h), sizeof(h));
+      s.append(reinterpret_cast<const char*>(&e.attr), sizeof(e.attr));
+      for (uint64_t id : e.ids) Put<uint64_t>(&s, id);
+    }
+    const std::string formats = EncodeTracingData(tracing, "0.6");
+    perf::EventHeader h{perf::kRecordHeaderTracingData, 0, 16};
+    s.append(reinterpret_cast<const char*>(&h), sizeof(h));
+    Put<uint32_t>(&s, static_cast<uint32_t>(formats.size()));
+    Put<uint32_t>(&s, 0);
+    s.append(formats);  // its bytes follow the record, outside its size, padded to 8
+    PadTo8(&s);
+    w->fd_ = options.stream_fd;
+    w->data_offset_ = w->data_end_ = w->reserve_end_ = s.size();
+    struct iovec iov = {s.data(), s.size()};
+    IOTRACE_RETURN_IF_ERROR(w->Write(&iov, 1, 0));
+    return w;
+  }
+
   // Everything before the data is known now, including every header feature: they are written
   // ahead of the data so that the trailer (only the feature section table) is small and fixed.
   std::string& p = w->prefix_;
@@ -256,7 +286,7 @@ absl::Status PerfDataWriter::WritePrefix() {
 
 PerfDataWriter::~PerfDataWriter() {
   if (!finished_) Finish().IgnoreError();
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0 && !stream()) ::close(fd_);
 }
 
 absl::Status PerfDataWriter::Write(const struct iovec* iov, int iovcnt, uint64_t offset) {
@@ -270,7 +300,9 @@ absl::Status PerfDataWriter::Write(const struct iovec* iov, int iovcnt, uint64_t
   }
   struct iovec* cur = local;
   while (left > 0) {
-    ssize_t w = io_->PWriteV(fd_, cur, n, static_cast<off_t>(offset));
+    // A stream is written in order; a file at its offsets.
+    ssize_t w = stream() ? ::writev(fd_, cur, n)
+                         : io_->PWriteV(fd_, cur, n, static_cast<off_t>(offset));
     if (w < 0) {
       if (errno == EINTR) continue;
       return ErrnoError(errno, "write", path_);
@@ -295,7 +327,7 @@ absl::Status PerfDataWriter::Write(const struct iovec* iov, int iovcnt, uint64_t
 }
 
 absl::Status PerfDataWriter::EnsureReserve(uint64_t bytes) {
-  if (!reserve_supported_) return absl::OkStatus();
+  if (!reserve_supported_ || stream()) return absl::OkStatus();
   const uint64_t need = data_end_ + bytes + TrailerReserve(data_end_ + bytes);
   if (need <= reserve_end_) return absl::OkStatus();
   const uint64_t want = std::max(need, reserve_end_ + options_.reserve_step);
@@ -357,6 +389,7 @@ absl::Status PerfDataWriter::AppendData(ByteView first, ByteView second) {
   struct iovec iov[2] = {{const_cast<uint8_t*>(first.data), first.size},
                          {const_cast<uint8_t*>(second.data), second.size}};
   s = Write(iov, 2, data_end_);
+  if (!s.ok() && stream()) return Stop(std::move(s), n);  // the reader went away
   if (!s.ok()) {
     // Cut the partly written append back to the last whole record: its bytes may hold the
     // space the trailer needs. Truncating drops the reserve too, so take it again.
@@ -458,6 +491,10 @@ absl::Status PerfDataWriter::Finish() {
   if (finished_) return absl::OkStatus();
   finished_ = true;
   if (fd_ < 0) return absl::FailedPreconditionError("finish: the file is not open");
+  if (stream()) {
+    fd_ = -1;  // a stream has no end to write, and its descriptor is the caller's
+    return absl::OkStatus();
+  }
   absl::Status s = WriteTrailer();
   if (s.ok()) {
     int r;

@@ -393,5 +393,44 @@ TEST_P(RecordLiveTest, FastestLoopWorkloadLosesNothingInTheRings) {
 INSTANTIATE_TEST_SUITE_P(Backends, RecordLiveTest, ::testing::Values("perf", "ftrace"),
                          [](const auto& info) { return info.param; });
 
+// record -o - streams perf's pipe mode to standard output (auto picks perf for it): perf
+// script and iotrace report read the stream as it comes; the command's own output goes to
+// stderr, so it does not mix into the stream; the summary's books balance against the reads.
+TEST(RecordStreamLiveTest, OutputDashStreamsPerfsPipeModeThatPerfScriptAndReportRead) {
+  IOTRACE_REQUIRE_LIVE();
+  IOTRACE_REQUIRE_TOOL("perf");
+  TempDir dir;
+  ScratchLoop loop("mq-deadline");
+  ASSERT_TRUE(loop.ok()) << loop.error();
+  const std::string saved = dir.File("stream.data"), err = dir.File("record.err");
+  // The command prints to its standard output: that must not land in the stream.
+  const std::string record = Binary() + " record -o - --no-progress --dev " + loop.device() +
+                             " -- sh -c 'echo hello from the command; " + DdRead(loop, 300) +
+                             "' 2>" + err;
+  CommandResult script = Sh(record + " | tee " + saved + " | perf script -i - -F event,trace");
+  ASSERT_EQ(script.exit_code, 0) << script.err << Sh("cat " + err).out;
+  const std::string rec_err = Sh("cat " + err).out;
+  EXPECT_NE(rec_err.find("recording with the perf backend (auto: -o - streams perf's pipe-mode "
+                         "format) into standard output (perf's pipe mode)"),
+            std::string::npos)
+      << rec_err;
+  EXPECT_NE(rec_err.find("hello from the command"), std::string::npos) << rec_err;
+  EXPECT_NE(rec_err.find("into standard output ("), std::string::npos) << rec_err;
+  const Row issue = SummaryRow(rec_err, "block:block_rq_issue");
+  ASSERT_TRUE(issue.found) << rec_err;
+  EXPECT_EQ(issue.recorded + issue.ring_lost + issue.silent, issue.kernel);
+  EXPECT_GE(issue.kernel, 300u);
+  EXPECT_EQ(CountLines(script.out, "block_rq_issue:"), issue.recorded) << script.err;
+  // iotrace report reads the same stream from standard input.
+  CommandResult report = Sh("cat " + saved + " | " + Binary() + " report -i - --dev " +
+                            loop.majmin() + " --format csv --summary-csv " + dir.File("s.csv"));
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  const std::string csv = Sh("cat " + dir.File("s.csv")).out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(csv, m, std::regex(",read,D2C,(\\d+),"))) << csv;
+  EXPECT_GE(std::stoull(m[1]) + issue.ring_lost + issue.silent, 300u);
+  EXPECT_LE(std::stoull(m[1]), issue.recorded);
+}
+
 }  // namespace
 }  // namespace iotrace::live

@@ -398,7 +398,8 @@ TEST(ReportBackendsLiveTest, PerfSilentDropsOnAnInterruptDrivenDiskAreCountedAnd
   ASSERT_EQ(rep.exit_code, 0) << rep.err;
   EXPECT_GE(ReportLosses(data), ring_lost + silent);
   if (silent > 0) {
-    EXPECT_NE(rec.err.find("dropped " + std::to_string(silent) + " samples silently"),
+    EXPECT_NE(rec.err.find("dropped " + std::to_string(silent) +
+                           (silent == 1 ? " sample silently" : " samples silently")),
               std::string::npos)
         << rec.err;
     EXPECT_NE(rep.out.find("silent_drop"), std::string::npos) << rep.out;

@@ -34,6 +34,8 @@ TEST(JudgeCompletenessTest, CompleteOnlyWhenSomethingWasCounted) {
   CompletenessCheck c = Books("ftrace", {{0, 100, 100, 0}, {1, 7, 7, 0}});
   EXPECT_EQ(c.verdict, CheckVerdict::kComplete);
   EXPECT_EQ(c.summary, "ftrace recorded all 107 events on 2 CPUs");
+  c = Books("ftrace", {{0, 1, 1, 0}});
+  EXPECT_EQ(c.summary, "ftrace recorded all 1 event on 1 CPU");
   c = Books("perf", {{0, 0, 0, 0}, {1, 0, 0, 0}});
   EXPECT_EQ(c.verdict, CheckVerdict::kInconclusive);
   EXPECT_EQ(c.summary, "perf: no check event fired in 200 ms, nothing to compare");

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -17,6 +19,7 @@
 
 #include "gtest/gtest.h"
 #include "iotrace/formats/perf_data_reader.h"
+#include "iotrace/formats/trace_reader.h"
 #include "perf_data_test_builder.h"
 
 namespace iotrace {
@@ -328,6 +331,52 @@ TEST_F(PerfDataWriterTest, DestructorFinishesTheFile) {
   std::string error;
   EXPECT_EQ(ReadTimes(path, &error), TimesOf(appends_.size()));
   EXPECT_EQ(error, "");
+}
+
+// Pipe mode (record -o -): the same records as a stream on a descriptor, which the readers
+// take as perf's own pipe-mode stream; the descriptor stays open, and a reader that went away
+// stops the appends with an error instead of a signal.
+TEST_F(PerfDataWriterTest, StreamModeWritesPerfsPipeFormat) {
+  const std::string path = Path("stream");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  PerfWriterOptions o;
+  o.stream_fd = fd;
+  {
+    auto w = PerfDataWriter::Create("-", specs_, setup_.meta, test::TestHost(), o);
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_TRUE((*w)->stream());
+    EXPECT_EQ(RunAppends(w->get()), appends_.size());
+    ASSERT_TRUE((*w)->Finish().ok());
+    EXPECT_EQ(FileSize(path), (*w)->data_offset() + (*w)->data_size());
+  }
+  EXPECT_EQ(fcntl(fd, F_GETFD), FD_CLOEXEC) << "the stream's descriptor is the caller's";
+  ::close(fd);
+  const std::string bytes = Slurp(path);
+  uint64_t magic = 0, size = 0;
+  std::memcpy(&magic, bytes.data(), 8);
+  std::memcpy(&size, bytes.data() + 8, 8);
+  EXPECT_EQ(magic, perf::kMagic);
+  EXPECT_EQ(size, perf::kPipeHeaderSize);
+  auto reader = TraceReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  CollectingSink sink;
+  ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+  std::vector<uint64_t> times;
+  for (const auto& e : sink.events) times.push_back(e.ts);
+  EXPECT_EQ(times, TimesOf(appends_.size()));
+
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  ::close(p[0]);  // nobody reads
+  signal(SIGPIPE, SIG_IGN);
+  o.stream_fd = p[1];
+  auto broken = PerfDataWriter::Create("-", specs_, setup_.meta, test::TestHost(), o);
+  EXPECT_FALSE(broken.ok());
+  EXPECT_NE(std::string(broken.status().message()).find("Broken pipe"), std::string::npos)
+      << broken.status();
+  signal(SIGPIPE, SIG_DFL);
+  ::close(p[1]);
 }
 
 TEST_F(PerfDataWriterTest, FinishIsIdempotentAndEndsAppends) {

@@ -41,14 +41,15 @@ TEST(RecordCommandTest, DurationZeroIsRefusedInsteadOfRecordingUntilCtrlC) {
       << neg.out;
 }
 
-TEST(RecordCommandTest, OutputToStandardOutputIsRefusedWithAHint) {
-  Result r = Record("-o - -d 1");
+// -o - streams perf's pipe mode (tests/live/record_live_test.cc); the ftrace backend cannot.
+TEST(RecordCommandTest, OutputToStandardOutputWithFtraceIsRefusedWithAHint) {
+  Result r = Record("-b ftrace -o - -d 1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out,
-            "iotrace: error: -o -: streaming the recording to standard output is not supported "
-            "yet\n"
-            "hint: write a file (-o FILE) and read it from there; iotrace report -i - reads "
-            "perf's own stream (perf record -o -)\n");
+            "iotrace: error: -o - with the ftrace backend: a trace.dat cannot be streamed (its "
+            "per-CPU table comes before the data)\n"
+            "hint: use --backend perf (or auto) for a stream in perf's pipe mode, or write a "
+            "file with -o FILE\n");
 }
 
 }  // namespace

@@ -21,8 +21,10 @@ absl::StatusOr<std::string> FindExecutable(const std::string& name);
 class GatedChild {
  public:
   // Forks; the child restores default signal handling and an empty signal mask, waits for
-  // Release(), then execs argv. Fails when argv[0] cannot be found.
-  static absl::StatusOr<GatedChild> Start(const std::vector<std::string>& argv);
+  // Release(), then execs argv. Fails when argv[0] cannot be found. `stdout_to_stderr`: the
+  // command's standard output goes to standard error (ours carries a stream).
+  static absl::StatusOr<GatedChild> Start(const std::vector<std::string>& argv,
+                                          bool stdout_to_stderr = false);
   GatedChild(GatedChild&& other) noexcept { *this = std::move(other); }
   GatedChild& operator=(GatedChild&& other) noexcept {
     pid_ = std::exchange(other.pid_, -1);

@@ -48,6 +48,13 @@ struct PerfWriterOptions {
   // The disk space reserved (fallocate KEEP_SIZE) ahead of the data end grows in steps of this
   // size, so most AppendData calls make no extra system call.
   uint64_t reserve_step = uint64_t{8} << 20;
+  // >= 0: write perf's pipe-mode stream to this descriptor (a pipe, standard output) instead
+  // of creating a file at the path (which then only names the stream in messages). The stream
+  // is the 16-byte pipe header, the attrs (PERF_RECORD_HEADER_ATTR) and the event formats
+  // (PERF_RECORD_HEADER_TRACING_DATA), then the records as they are appended: `perf script -i
+  // -` and `iotrace report -i -` read it. Nothing is written at the end, and the descriptor is
+  // not closed.
+  int stream_fd = -1;
 };
 
 // Usage: Create, any number of Append* calls, Finish. After Finish (or after the writer is
@@ -98,6 +105,7 @@ class PerfDataWriter {
   // Bytes offered to Append* but not written (after the disk filled or a write failed).
   uint64_t bytes_refused() const { return bytes_refused_; }
   bool finished() const { return finished_; }
+  bool stream() const { return options_.stream_fd >= 0; }
 
  private:
   PerfDataWriter() = default;
