@@ -479,7 +479,9 @@ absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& 
   PerfWriterOptions wopt;
   if (summary->output == "-") wopt.stream_fd = STDOUT_FILENO;  // perf's pipe mode
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<PerfDataWriter> writer,
-                           PerfDataWriter::Create(summary->output, specs, meta, host, wopt));
+                           PerfDataWriter::Create(wopt.stream_fd >= 0 ? "standard output"
+                                                                      : summary->output,
+                                                  specs, meta, host, wopt));
   IOTRACE_RETURN_IF_ERROR(WriteExistingComms(writer.get(), cap->events()[0], cap->cpus()[0]));
 
   PerfRun run(*cap, *writer);
