@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "absl/strings/str_join.h"
+#include "iotrace/analysis/latency_report.h"
 #include "iotrace/base/status.h"
 #include "iotrace/event/block_event.h"
 #include "iotrace/formats/external_formats.h"

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "iotrace/analysis/latency_report.h"
 #include "iotrace/cli/report_runner.h"
 #include "iotrace/output/report_format.h"
 #include "iotrace/sys/device_names.h"

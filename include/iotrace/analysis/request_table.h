@@ -14,20 +14,11 @@
 #include <string_view>
 #include <vector>
 
+#include "iotrace/analysis/match_stats.h"
 #include "iotrace/event/block_event.h"
 
 namespace iotrace {
 
-// Where a tracked request is in its life.
-enum class RequestState : uint8_t {
-  kQueued,    // only its bio was seen (block_bio_queue)
-  kInserted,  // inserted, not issued yet
-  kIssued,    // issued to the driver, not (fully) completed yet
-  kRequeued,  // given back by the driver, waiting to be issued again
-};
-inline constexpr int kRequestStateCount = 4;
-// "queued", "inserted", "issued", "requeued".
-std::string_view RequestStateName(RequestState state);
 
 // Which timestamps of a request are known.
 enum RequestHas : uint8_t {

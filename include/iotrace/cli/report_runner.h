@@ -6,7 +6,7 @@
 #include <ostream>
 
 #include "absl/status/status.h"
-#include "iotrace/analysis/latency_report.h"
+#include "iotrace/analysis/report.h"
 #include "iotrace/formats/trace_reader.h"
 
 namespace iotrace {

@@ -7,7 +7,7 @@
 #include <ostream>
 #include <string>
 
-#include "iotrace/analysis/latency_report.h"
+#include "iotrace/analysis/report.h"
 
 namespace iotrace {
 

@@ -1,0 +1,284 @@
+// The latency report as data: ReportOptions (what the CLI fills and tests build directly) and
+// the plain LatencyReport model that the builder (latency_report.h) fills and the formatters
+// (output/) print, knowing nothing of how it was built.
+#ifndef IOTRACE_ANALYSIS_REPORT_H_
+#define IOTRACE_ANALYSIS_REPORT_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "iotrace/analysis/match_stats.h"
+#include "iotrace/event/block_event.h"
+#include "iotrace/formats/coverage.h"
+#include "iotrace/formats/trace_reader.h"
+
+namespace iotrace {
+
+enum class TimeUnit : uint8_t { kNs, kUs, kMs };
+std::string_view TimeUnitName(TimeUnit unit);  // "ns", "us", "ms"
+bool ParseTimeUnit(std::string_view name, TimeUnit* unit);
+
+enum class OutputFormat : uint8_t { kText, kCsv, kJson };
+std::string_view OutputFormatName(OutputFormat format);
+bool ParseOutputFormat(std::string_view name, OutputFormat* format);
+
+struct ReportOptions {
+  std::string input = "iotrace.data";  // -i
+  std::string output;                  // -o: main output file; empty = stdout
+  OutputFormat format = OutputFormat::kText;
+  std::string summary_csv;             // --summary-csv FILE; empty = none
+  TimeUnit unit = TimeUnit::kUs;       // text output only; csv/json are always ns
+
+  // Filters; an empty list means "all". A request passes --comm/--pid when the process that
+  // inserted it or the one that issued it matches.
+  std::vector<std::string> devices;  // "MAJ:MIN" or a name ("loop0", "/dev/loop0")
+  std::vector<BlockOp> ops;
+  std::vector<std::string> comms;
+  std::vector<int32_t> pids;
+  // Seconds from the first event in the file; a phase sample is kept when its end time lies
+  // in [since, until].
+  std::optional<double> since_s;
+  std::optional<double> until_s;
+
+  double interval_s = 0;  // > 0: a time series, one block per interval of this length
+
+  // --events: instead of the latency report, one line per record in time order (every event
+  // of the file, tracepoints and probes alike), as text, CSV or JSON lines (`format`).
+  bool events = false;
+
+  // Matcher bounds.
+  double expiry_s = 30;
+  size_t max_inflight = 131072;
+
+  // Threads for building the report: 1 reads, decodes, pairs and counts on the calling thread;
+  // 2 also lets the reader read the file ahead on a second thread (TraceReader::set_read_ahead);
+  // 3 in addition reads and decodes on a thread other than the pairing one, which gets the
+  // decoded events in batches. 0 (auto), when the process may run on two CPUs or more: a large
+  // file as two time ranges (split_min_bytes, BuildLatencyReport), else reads ahead, and pairs
+  // on the reading thread or apart, whichever measures faster while the report runs
+  // (PairingPlacement); with a block event sink (--events), as 2; on one CPU, as 1. The report
+  // is the same whatever the number.
+  int threads = 0;
+  // Auto's stretches, in events (0: PairingPlacement's defaults: probe (and warm-up), first
+  // hold, longest hold), and auto even when one CPU is usable: tests make the stretches small
+  // and run auto wherever they run.
+  uint64_t placement_probe_events = 0;
+  uint64_t placement_hold_events = 0;
+  uint64_t placement_max_hold_events = 0;
+  bool placement_on_one_cpu = false;
+  // Auto (threads 0) on two CPUs or more reads a file whose event data holds at least this many
+  // bytes as two time ranges, on two threads, each with its own matcher and histograms, and
+  // adds up the two when the later range's matcher, primed on the events just before its range,
+  // was in the state the earlier range's ended in (else the earlier one reads on; see
+  // LatencyReport::read_plan). 0: never. Tests lower it, and split_on_one_cpu splits anyway.
+  uint64_t split_min_bytes = uint64_t{32} << 20;
+  bool split_on_one_cpu = false;
+
+  // Gaps to assume besides those the file has (tests: another recording's gaps, to compare
+  // what both files cover on the same clock).
+  std::vector<DataGap> assume_gaps;
+
+  // Where device names come from (tests point these at fixtures).
+  std::string sysfs_root = "/sys";
+  std::string procfs_root = "/proc";
+
+  // --formats-from PATH: event formats for a perf.data that lost its own (cut short before its
+  // feature sections): a perf.data or trace.dat recorded on the same kernel, or a tracefs tree.
+  // Without it, such a file is read with the running kernel's formats when they match it; they
+  // are read under `kernel_tracefs` ("": the mounted tracefs; tests point it at a fixture).
+  std::string formats_from;
+  std::string kernel_tracefs;
+};
+
+// Checks values and combinations (usage errors: InvalidArgument with a hint).
+absl::Status ValidateReportOptions(const ReportOptions& options);
+
+struct LatencySummary {
+  uint64_t count = 0;
+  uint64_t min_ns = 0;
+  uint64_t max_ns = 0;
+  uint64_t sum_ns = 0;
+  double mean_ns = 0;
+  uint64_t p50_ns = 0;
+  uint64_t p90_ns = 0;
+  uint64_t p99_ns = 0;
+  uint64_t p999_ns = 0;
+};
+
+struct LatencyBucket {
+  uint64_t lo_ns = 0;  // inclusive
+  uint64_t hi_ns = 0;  // exclusive
+  uint64_t count = 0;
+};
+
+// One histogram: a device x op x phase (in the whole file, or in one interval).
+struct LatencyGroup {
+  uint32_t dev = 0;
+  std::string device;  // name, or "MAJ:MIN" when unknown
+  BlockOp op = BlockOp::kOther;
+  Phase phase = Phase::kD2C;
+  LatencySummary summary;
+  std::vector<LatencyBucket> buckets;  // non-empty buckets, increasing
+  bool incomplete = false;             // its phase has a warning (inputs were lost)
+  // The file's data does not cover the whole recording on every CPU (see CoverageReport): the
+  // histogram holds only the requests wholly inside what is covered, and `outside_coverage` of
+  // this device x op x phase were left out.
+  bool partial = false;
+  uint64_t outside_coverage = 0;
+};
+
+struct LatencyInterval {
+  uint64_t index = 0;
+  double start_s = 0;  // seconds from the first event
+  std::vector<LatencyGroup> groups;
+};
+
+// Losses of one kind, on one CPU, of one event, as the file reports them.
+struct LossSummary {
+  LossRecord::Kind kind = LossRecord::Kind::kRingLost;
+  int32_t cpu = -1;
+  int32_t event_id = -1;
+  std::string event;  // "block:block_rq_complete", or "unknown"
+  uint64_t count = 0;
+  uint64_t placed = 0;  // of count, placed in time by the reader (a gap of the coverage)
+};
+std::string_view LossKindName(LossRecord::Kind kind);  // "ring_lost", "silent_drop", ...
+
+struct DeviceSummary {
+  uint32_t dev = 0;
+  std::string device;
+  std::array<uint64_t, kBlockEventKindCount> events{};
+  uint64_t issues_without_insert = 0;
+  NoInsertReason no_insert_reason = NoInsertReason::kInsertMissing;
+};
+
+// What each filter removed. A request is counted once, at its final completion (the sample that
+// ends D2C, I2C and Q2C), under the first filter that removes it in the order dev, op, comm,
+// pid; --since and --until count phase samples, by whether they ended before or after the
+// window.
+struct FilterCounts {
+  uint64_t dev = 0;
+  uint64_t op = 0;
+  uint64_t comm = 0;
+  uint64_t pid = 0;
+  uint64_t since = 0;
+  uint64_t until = 0;
+};
+
+struct Completeness {
+  std::array<uint64_t, kBlockEventKindCount> events{};  // decoded, per type
+  std::array<bool, kBlockEventKindCount> recorded{};    // the file has the event's format
+  uint64_t other_events = 0;                            // records that are not block events
+  MatchStats match;
+  std::vector<LossSummary> losses;
+  std::array<uint64_t, kBlockEventKindCount> lost{};  // losses of a known block event
+  uint64_t lost_unknown = 0;                          // losses of unknown events (affect all)
+  uint64_t reader_records = 0;
+  uint64_t reader_events = 0;
+  std::vector<std::pair<std::string, uint64_t>> reader_problems;
+  DecodeStats decode;
+  std::vector<std::string> format_problems;
+  std::vector<DeviceSummary> devices;
+  uint64_t samples_filtered = 0;       // request samples removed by --dev/--op/--comm/--pid
+  uint64_t phases_outside_window = 0;  // phase samples removed by --since/--until
+  uint64_t late_interval_samples = 0;  // samples older than their group's current interval
+  FilterCounts filtered;               // samples_filtered and phases_outside_window, per filter
+};
+
+// One CPU's data in the file, as far as coverage goes.
+struct CpuCoverage {
+  int32_t cpu = 0;
+  uint64_t records = 0;
+  uint64_t first_ts_ns = 0;  // its first and last records (trace clock; 0 without records)
+  uint64_t last_ts_ns = 0;
+  bool ends_early = false;   // its data ends before the recording did (a gap with an open end)
+  GapCause end_cause = GapCause::kCut;
+  uint64_t gaps = 0;         // gaps inside its data
+};
+
+// What the report's histograms stand for: the window of time that every CPU's data covers,
+// less the gaps inside it. A phase sample (a request's start to its end) is in a histogram only
+// when it lies wholly in that window and crosses no gap; the others are counted in `outside`.
+struct CoverageReport {
+  bool complete = true;       // no gap at all: the whole recording, on every CPU
+  bool has_window = true;     // some time is covered by every CPU's data
+  uint64_t window_start_ns = 0;
+  uint64_t window_end_ns = 0;
+  std::vector<CpuCoverage> cpus;  // CPUs with records or gaps, by number
+  static constexpr size_t kMaxListedGaps = 64;
+  std::vector<DataGap> gaps;  // gaps inside the data (not the open ends), by time; at most
+                              // kMaxListedGaps
+  uint64_t gap_count = 0;     // all of them
+  // Phase samples left out, by phase and by the cause of the gap they crossed.
+  std::array<std::array<uint64_t, kGapCauseCount>, kPhaseCount> outside{};
+  uint64_t outside_total() const {
+    uint64_t n = 0;
+    for (const auto& by_cause : outside) {
+      for (uint64_t v : by_cause) n += v;
+    }
+    return n;
+  }
+};
+
+struct PhaseWarning {
+  Phase phase = Phase::kD2C;
+  std::string message;
+};
+
+struct LatencyReport {
+  static constexpr int kSchemaVersion = 1;
+
+  std::string input;
+  std::string file_format;  // "perf.data", "trace.dat"
+  // Where the event formats came from (TraceReader::FormatsSource): "file", "running kernel" or
+  // the --formats-from path; and the warning that says so when not "file".
+  std::string formats_source = "file";
+  std::string formats_warning;
+  int nr_cpus = 0;
+  uint64_t first_ts_ns = 0;  // trace clock
+  uint64_t last_ts_ns = 0;
+  double interval_s = 0;
+  std::vector<std::pair<std::string, std::string>> filters;  // ("dev", "loop0"), ...
+  double expiry_s = 0;
+  size_t max_inflight = 0;
+
+  std::vector<LatencyGroup> groups;  // sorted by dev, op, phase
+  std::vector<LatencyInterval> intervals;  // only with interval_s > 0, increasing
+  Completeness completeness;
+  std::vector<PhaseWarning> warnings;  // inputs of a phase were incomplete
+  std::vector<std::string> notes;      // absent phases and why, reader problems, ...
+  CoverageReport coverage;
+
+  double duration_s() const { return (last_ts_ns - first_ts_ns) / 1e9; }
+
+  // How the file was read (not printed; the report is the same either way): "one pass", "two
+  // ranges", "two ranges, N older requests carried over" (requests the later range's matcher
+  // never saw and none of its events touched, taken in), "two ranges, the first read on" (the
+  // later range's matcher did not start in the state the earlier one ended in), or "one pass:
+  // <why the two ranges were not used>".
+  std::string read_plan;
+
+  // Filter values that match nothing in the file, one message per filter, --dev first ("--dev
+  // sdz matches no device in FILE; it holds loop0 (7:0), loop1 (7:1)", "--op discard matches no
+  // request in FILE (it holds read 600, write 634)"); also among the notes, and the runner
+  // prints them on stderr. devices_unmatched: the --dev values that name no device of the file
+  // (when that is every one, the runner fails with the first message).
+  std::vector<std::string> filter_warnings;
+  std::vector<std::string> devices_unmatched;
+  // When there are no groups because the filters removed every sample: what each removed
+  // ("--op discard removed all 1234 requests (the file holds read 600, write 634)"); else empty.
+  std::string empty_reason;
+};
+
+// Human-readable "why" of a no-insert reason, for notes.
+std::string_view NoInsertReasonText(NoInsertReason reason);
+
+}  // namespace iotrace
+
+#endif  // IOTRACE_ANALYSIS_REPORT_H_
