@@ -145,9 +145,11 @@ absl::StatusOr<std::unique_ptr<PerfDataWriter>> PerfDataWriter::Create(
     const std::string formats = EncodeTracingData(tracing, "0.6");
     perf::EventHeader h{perf::kRecordHeaderTracingData, 0, 16};
     s.append(reinterpret_cast<const char*>(&h), sizeof(h));
-    Put<uint32_t>(&s, static_cast<uint32_t>(formats.size()));
+    // Its bytes follow the record, outside its size, padded to 8; the size it states is the
+    // padded one (perf checks that what it parsed plus the padding makes that size).
+    Put<uint32_t>(&s, static_cast<uint32_t>(perf::Align8(formats.size())));
     Put<uint32_t>(&s, 0);
-    s.append(formats);  // its bytes follow the record, outside its size, padded to 8
+    s.append(formats);
     PadTo8(&s);
     w->fd_ = options.stream_fd;
     w->data_offset_ = w->data_end_ = w->reserve_end_ = s.size();
