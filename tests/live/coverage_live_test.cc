@@ -187,7 +187,12 @@ TEST(RingLossLiveTest, EventsLostInThePerfRingsLeaveOutOnlyTheSamplesAcrossTheLo
     // per gap.
     const double slack = 4.0 * r->coverage.gap_count + 10;
     EXPECT_LE(g.summary.count, ref_g->summary.count + slack);
-    EXPECT_LE(g.summary.max_ns, all_g->summary.max_ns + 20'000);
+    // The largest sample: the two tracers' stamps of one event differ by the time an interrupt
+    // takes when it lands between their two probes (a request seen by both here: I2D 105 us in
+    // the perf file, 101 us in the ftrace one; a CI run saw a maximum of 102 us against 51 us),
+    // so the bound is loose; a false pair across a lost event would be another request's at the
+    // same sector, most often a second or more later with random I/O over 512 MiB.
+    EXPECT_LE(g.summary.max_ns, 2 * all_g->summary.max_ns + 100'000);
     const double a = g.summary.p50_ns, b = ref_g->summary.p50_ns;
     EXPECT_LE(std::fabs(a - b), std::max(a, b) / 16 + 2000) << a << " against " << b;
   }
