@@ -106,7 +106,7 @@ INSTANTIATE_TEST_SUITE_P(Recorders, CutRecordingLiveTest,
 // perf rings of 2 pages under fio at full speed lose events (PERF_RECORD_LOST, with a time and
 // a CPU); an ftrace recording of the same run loses none. The lossy file's report leaves out
 // the samples across each loss and counts them; each group it keeps has no more samples than
-// the lossless file holds wholly inside the lossy one's coverage, no sample larger than the
+// the lossless file holds wholly inside the lossy one's coverage, no sample far larger than the
 // lossless file's largest, and the same median. (The two tracers stamp each event apart, by
 // under a microsecond and more when an interrupt lands between them, so the comparison allows
 // for that instead of bucket for bucket; the exact version of this check on one tracer's stamps
