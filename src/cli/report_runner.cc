@@ -11,6 +11,7 @@
 #include "iotrace/event/block_event.h"
 #include "iotrace/formats/external_formats.h"
 #include "iotrace/formats/trace_reader.h"
+#include "iotrace/formats/trace_reader_open.h"
 #include "iotrace/output/event_dump.h"
 #include "iotrace/output/report_format.h"
 #include "iotrace/sys/device_names.h"
@@ -237,7 +238,7 @@ absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ost
                                        ? RunningKernelFormats(options.kernel_tracefs)
                                        : FormatsFromPath(options.formats_from);
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader,
-                           TraceReader::Open(options.input, &fallback));
+                           OpenTraceReader(options.input, &fallback));
   if (!options.formats_from.empty() && reader->FormatsSource() == "file") {
     err << "iotrace: warning: --formats-from " << options.formats_from
         << " not used: the file carries its own event formats\n";

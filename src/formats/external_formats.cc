@@ -14,6 +14,7 @@
 #include "iotrace/base/fd.h"
 #include "iotrace/base/status.h"
 #include "iotrace/base/text.h"
+#include "iotrace/formats/trace_reader_open.h"
 #include "iotrace/sys/tracefs.h"
 
 namespace iotrace {
@@ -78,7 +79,7 @@ FormatsFallback FormatsFromPath(const std::string& path) {
     if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
       return FormatsFromEventsDir(path, ids);
     }
-    IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(path));
+    IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenTraceReader(path));
     return reader->formats();
   };
   return f;

@@ -1,4 +1,4 @@
-// TraceReader::Open: sniff the file's magic and hand it to the matching reader.
+// OpenTraceReader: sniff the file's magic and hand it to the matching reader.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -16,7 +16,7 @@
 #include "iotrace/formats/perf_data_reader.h"
 #include "iotrace/formats/perf_pipe.h"
 #include "iotrace/formats/trace_dat_reader.h"
-#include "iotrace/formats/trace_reader.h"
+#include "iotrace/formats/trace_reader_open.h"
 #include "iotrace/formats/tracing_data.h"
 
 namespace iotrace {
@@ -104,11 +104,7 @@ absl::StatusOr<UniqueFd> CopyStandardInput() {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& input) {
-  return Open(input, nullptr);
-}
-
-absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenTraceReader(
     const std::string& input, const FormatsFallback* formats_fallback) {
   // "-": standard input, which may be a pipe (perf record -o - | iotrace report -i -).
   std::string path = input;

@@ -11,6 +11,7 @@
 
 #include "iotrace/analysis/latency_report.h"
 #include "iotrace/formats/trace_reader.h"
+#include "iotrace/formats/trace_reader_open.h"
 #include "iotrace/output/event_dump.h"
 #include "iotrace/output/report_format.h"
 
@@ -42,7 +43,7 @@ class DumpSink : public EventSink {
 // odd), prints it in every format, checks that reading it as two time ranges gives the
 // one-pass report, then dumps every event in the format `variant` picks.
 inline void RunReportPipeline(const std::string& path, size_t variant) {
-  auto opened = TraceReader::Open(path);
+  auto opened = OpenTraceReader(path);
   if (!opened.ok()) {
     if (opened.status().message().empty()) __builtin_trap();  // errors must say what is wrong
     return;

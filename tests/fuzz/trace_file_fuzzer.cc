@@ -1,5 +1,5 @@
 // libFuzzer target for the trace FILE readers: the input is a whole file (perf.data or
-// trace.dat, sniffed by TraceReader::Open) -> the reader's header, attr, feature, tracing-data,
+// trace.dat, sniffed by OpenTraceReader) -> the reader's header, attr, feature, tracing-data,
 // event-format and option parsing -> ReadAll (perf record parser + sorted-run merge, or the
 // ftrace page walker + per-CPU merge) -> BuildLatencyReport -> every report formatter, then a
 // second ReadAll through the per-event dump (EventDumper). Anything but a clean error or a

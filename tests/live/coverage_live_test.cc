@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "iotrace/analysis/latency_report.h"
 #include "iotrace/formats/trace_reader.h"
+#include "iotrace/formats/trace_reader_open.h"
 #include "live_util.h"
 
 namespace iotrace::live {
@@ -156,7 +157,7 @@ TEST(RingLossLiveTest, EventsLostInThePerfRingsLeaveOutOnlyTheSamplesAcrossTheLo
 
   // The lossless file, with all of the lossy one's gaps (the reader's, not only those the
   // report lists) and its span: what both cover.
-  auto lossy_reader = TraceReader::Open(lossy);
+  auto lossy_reader = OpenTraceReader(lossy);
   ASSERT_TRUE(lossy_reader.ok()) << lossy_reader.status();
   struct Nothing : EventSink {
     void OnEvent(const RawEvent&) override {}

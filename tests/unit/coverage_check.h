@@ -23,6 +23,7 @@
 #include "iotrace/analysis/latency_report.h"
 #include "iotrace/formats/external_formats.h"
 #include "iotrace/formats/trace_reader.h"
+#include "iotrace/formats/trace_reader_open.h"
 
 namespace iotrace::testing {
 
@@ -69,7 +70,7 @@ inline std::optional<LatencyReport> Report(const std::string& path, ReportOption
   o.sysfs_root = o.procfs_root = "/nonexistent";
   o.threads = 1;
   const FormatsFallback fallback = RunningKernelFormats(o.kernel_tracefs);
-  auto reader = TraceReader::Open(path, &fallback);
+  auto reader = OpenTraceReader(path, &fallback);
   if (!reader.ok()) {
     if (error != nullptr) *error = std::string(reader.status().message());
     return std::nullopt;
@@ -117,7 +118,7 @@ inline CutsChecked CheckCuts(const std::string& intact_path, const ReportOptions
   // file has those before the cut too, and the reference leaves out what crosses them.
   std::vector<DataGap> intact_gaps;
   if (!intact->coverage.complete) {
-    auto reader = TraceReader::Open(intact_path);
+    auto reader = OpenTraceReader(intact_path);
     struct Nothing : EventSink {
       void OnEvent(const RawEvent&) override {}
     } nothing;

@@ -19,6 +19,7 @@
 #include "iotrace/cli/report_runner.h"
 #include "iotrace/formats/external_formats.h"
 #include "iotrace/formats/trace_reader.h"
+#include "iotrace/formats/trace_reader_open.h"
 
 namespace iotrace {
 namespace {
@@ -72,7 +73,7 @@ class CutFileTest : public ::testing::Test {
   };
   Outcome Read(const std::string& path, const FormatsFallback* fallback) {
     Outcome o;
-    auto reader = TraceReader::Open(path, fallback);
+    auto reader = OpenTraceReader(path, fallback);
     if (!reader.ok()) {
       o.error = std::string(reader.status().message());
       o.hint = HintOf(reader.status());

@@ -17,6 +17,7 @@
 #include "iotrace/base/status.h"
 #include "iotrace/formats/perf_data_reader.h"
 #include "iotrace/formats/trace_reader.h"
+#include "iotrace/formats/trace_reader_open.h"
 #include "perf_data_test_builder.h"
 
 namespace iotrace {
@@ -116,12 +117,12 @@ class PerfDataFixtureTest : public ::testing::TestWithParam<const char*> {
 };
 
 // Every sample `perf script` printed for fixture `name`, delivered by the reader that
-// TraceReader::Open picks for it, with the same fields.
+// OpenTraceReader picks for it, with the same fields.
 void ExpectWhatPerfScriptShows(const std::string& name) {
   std::vector<ScriptLine> script =
       ParseScript(test::ReadFixtureFile("perf/" + name + ".script.txt"));
   ASSERT_GT(script.size(), 100u) << "fixture script text missing or empty";
-  auto reader = TraceReader::Open(std::string(IOTRACE_FIXTURES) + "/perf/" + name + ".data");
+  auto reader = OpenTraceReader(std::string(IOTRACE_FIXTURES) + "/perf/" + name + ".data");
   ASSERT_TRUE(reader.ok()) << reader.status();
   CollectingSink sink;
   ASSERT_TRUE((*reader)->ReadAll(&sink).ok());

@@ -10,6 +10,7 @@
 #include "fixtures.h"
 #include "gtest/gtest.h"
 #include "iotrace/formats/trace_reader.h"
+#include "iotrace/formats/trace_reader_open.h"
 
 namespace iotrace {
 namespace {
@@ -45,7 +46,7 @@ class UnfinishedPerfDataTest : public ::testing::Test {
     std::ofstream(path_, std::ios::binary | std::ios::trunc)
         .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     Result r;
-    auto reader = TraceReader::Open(path_);
+    auto reader = OpenTraceReader(path_);
     if (!reader.ok()) {
       r.error = std::string(reader.status().message());
       return r;

@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "iotrace/formats/perf_data_reader.h"
 #include "iotrace/formats/trace_reader.h"
+#include "iotrace/formats/trace_reader_open.h"
 #include "perf_data_test_builder.h"
 
 namespace iotrace {
@@ -358,7 +359,7 @@ TEST_F(PerfDataWriterTest, StreamModeWritesPerfsPipeFormat) {
   std::memcpy(&size, bytes.data() + 8, 8);
   EXPECT_EQ(magic, perf::kMagic);
   EXPECT_EQ(size, perf::kPipeHeaderSize);
-  auto reader = TraceReader::Open(path);
+  auto reader = OpenTraceReader(path);
   ASSERT_TRUE(reader.ok()) << reader.status();
   CollectingSink sink;
   ASSERT_TRUE((*reader)->ReadAll(&sink).ok());

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "iotrace/formats/perf_data.h"
 #include "iotrace/formats/trace_reader.h"
+#include "iotrace/formats/trace_reader_open.h"
 
 namespace iotrace {
 namespace {
@@ -29,7 +30,7 @@ class PerfPipeTest : public ::testing::Test {
   int64_t Read(const std::string& content, ReadStats* stats = nullptr) {
     std::ofstream(path_, std::ios::binary | std::ios::trunc)
         .write(content.data(), static_cast<std::streamsize>(content.size()));
-    auto reader = TraceReader::Open(path_);
+    auto reader = OpenTraceReader(path_);
     if (!reader.ok()) {
       last_error_ = std::string(reader.status().message());
       return -1;

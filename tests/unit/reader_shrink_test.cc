@@ -13,6 +13,7 @@
 #include "fixtures.h"
 #include "gtest/gtest.h"
 #include "iotrace/formats/trace_reader.h"
+#include "iotrace/formats/trace_reader_open.h"
 
 namespace iotrace {
 namespace {
@@ -32,7 +33,7 @@ std::string CopyFixture(const std::string& relative, const std::string& name) {
 }
 
 uint64_t EventsIn(const std::string& path) {
-  auto reader = TraceReader::Open(path);
+  auto reader = OpenTraceReader(path);
   EXPECT_TRUE(reader.ok()) << reader.status();
   if (!reader.ok()) return 0;
   CountingSink sink;
@@ -45,7 +46,7 @@ uint64_t EventsIn(const std::string& path) {
 // `ahead`): the events before the cut, and a read_error.
 void ExpectShrinkSeen(const std::string& path, uint64_t keep, uint64_t all_events,
                       bool ahead = false) {
-  auto reader = TraceReader::Open(path);
+  auto reader = OpenTraceReader(path);
   ASSERT_TRUE(reader.ok()) << reader.status();
   (*reader)->set_read_ahead(ahead);
   ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(keep)), 0);

@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "iotrace/analysis/latency_report.h"
 #include "iotrace/formats/trace_reader.h"
+#include "iotrace/formats/trace_reader_open.h"
 #include "iotrace/output/report_format.h"
 
 namespace iotrace {
@@ -17,7 +18,7 @@ std::string JsonReport(const std::string& path, ReportOptions options, int threa
   options.input = path;
   options.threads = threads;
   options.sysfs_root = options.procfs_root = "/nonexistent";
-  auto reader = TraceReader::Open(path);
+  auto reader = OpenTraceReader(path);
   EXPECT_TRUE(reader.ok()) << reader.status();
   if (!reader.ok()) return "";
   auto report = BuildLatencyReport(**reader, options);
@@ -33,7 +34,7 @@ uint64_t AutoSwitches(const std::string& path, ReportOptions options) {
   options.threads = 0;
   options.placement_on_one_cpu = true;
   options.sysfs_root = options.procfs_root = "/nonexistent";
-  auto reader = TraceReader::Open(path);
+  auto reader = OpenTraceReader(path);
   EXPECT_TRUE(reader.ok()) << reader.status();
   if (!reader.ok()) return 0;
   auto builder = LatencyReportBuilder::Create((*reader)->formats(), options);
@@ -79,7 +80,7 @@ TEST_P(ReportPipelineTest, MoreThreadsGiveTheSingleThreadReport) {
   {
     ReportOptions o = split;
     o.sysfs_root = o.procfs_root = "/nonexistent";
-    auto reader = TraceReader::Open(path);
+    auto reader = OpenTraceReader(path);
     ASSERT_TRUE(reader.ok());
     auto report = BuildLatencyReport(**reader, o);
     ASSERT_TRUE(report.ok());

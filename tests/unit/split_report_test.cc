@@ -25,6 +25,7 @@
 #include "iotrace/formats/trace_dat_reader.h"
 #include "iotrace/formats/trace_dat_writer.h"
 #include "iotrace/formats/trace_reader.h"
+#include "iotrace/formats/trace_reader_open.h"
 #include "iotrace/output/report_format.h"
 #include "perf_data_test_builder.h"
 
@@ -53,7 +54,7 @@ Built Report(const std::string& path, ReportOptions options, bool split) {
   options.threads = split ? 0 : 1;
   options.split_min_bytes = 1;
   options.split_on_one_cpu = true;
-  auto reader = TraceReader::Open(path);
+  auto reader = OpenTraceReader(path);
   EXPECT_TRUE(reader.ok()) << reader.status();
   if (!reader.ok()) return {};
   auto report = BuildLatencyReport(**reader, options);
@@ -209,7 +210,7 @@ TEST(SplitReportTest, OnlyAutoOnALargeEnoughUnwindowedReportSplits) {
   o.sysfs_root = o.procfs_root = "/nonexistent";
   o.split_on_one_cpu = true;
   auto plan = [&](ReportOptions options) {
-    auto reader = TraceReader::Open(path);
+    auto reader = OpenTraceReader(path);
     EXPECT_TRUE(reader.ok());
     auto report = BuildLatencyReport(**reader, options);
     EXPECT_TRUE(report.ok());
@@ -242,7 +243,7 @@ TEST(SplitReportTest, TwoRangesAllocateNothingPerEvent) {
     o.sysfs_root = o.procfs_root = "/nonexistent";
     o.split_min_bytes = 1;
     o.split_on_one_cpu = true;
-    auto reader = TraceReader::Open(path);
+    auto reader = OpenTraceReader(path);
     EXPECT_TRUE(reader.ok());
     test::ScopedAllocationCount counter;
     auto report = BuildLatencyReport(**reader, o);
@@ -270,7 +271,7 @@ struct RangeSink : EventSink {
 // Opens `path`, reads it all into `all`, and takes its time span (which it must have).
 void OpenReadAllAndSpan(const std::string& path, std::unique_ptr<TraceReader>* reader,
                         RangeSink* all, std::optional<TraceTimeSpan>* span) {
-  auto opened = TraceReader::Open(path);
+  auto opened = OpenTraceReader(path);
   ASSERT_TRUE(opened.ok()) << opened.status();
   *reader = *std::move(opened);
   ASSERT_TRUE((*reader)->ReadAll(all).ok());
@@ -291,7 +292,7 @@ TEST(SplitReportTest, ThePlanIsPrintedWhenAskedFor) {
   o.split_on_one_cpu = true;
   auto run = [&](bool ask) {
     if (ask) setenv("IOTRACE_REPORT_PLAN", "1", 1); else unsetenv("IOTRACE_REPORT_PLAN");
-    auto reader = TraceReader::Open(path);
+    auto reader = OpenTraceReader(path);
     EXPECT_TRUE(reader.ok());
     std::ostringstream out, err;
     EXPECT_TRUE(RunReportOn(**reader, o, out, err).ok());

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "iotrace/base/status.h"
 #include "iotrace/formats/trace_dat_writer.h"
+#include "iotrace/formats/trace_reader_open.h"
 #include "trace_dat_test_util.h"
 
 
@@ -70,7 +71,7 @@ TEST(TraceDatReaderTest, ZstdCompressedV7MatchesTraceCmdReport) {
 }
 
 TEST(TraceDatReaderTest, OpensThroughTraceReaderSniffing) {
-  auto reader = TraceReader::Open(FixturePath("dd_v6.dat"));
+  auto reader = OpenTraceReader(FixturePath("dd_v6.dat"));
   ASSERT_TRUE(reader.ok()) << reader.status();
   EXPECT_EQ((*reader)->FileFormat(), "trace.dat");
 }

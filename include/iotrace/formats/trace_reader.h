@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -137,12 +136,6 @@ struct FormatsFallback {
 class TraceReader {
  public:
   virtual ~TraceReader() = default;
-
-  // Opens `path`, sniffing its magic: perf.data ("PERFILE2") or trace.dat ("\x17\x08\x44tracing").
-  // `formats_fallback` (may be null) is tried when the file's event formats are lost.
-  static absl::StatusOr<std::unique_ptr<TraceReader>> Open(const std::string& path);
-  static absl::StatusOr<std::unique_ptr<TraceReader>> Open(const std::string& path,
-                                                           const FormatsFallback* formats_fallback);
 
   virtual std::string_view FileFormat() const = 0;  // "perf.data" or "trace.dat"
   virtual const std::vector<EventFormat>& formats() const = 0;
