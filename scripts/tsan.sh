@@ -10,7 +10,7 @@
 #   bash scripts/tsan.sh '*'        # every unit test
 set -euo pipefail
 cd "$(dirname "$0")/.."
-filter=${1:-'SpscQueue*:StreamStore*:*Pipeline*:*FileRing*:*PairingPlacement*:*ReaderShrink*:*HotPath*:PerfDataMerger*:TraceDatReader*:Split*'}
+filter=${1:-'SpscQueue*:StreamStore*:*Pipeline*:*FileRing*:*PairingPlacement*:*ReaderShrink*:*HotPath*:SortedRunMerger*:TraceDatReader*:Split*'}
 bash scripts/install-deps.sh
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIOTRACE_TSAN=ON \
   -DIOTRACE_BUILD_BENCH=OFF >/dev/null

@@ -149,7 +149,7 @@ std::vector<ToyRecord> RandomRuns(std::mt19937* rng, int runs, uint64_t max_time
   return records;
 }
 
-TEST(PerfDataMergerTest, MergesRandomRunsLikeAStableSort) {
+TEST(SortedRunMergerTest, MergesRandomRunsLikeAStableSort) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 200; ++trial) {
     std::vector<ToyRecord> records = RandomRuns(&rng, 1 + trial % 30, 1 + rng() % 1000);
@@ -162,7 +162,7 @@ TEST(PerfDataMergerTest, MergesRandomRunsLikeAStableSort) {
   }
 }
 
-TEST(PerfDataMergerTest, RoundMarksMakeEarlierRoundsFinal) {
+TEST(SortedRunMergerTest, RoundMarksMakeEarlierRoundsFinal) {
   // Two CPUs drained one after the other each round: a round's CPU-0 records can be older than
   // the previous round's CPU-1 records, but never older than the round before that.
   std::vector<ToyRecord> records;
@@ -187,7 +187,7 @@ TEST(PerfDataMergerTest, RoundMarksMakeEarlierRoundsFinal) {
   EXPECT_LE(merger.counters().max_live_runs, 6u) << "rounds must retire old runs";
 }
 
-TEST(PerfDataMergerTest, RoundLagToleratesRecordsWrittenARoundLate) {
+TEST(SortedRunMergerTest, RoundLagToleratesRecordsWrittenARoundLate) {
   // Rounds of one record each, then a record that belongs two rounds back.
   std::vector<ToyRecord> records;
   for (uint64_t r = 1; r <= 6; ++r) {
@@ -206,7 +206,7 @@ TEST(PerfDataMergerTest, RoundLagToleratesRecordsWrittenARoundLate) {
 
 // A round mark makes final what was seen before the mark before it, the largest time of every
 // run included: here that of a run the next CPU's drain closed (500), not only the open run's.
-TEST(PerfDataMergerTest, RoundLimitsCountTheLargestTimeOfClosedRuns) {
+TEST(SortedRunMergerTest, RoundLimitsCountTheLargestTimeOfClosedRuns) {
   std::vector<ToyRecord> records = {
       {ScanKind::kTimed, 100, 16, 1}, {ScanKind::kTimed, 500, 16, 2},  // CPU A's drain
       {ScanKind::kTimed, 200, 16, 3}, {ScanKind::kTimed, 300, 16, 4},  // CPU B's
@@ -223,7 +223,7 @@ TEST(PerfDataMergerTest, RoundLimitsCountTheLargestTimeOfClosedRuns) {
 
 // EmitTop goes on with the run that takes the lead only when that run's record is final: here
 // Y's 20 is above the round limit (8) when X hands over, and 15, scanned later, comes before it.
-TEST(PerfDataMergerTest, ANewLeaderAboveTheRoundLimitWaitsForTheScan) {
+TEST(SortedRunMergerTest, ANewLeaderAboveTheRoundLimitWaitsForTheScan) {
   std::vector<ToyRecord> records = {
       {ScanKind::kTimed, 5, 16, 1}, {ScanKind::kTimed, 8, 16, 2},
       {ScanKind::kRoundEnd, 0, 8, 0},
@@ -238,7 +238,7 @@ TEST(PerfDataMergerTest, ANewLeaderAboveTheRoundLimitWaitsForTheScan) {
   EXPECT_EQ(m.counters.out_of_order, 0u);
 }
 
-TEST(PerfDataMergerTest, WindowEmitsRecordsOnceEnoughFollowThem) {
+TEST(SortedRunMergerTest, WindowEmitsRecordsOnceEnoughFollowThem) {
   std::mt19937 rng(3);
   std::vector<ToyRecord> records = RandomRuns(&rng, 50, 100000);
   ToySource source(records);
@@ -263,7 +263,7 @@ TEST(PerfDataMergerTest, WindowEmitsRecordsOnceEnoughFollowThem) {
   EXPECT_EQ(merger.counters().out_of_order, behind);
 }
 
-TEST(PerfDataMergerTest, RunCapForcesEmissionAndKeepsEveryRecord) {
+TEST(SortedRunMergerTest, RunCapForcesEmissionAndKeepsEveryRecord) {
   // Strictly decreasing times: every record is a run of its own.
   std::vector<ToyRecord> records;
   for (uint64_t i = 0; i < 1000; ++i) records.push_back({ScanKind::kTimed, 5000 - i, 16, i + 1});
@@ -286,7 +286,7 @@ TEST(PerfDataMergerTest, RunCapForcesEmissionAndKeepsEveryRecord) {
   EXPECT_EQ(m2.counters().max_live_runs, 300u);
 }
 
-TEST(PerfDataMergerTest, SpanCapBoundsTheBytesHeldAndReleasesBehind) {
+TEST(SortedRunMergerTest, SpanCapBoundsTheBytesHeldAndReleasesBehind) {
   // One run whose first record is late, then a long run of earlier records: without a cap the
   // oldest cursor would pin everything.
   std::vector<ToyRecord> records;
@@ -303,7 +303,7 @@ TEST(PerfDataMergerTest, SpanCapBoundsTheBytesHeldAndReleasesBehind) {
   EXPECT_GT(source.releases, 10);
 }
 
-TEST(PerfDataMergerTest, StopEndsTheStreamAfterEmittingWhatCameBefore) {
+TEST(SortedRunMergerTest, StopEndsTheStreamAfterEmittingWhatCameBefore) {
   std::vector<ToyRecord> records = {{ScanKind::kTimed, 5, 16, 1},
                                     {ScanKind::kTimed, 3, 16, 2},
                                     {ScanKind::kStop, 0, 16, 0},
@@ -318,7 +318,7 @@ TEST(PerfDataMergerTest, StopEndsTheStreamAfterEmittingWhatCameBefore) {
 // slow path: every timed record is revisited with PeekTimed, only the untimed ones with Peek.
 // The stream is laid out as `perf record -a` writes it: per round, each CPU's drain, then the
 // mark; a CPU's drain often goes on from the previous CPU's in time, so runs cross the marks.
-TEST(PerfDataMergerTest, UntimedRecordsInsideARunKeepTheTimedOnesOnTheFastPath) {
+TEST(SortedRunMergerTest, UntimedRecordsInsideARunKeepTheTimedOnesOnTheFastPath) {
   std::vector<ToyRecord> records;
   uint64_t tag = 0;
   for (uint64_t round = 0; round < 20; ++round) {
@@ -346,7 +346,7 @@ TEST(PerfDataMergerTest, UntimedRecordsInsideARunKeepTheTimedOnesOnTheFastPath) 
 // out once, nothing released is looked at again (ToySource checks each Peek), the untimed list is
 // trimmed and compacted as cursors pass, and when nothing came out early (forced by a cap, or
 // out of order past the window) the order is a stable sort.
-TEST(PerfDataMergerTest, TightLimitsWithManyUntimedRecordsKeepEveryRecordAndReleaseNothingLive) {
+TEST(SortedRunMergerTest, TightLimitsWithManyUntimedRecordsKeepEveryRecordAndReleaseNothingLive) {
   std::mt19937 rng(11);
   int in_order_trials = 0;
   for (int trial = 0; trial < 60; ++trial) {
@@ -375,7 +375,7 @@ TEST(PerfDataMergerTest, TightLimitsWithManyUntimedRecordsKeepEveryRecordAndRele
   EXPECT_GE(in_order_trials, 20);  // every trial with the default window and run cap
 }
 
-TEST(PerfDataMergerTest, EmptyAndUntimedOnlyStreamsEmitNothing) {
+TEST(SortedRunMergerTest, EmptyAndUntimedOnlyStreamsEmitNothing) {
   ToySource empty({});
   SortedRunMerger<ToySource> m1(&empty, 0, 0);
   m1.Run();
@@ -402,7 +402,7 @@ class ComparingSource : public ToySource {
   int compares = 0;
 };
 
-TEST(PerfDataMergerTest, ARecordRepeatedAtTheStartOfTheNextRunIsDroppedAndCounted) {
+TEST(SortedRunMergerTest, ARecordRepeatedAtTheStartOfTheNextRunIsDroppedAndCounted) {
   // perf record's pattern here: a drain's last records written again at the start of the next
   // drain of that CPU. Records 3 and 30 repeat; 50/51 share a time but differ.
   std::vector<ToyRecord> records = {
@@ -432,7 +432,7 @@ TEST(PerfDataMergerTest, ARecordRepeatedAtTheStartOfTheNextRunIsDroppedAndCounte
   EXPECT_EQ(plain_merger.counters().duplicates, 0u);
 }
 
-TEST(PerfDataMergerTest, RandomRunsWithRepeatedTailsMergeLikeAStableSortOfTheOriginals) {
+TEST(SortedRunMergerTest, RandomRunsWithRepeatedTailsMergeLikeAStableSortOfTheOriginals) {
   std::mt19937 rng(11);
   for (int trial = 0; trial < 200; ++trial) {
     std::vector<ToyRecord> originals = RandomRuns(&rng, 2 + trial % 30, 1 + rng() % 1000);
