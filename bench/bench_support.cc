@@ -111,7 +111,7 @@ RawBlockStream MakeRawBlockStream(size_t requests) {
   std::vector<std::pair<uint64_t, uint32_t>> inflight;
   uint64_t ts = 0;
   for (size_t i = 0; i < requests; ++i) {
-    const uint32_t dev = MakeDev(7, static_cast<uint32_t>(i % 2));
+    const uint32_t dev = KernelDev(7, static_cast<uint32_t>(i % 2));
     const uint64_t sector = (rng() % (1ull << 30)) & ~7ull;
     add(0, ts += 700, dev, sector);
     add(1, ts += 700, dev, sector);

@@ -131,7 +131,7 @@ std::vector<std::string> RecordOptionWarnings(const RecordOptions& opt,
   for (const std::string& d : opt.devs) {
     auto dev = ParseDevSpec(d);
     if (!dev.ok()) continue;  // ValidateRecordOptions refuses it
-    const std::string numbers = DevNumbers(*dev);
+    const std::string numbers = DevString(*dev);
     struct stat st;
     if (::stat((sysfs_root + "/dev/block/" + numbers).c_str(), &st) != 0) {
       warnings.push_back(absl::StrFormat(

@@ -47,10 +47,6 @@ std::string_view DecodeProblemName(DecodeProblem problem) {
   return kProblemNames[static_cast<int>(problem)];
 }
 
-std::string DevString(uint32_t dev) {
-  return absl::StrFormat("%u:%u", DevMajor(dev), DevMinor(dev));
-}
-
 bool ParseRwbs(std::string_view rwbs, BlockOp* op, uint8_t* flags) {
   size_t len = 0;
   while (len < rwbs.size() && rwbs[len] != '\0') ++len;

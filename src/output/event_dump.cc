@@ -155,14 +155,6 @@ bool IsIntSize(uint32_t size) { return size == 1 || size == 2 || size == 4 || si
 
 }  // namespace
 
-std::string FormatKernelDev(uint32_t dev) {
-  std::string out;
-  AppendU64(KernelDevMajor(dev), &out);
-  out.push_back(',');
-  AppendU64(KernelDevMinor(dev), &out);
-  return out;
-}
-
 EventDumper::EventPlan EventDumper::BuildPlan(const EventFormat& format) {
   EventPlan plan;
   plan.name = format.FullName();
@@ -288,9 +280,7 @@ void EventDumper::AppendValue(const FieldPlan& field, ByteView payload, std::str
       uint32_t dev = 0;
       if (!LoadAt(payload, field.offset, &dev)) return mark_short();
       if (json) out->push_back('"');
-      AppendU64(KernelDevMajor(dev), out);
-      out->push_back(',');
-      AppendU64(KernelDevMinor(dev), out);
+      AppendTracedDev(dev, out);
       if (json) out->push_back('"');
       return;
     }

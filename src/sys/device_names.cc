@@ -8,23 +8,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "iotrace/event/block_event.h"
+#include "iotrace/event/block_dev.h"
 
 namespace iotrace {
-
-bool ParseDevNumbers(std::string_view spec, uint32_t* dev) {
-  size_t colon = spec.find(':');
-  if (colon == std::string_view::npos) return false;
-  uint32_t major = 0, minor = 0;
-  absl::string_view s(spec.data(), spec.size());
-  if (!absl::SimpleAtoi(s.substr(0, colon), &major) ||
-      !absl::SimpleAtoi(s.substr(colon + 1), &minor)) {
-    return false;
-  }
-  if (major >= (1u << 12) || minor >= (1u << 20)) return false;
-  *dev = MakeDev(major, minor);
-  return true;
-}
 
 DeviceNames::DeviceNames(std::string sysfs_root, std::string procfs_root)
     : sysfs_root_(std::move(sysfs_root)), procfs_root_(std::move(procfs_root)) {}
@@ -46,7 +32,7 @@ std::string DeviceNames::Lookup(uint32_t dev) const {
         absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
     uint32_t major = 0, minor = 0;
     if (cols.size() == 4 && absl::SimpleAtoi(cols[0], &major) &&
-        absl::SimpleAtoi(cols[1], &minor) && MakeDev(major, minor) == dev) {
+        absl::SimpleAtoi(cols[1], &minor) && KernelDev(major, minor) == dev) {
       return std::string(cols[3]);
     }
   }

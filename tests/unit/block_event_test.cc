@@ -75,20 +75,12 @@ TEST(BlockEventTest, RwbsStopsAtNulAndAtTheEndOfTheArray) {
   EXPECT_EQ(flags, kBlockFlagReadahead | kBlockFlagSync);
 }
 
-TEST(BlockEventTest, DevIsKernelMajorShiftTwenty) {
-  EXPECT_EQ(MakeDev(7, 0), 7u << 20);
-  EXPECT_EQ(MakeDev(254, 16), (254u << 20) | 16u);
-  EXPECT_EQ(DevMajor(MakeDev(259, 3)), 259u);
-  EXPECT_EQ(DevMinor(MakeDev(259, 3)), 3u);
-  EXPECT_EQ(DevString(MakeDev(8, 17)), "8:17");
-}
-
 // Lays out an issue record by the offsets docs/kernel-notes.md gives for 6.18, independently of the
 // format parser: dev@8/4, sector@16/8, nr_sector@24/4, bytes@28, ioprio@32, rwbs[10]@34,
 // comm[16]@44, cmd@60.
 std::vector<uint8_t> HandMadeIssue(uint16_t id) {
   std::vector<uint8_t> rec(64, 0);
-  uint32_t dev = MakeDev(7, 0);
+  uint32_t dev = KernelDev(7, 0);
   uint64_t sector = 123456789012ULL;
   uint32_t nr = 16, bytes = 8192;
   int32_t pid = 4242;
@@ -123,7 +115,7 @@ TEST(BlockEventTest, DecodesThisKernelsIssueAtMisalignedAddress) {
   EXPECT_EQ(e.kind, BlockEventKind::kIssue);
   EXPECT_EQ(e.ts, 1000u);
   EXPECT_EQ(e.cpu, 1u);
-  EXPECT_EQ(e.dev, MakeDev(7, 0));
+  EXPECT_EQ(e.dev, KernelDev(7, 0));
   EXPECT_EQ(e.sector, 123456789012ULL);
   EXPECT_EQ(e.nr_sector, 16u);
   EXPECT_EQ(e.bytes, 8192u);
@@ -204,7 +196,7 @@ TEST(BlockEventTest, DecodesFlushCompleteWithErrorAndNoComm) {
   }
   ASSERT_NE(complete, nullptr);
   RecordFields f;
-  f.dev = MakeDev(254, 0);
+  f.dev = KernelDev(254, 0);
   f.sector = BlockEvent::kFlushCompleteSector;
   f.nr_sector = 0;
   f.rwbs = "FF";
@@ -263,7 +255,7 @@ TEST_P(OlderLayoutTest, FindsEveryFieldByName) {
   EXPECT_TRUE(decoder.format_problems().empty());
   for (const auto& f : formats) {
     RecordFields fields;
-    fields.dev = MakeDev(8, 16);
+    fields.dev = KernelDev(8, 16);
     fields.sector = 2048;
     fields.nr_sector = 8;
     fields.bytes = 4096;
@@ -277,7 +269,7 @@ TEST_P(OlderLayoutTest, FindsEveryFieldByName) {
     raw.payload = ByteView(rec.data(), rec.size());
     BlockEvent e;
     ASSERT_TRUE(decoder.Decode(raw, &e)) << f.name;
-    EXPECT_EQ(e.dev, MakeDev(8, 16)) << f.name;
+    EXPECT_EQ(e.dev, KernelDev(8, 16)) << f.name;
     EXPECT_EQ(e.sector, 2048u) << f.name;
     EXPECT_EQ(e.nr_sector, 8u) << f.name;
     EXPECT_EQ(e.op, BlockOp::kRead) << f.name;

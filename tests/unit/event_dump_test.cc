@@ -307,10 +307,5 @@ TEST_F(EventDumpTest, AppendingReusesTheCallersBufferAfterWarmUp) {
   EXPECT_EQ(out.capacity(), capacity);
 }
 
-TEST(FormatKernelDevTest, UsesTheKernelsEncoding) {
-  EXPECT_EQ(FormatKernelDev(KernelDev(259, 65537)), "259,65537");
-  EXPECT_EQ(FormatKernelDev((8u << 20) | 16), "8,16");
-}
-
 }  // namespace
 }  // namespace iotrace

@@ -4,7 +4,6 @@
 #include "iotrace/base/status.h"
 #include "iotrace/capture/record.h"
 #include "iotrace/cli/flags.h"
-#include "iotrace/event/block_dev.h"
 
 namespace iotrace {
 namespace {
@@ -105,25 +104,6 @@ TEST(RecordOptionsTest, DelayAndControlAreChecked) {
   opt.control = "pipe:/run/ctl";
   s = ValidateRecordOptions(opt);
   EXPECT_NE(s.message().find("expected fifo: or fd:"), std::string::npos) << s;
-}
-
-TEST(BlockDevTest, KernelEncodingIsMajorShiftedByTwenty) {
-  EXPECT_EQ(KernelDev(7, 0), 7u << 20);
-  EXPECT_EQ(KernelDev(254, 16), (254u << 20) | 16u);
-  EXPECT_EQ(KernelDevMajor(KernelDev(259, 3)), 259u);
-  EXPECT_EQ(KernelDevMinor(KernelDev(259, 3)), 3u);
-  EXPECT_EQ(DevNumbers(KernelDev(8, 17)), "8:17");
-  auto d = ParseDevSpec("8:17");
-  ASSERT_TRUE(d.ok());
-  EXPECT_EQ(*d, KernelDev(8, 17));
-  // Not glibc's makedev encoding: major 7 minor 0 is 0x700000 here, not 0x700.
-  EXPECT_EQ(*ParseDevSpec("7:0"), 0x700000u);
-}
-
-TEST(BlockDevTest, CharacterDeviceIsNotABlockDevice) {
-  auto d = ParseDevSpec("/dev/null");
-  ASSERT_FALSE(d.ok());
-  EXPECT_NE(d.status().message().find("not a block device"), std::string::npos);
 }
 
 TEST(RecordPrivilegesTest, RootOrPerfmonOrSysAdmin) {

@@ -35,7 +35,7 @@ TEST(AllocationCounterTest, CountsWhileEnabled) {
 SyntheticTrace MixedTrace(uint64_t start_ts, uint64_t first_sector, int requests) {
   SyntheticTrace t(ThisKernelFormats(/*with_bio_queue=*/true));
   uint64_t ts = start_ts;
-  const uint32_t devs[] = {MakeDev(7, 0), MakeDev(254, 0)};
+  const uint32_t devs[] = {KernelDev(7, 0), KernelDev(254, 0)};
   for (int i = 0; i < requests; ++i) {
     const uint32_t dev = devs[i % 2];
     const uint64_t sector = first_sector + static_cast<uint64_t>(i) * 64;
@@ -122,7 +122,7 @@ TEST(ReportAllocationTest, MatcherEvictionAndExpiryAllocateNothing) {
   o.expiry_ns = 1000;
   RequestMatcher m(o, &sink);
   BlockEvent e;
-  e.dev = MakeDev(7, 0);
+  e.dev = KernelDev(7, 0);
   e.nr_sector = 8;
   e.op = BlockOp::kWrite;
   e.kind = BlockEventKind::kInsert;

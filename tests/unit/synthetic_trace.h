@@ -149,7 +149,7 @@ class SyntheticTrace {
 
   struct Ev {
     uint64_t ts = 0;
-    uint32_t dev = MakeDev(7, 0);
+    uint32_t dev = KernelDev(7, 0);
     uint64_t sector = 0;
     uint32_t nr_sector = 8;
     std::string rwbs = "W";
@@ -189,15 +189,15 @@ class SyntheticTrace {
 
   // Shorthands: one request event at `ts` on (dev, sector).
   SyntheticTrace& Insert(uint64_t ts, uint64_t sector, uint32_t nr = 8, std::string rwbs = "W",
-                         uint32_t dev = MakeDev(7, 0), uint32_t cpu = 0) {
+                         uint32_t dev = KernelDev(7, 0), uint32_t cpu = 0) {
     return Add("block_rq_insert", {ts, dev, sector, nr, rwbs, 100, "fio", cpu});
   }
   SyntheticTrace& Issue(uint64_t ts, uint64_t sector, uint32_t nr = 8, std::string rwbs = "W",
-                        uint32_t dev = MakeDev(7, 0), uint32_t cpu = 0) {
+                        uint32_t dev = KernelDev(7, 0), uint32_t cpu = 0) {
     return Add("block_rq_issue", {ts, dev, sector, nr, rwbs, 100, "fio", cpu});
   }
   SyntheticTrace& Complete(uint64_t ts, uint64_t sector, uint32_t nr = 8, std::string rwbs = "W",
-                           uint32_t dev = MakeDev(7, 0), uint32_t cpu = 1) {
+                           uint32_t dev = KernelDev(7, 0), uint32_t cpu = 1) {
     return Add("block_rq_complete", {ts, dev, sector, nr, rwbs, 0, "", cpu});
   }
 

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "iotrace/event/block_dev.h"
 #include "iotrace/event/event_format.h"
 #include "iotrace/event/raw_event.h"
 
@@ -62,7 +63,7 @@ inline constexpr size_t kCommSize = 16;  // TASK_COMM_LEN
 struct BlockEvent {
   uint64_t ts = 0;
   uint64_t sector = 0;
-  uint32_t dev = 0;  // kernel dev_t: MAJOR << 20 | MINOR
+  uint32_t dev = 0;  // kernel dev_t: MAJOR << 20 | MINOR (block_dev.h)
   uint32_t nr_sector = 0;
   uint32_t bytes = 0;
   int32_t error = 0;
@@ -81,11 +82,6 @@ struct BlockEvent {
            (nr_sector == 0 && ((flags & kBlockFlagPreflush) != 0 || sector == kFlushCompleteSector));
   }
 };
-
-inline uint32_t DevMajor(uint32_t dev) { return dev >> 20; }
-inline uint32_t DevMinor(uint32_t dev) { return dev & ((1u << 20) - 1); }
-inline uint32_t MakeDev(uint32_t major, uint32_t minor) { return major << 20 | minor; }
-std::string DevString(uint32_t dev);  // "MAJ:MIN"
 
 // Receives every decoded block event (for consumers other than the matcher, e.g. a dump).
 class BlockEventSink {

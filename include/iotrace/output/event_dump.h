@@ -77,9 +77,6 @@ class EventDumper {
   std::string scratch_;  // CSV cells, reused
 };
 
-// "MAJ,MIN" of a kernel dev_t (MAJOR << 20 | MINOR), as perf and trace-cmd print block devs.
-std::string FormatKernelDev(uint32_t dev);
-
 }  // namespace iotrace
 
 #endif  // IOTRACE_OUTPUT_EVENT_DUMP_H_

@@ -32,9 +32,6 @@ class DeviceNames {
   absl::flat_hash_map<uint32_t, std::string> cache_;
 };
 
-// Parses "MAJ:MIN" into a kernel dev_t; false when `spec` is not of that form.
-bool ParseDevNumbers(std::string_view spec, uint32_t* dev);
-
 }  // namespace iotrace
 
 #endif  // IOTRACE_SYS_DEVICE_NAMES_H_
