@@ -4,6 +4,11 @@
 // record by record. Without round marks the merger falls back to its window. Scales to millions
 // of records (4 M; 20 k in smoke mode). The reader's own costs (parsing, the ring) are in
 // perf_data_reader_benchmark.
+//
+// BM_MergeWholeStreams: the same records laid out as a trace.dat holds them (each CPU's stream
+// whole, one after another), merged by SortedRunMerger and by a heap over one cursor per stream
+// as TraceDatReader::Read merges them: why trace.dat keeps its own merge (docs/architecture.md).
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -130,6 +135,127 @@ BENCHMARK(BM_MergeRuns)
     ->Args({8, 1})
     ->Args({2, 0})
     ->Args({8, 0})
+    ->Unit(benchmark::kMillisecond);
+
+// The timed records of a MakeStream layout regrouped by CPU, each CPU's in time order, the CPUs'
+// one after another: a trace.dat's per-CPU streams, minus the pages.
+std::vector<Record> WholeStreams(const std::vector<Record>& stream, uint32_t cpus) {
+  std::vector<Record> out;
+  out.reserve(stream.size());
+  for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
+    for (const Record& r : stream) {
+      if (r.round_end == 0 && r.cpu == cpu) out.push_back(r);
+    }
+  }
+  return out;
+}
+
+// The merge of TraceDatReader::Read on in-memory streams: a binary min-heap of one cursor per
+// stream on (time, stream order), the top delivered and moved on, every record final at once.
+uint64_t HeapMergeStreams(const std::vector<Record>& records, uint32_t cpus, uint64_t* late) {
+  struct Cursor {
+    const Record* at;
+    const Record* end;
+    uint32_t order;
+  };
+  std::vector<Cursor> cursors;
+  const Record* p = records.data();
+  const Record* const end = p + records.size();
+  for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
+    const Record* begin = p;
+    while (p != end && p->cpu == cpu) ++p;
+    cursors.push_back(Cursor{begin, p, cpu});
+  }
+  std::vector<Cursor*> heap;
+  auto less = [](const Cursor* a, const Cursor* b) {
+    return a->at->time != b->at->time ? a->at->time < b->at->time : a->order < b->order;
+  };
+  auto sift_down = [&](size_t i) {
+    const size_t n = heap.size();
+    for (;;) {
+      size_t l = 2 * i + 1, m = i;
+      if (l < n && less(heap[l], heap[m])) m = l;
+      if (l + 1 < n && less(heap[l + 1], heap[m])) m = l + 1;
+      if (m == i) return;
+      std::swap(heap[i], heap[m]);
+      i = m;
+    }
+  };
+  for (Cursor& c : cursors) {
+    if (c.at != c.end) heap.push_back(&c);
+  }
+  for (size_t i = heap.size(); i-- > 0;) sift_down(i);
+  uint64_t sum = 0;
+  uint64_t last = 0;
+  while (!heap.empty()) {
+    Cursor* c = heap.front();
+    sum += c->at->time ^ c->at->cpu;
+    *late += c->at->time < last ? 1 : 0;
+    last = c->at->time;
+    if (++c->at != c->end) {
+      sift_down(0);
+    } else {
+      heap.front() = heap.back();
+      heap.pop_back();
+      if (!heap.empty()) sift_down(0);
+    }
+  }
+  return sum;
+}
+
+// merger 0: SortedRunMerger with its default limits; 1: with its window and memory caps lifted
+// (what time order takes on this layout: the whole stream held); 2: the per-stream cursor heap.
+void BM_MergeWholeStreams(benchmark::State& state) {
+  const uint32_t cpus = static_cast<uint32_t>(state.range(0));
+  const int how = static_cast<int>(state.range(1));
+  const std::vector<Record> records =
+      WholeStreams(MakeStream(bench::Scale(4 << 20, 20000), cpus, false, 150000), cpus);
+  uint64_t timed_sum = 0;
+  for (const Record& r : records) timed_sum += r.time ^ r.cpu;
+  uint64_t emitted = 0;
+  uint64_t late = 0;
+  MergeCounters last;
+  for (auto _ : state) {
+    uint64_t sum = 0;
+    late = 0;
+    if (how == 2) {
+      sum = HeapMergeStreams(records, cpus, &late);
+      emitted += records.size();
+    } else {
+      MergeLimits limits;
+      if (how == 1) {
+        limits.window_bytes = limits.window_records = ~uint64_t{0};
+        limits.max_span_bytes = ~uint64_t{0};
+      }
+      VectorSource source(records);
+      SortedRunMerger<VectorSource> merger(&source, 0, source.end(), limits);
+      merger.Run();
+      sum = source.sum;
+      late = source.late;
+      last = merger.counters();
+      emitted += last.emitted;
+    }
+    benchmark::DoNotOptimize(sum);
+    // Every record once; in time order except with the default limits, which cannot hold a
+    // stream this long (they say how many came out late).
+    if (sum != timed_sum || (how != 0 && late != 0)) {
+      bench::Fail(state, "the merge lost, repeated or misordered records");
+      return;
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(emitted));
+  state.counters["out_of_order"] = static_cast<double>(late);
+  state.counters["held_MiB"] =
+      how == 1 ? static_cast<double>(records.size() * kRecordBytes) / (1 << 20) : 0;
+}
+BENCHMARK(BM_MergeWholeStreams)
+    ->ArgNames({"cpus", "merger"})
+    ->Args({2, 0})
+    ->Args({2, 1})
+    ->Args({2, 2})
+    ->Args({8, 0})
+    ->Args({8, 1})
+    ->Args({8, 2})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -1029,7 +1029,13 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   }
 
   // A binary min-heap of cursors on (timestamp, stream order): ties go to the lower CPU, as in
-  // trace-cmd report.
+  // trace-cmd report. Not perf.data's SortedRunMerger, on purpose: that one finds sorted runs in
+  // one interleaved stream, holds them until a window or round mark makes them final, and
+  // revisits a record by its position alone. Here each CPU's stream is one run known from the
+  // start, the top record is final at once, and a record's time is a delta within its page (a
+  // cursor is a page walker, not a position). Made to keep these streams in order, that merger
+  // holds all the data and is slower: 39 vs 68 M records/s on 2 CPUs, 19 vs 26 M on 8
+  // (bench/merge_benchmark.cc, BM_MergeWholeStreams; docs/architecture.md).
   std::vector<Cursor*> heap;
   heap.reserve(cursors.size());
   auto less = [](const Cursor* a, const Cursor* b) {
