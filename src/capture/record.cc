@@ -18,7 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "iotrace/base/clock.h"
-#include "iotrace/base/process.h"
+#include "iotrace/base/gated_child.h"
 #include "iotrace/base/status.h"
 #include "iotrace/capture/backend_check.h"
 #include "iotrace/capture/ftrace_capture.h"
