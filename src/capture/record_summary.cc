@@ -1,9 +1,13 @@
-#include "iotrace/capture/record.h"
+#include "record_summary.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 
 #include "absl/strings/str_format.h"
+#include "iotrace/base/status.h"
 #include "iotrace/base/text.h"
+#include "iotrace/capture/record.h"
 
 namespace iotrace {
 
@@ -77,6 +81,22 @@ std::string FormatRecordSummary(const RecordSummary& s) {
            "holds everything written before\n";
   }
   return out;
+}
+
+absl::Status DiskFullError(const RecordSummary& s) {
+  return WithHint(absl::ResourceExhaustedError(absl::StrFormat(
+                      "disk full while writing %s: recording stopped after %.1f s; the file is "
+                      "valid and holds the %s written before",
+                      s.output, s.seconds, HumanBytes(s.output_bytes))),
+                  "free space or record to another filesystem with -o");
+}
+
+void AnnounceBackend(const RecordSummary& s) {
+  std::fprintf(stderr, "iotrace: recording with the %s backend (%s) into %s\n",
+               BackendName(s.backend), s.backend_reason.c_str(),
+               s.output == "-" ? "standard output (perf's pipe mode)" : s.output.c_str());
+  const std::string name = OutputNameWarning(s.output, s.backend);
+  if (!name.empty()) std::fprintf(stderr, "iotrace: warning: %s\n", name.c_str());
 }
 
 }  // namespace iotrace
