@@ -15,7 +15,7 @@
 #include "iotrace/base/clock.h"
 #include "iotrace/base/counters.h"
 #include "iotrace/base/status.h"
-#include "iotrace/base/stream_store.h"
+#include "iotrace/base/non_temporal_store.h"
 #include "iotrace/base/text.h"
 #include "iotrace/formats/ftrace_page.h"
 
@@ -290,9 +290,9 @@ void LatencyReportBuilder::OnEvent(const RawEvent& event) {
   }
   if (event.ts > last_ts_) last_ts_ = event.ts;
   // One call site, so that the decoder's fast path is inlined here. With pairing on its own
-  // thread, the event goes on into the batch with streaming stores (stream_store.h: decoding
-  // straight into the batch made the reading thread pay for taking each line back from the
-  // pairing thread's cache).
+  // thread, the event goes on into the batch with streaming stores (non_temporal_store.h:
+  // decoding straight into the batch made the reading thread pay for taking each line back from
+  // the pairing thread's cache).
   if (!decoder_.Decode(event, &event_)) return;
   if (batch_ != nullptr) {
     StreamStore64(&event_, &batch_->events[batch_->size]);

@@ -1,4 +1,5 @@
-// `iotrace record`: options, the run loop shared by both capture backends, and the summary.
+// `iotrace record`: options (record_options.cc), the run (record.cc and the modules beside it in
+// src/capture/), and the summary (record_summary.cc).
 #ifndef IOTRACE_CAPTURE_RECORD_H_
 #define IOTRACE_CAPTURE_RECORD_H_
 

@@ -9,8 +9,8 @@
 //
 // Streaming stores are weakly ordered: StreamFence() must come between them and the release
 // that publishes what they wrote.
-#ifndef IOTRACE_BASE_STREAM_STORE_H_
-#define IOTRACE_BASE_STREAM_STORE_H_
+#ifndef IOTRACE_BASE_NON_TEMPORAL_STORE_H_
+#define IOTRACE_BASE_NON_TEMPORAL_STORE_H_
 
 #include <cstdint>
 #include <cstring>
@@ -50,4 +50,4 @@ inline void StreamFence() {
 
 }  // namespace iotrace
 
-#endif  // IOTRACE_BASE_STREAM_STORE_H_
+#endif  // IOTRACE_BASE_NON_TEMPORAL_STORE_H_

@@ -1,7 +1,7 @@
 // The command traced by `iotrace record -- CMD ARGS`: started before recording begins but held
 // at a gate until the events are enabled, so that none of its I/O escapes the recording.
-#ifndef IOTRACE_BASE_PROCESS_H_
-#define IOTRACE_BASE_PROCESS_H_
+#ifndef IOTRACE_BASE_GATED_CHILD_H_
+#define IOTRACE_BASE_GATED_CHILD_H_
 
 #include <sys/types.h>
 
@@ -62,4 +62,4 @@ class GatedChild {
 
 }  // namespace iotrace
 
-#endif  // IOTRACE_BASE_PROCESS_H_
+#endif  // IOTRACE_BASE_GATED_CHILD_H_

@@ -1,4 +1,4 @@
-#include "iotrace/base/stream_store.h"
+#include "iotrace/base/non_temporal_store.h"
 
 #include <cstdint>
 #include <cstring>
@@ -12,7 +12,7 @@ namespace {
 
 // The 64 bytes land exactly where they were sent, whatever their values, and nothing beside
 // them is written.
-TEST(StreamStoreTest, CopiesOneLineAndNothingAround) {
+TEST(NonTemporalStoreTest, CopiesOneLineAndNothingAround) {
   alignas(64) uint8_t dst[3 * 64];
   std::memset(dst, 0xee, sizeof(dst));
   uint8_t src[64 + 1];  // read from an odd address: the source need not be aligned
@@ -28,7 +28,7 @@ TEST(StreamStoreTest, CopiesOneLineAndNothingAround) {
 
 // The report's hand-off: lines written with streaming stores into reused batches, fenced, then
 // published through the queue; the other thread sees every line whole and in order.
-TEST(StreamStoreTest, LinesPublishedAfterTheFenceArriveWholeOnAnotherThread) {
+TEST(NonTemporalStoreTest, LinesPublishedAfterTheFenceArriveWholeOnAnotherThread) {
   struct Line {
     uint64_t words[8];
   };

@@ -1,4 +1,4 @@
-#include "iotrace/base/process.h"
+#include "iotrace/base/gated_child.h"
 
 #include <signal.h>
 #include <sys/stat.h>

@@ -1,0 +1,122 @@
+#include "record_ftrace.h"
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include "iotrace/base/clock.h"
+#include "iotrace/base/gated_child.h"
+#include "iotrace/base/status.h"
+#include "iotrace/capture/ftrace_capture.h"
+#include "record_loop.h"
+#include "record_summary.h"
+
+namespace iotrace {
+namespace {
+
+class FtraceRun : public RunningCapture {
+ public:
+  explicit FtraceRun(FtraceCapture& cap) : cap_(cap) {}
+  absl::Status WatchFd(int fd) override {
+    cap_.WatchFd(fd);
+    return absl::OkStatus();
+  }
+  absl::Status UnwatchFd(int fd) override {
+    cap_.UnwatchFd(fd);
+    return absl::OkStatus();
+  }
+  absl::Status SetEnabled(bool on) override { return on ? cap_.Start() : cap_.Pause(); }
+  absl::StatusOr<bool> Wait(int timeout_ms) override { return cap_.Wait(timeout_ms); }
+  absl::Status Drain(bool check) override {
+    IOTRACE_ASSIGN_OR_RETURN(uint64_t moved, cap_.DrainOnce());
+    (void)moved;
+    if (check) {
+      lost_ = 0;
+      for (size_t i = 0; i < cap_.cpus().size(); ++i) {
+        auto st = cap_.ReadCpuStats(i);
+        if (st.ok()) lost_ += st->overrun + st->dropped_events;
+      }
+    }
+    return absl::OkStatus();
+  }
+  CaptureProgress Progress() const override {
+    CaptureProgress p;
+    p.events_known = false;
+    p.bytes = cap_.bytes_moved();
+    p.ring_lost = lost_;
+    return p;
+  }
+  bool disk_full() const override { return cap_.disk_full(); }
+
+ private:
+  FtraceCapture& cap_;
+  uint64_t lost_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<int> RecordWithFtrace(const RecordOptions& opt, const std::string& tracefs,
+                                     const std::vector<TraceEventInfo>& events,
+                                     const std::string& filter, SignalGuard& signals,
+                                     ControlChannel* control, RecordSummary* summary) {
+  FtraceCaptureOptions fopt;
+  fopt.tracefs = tracefs;
+  fopt.events = events;
+  fopt.output = summary->output;
+  fopt.buffer_kb = opt.buffer_kb;
+  fopt.dev_filter = filter;
+  std::optional<GatedChild> child;
+  if (!opt.command.empty()) {
+    IOTRACE_ASSIGN_OR_RETURN(GatedChild c, GatedChild::Start(opt.command, opt.output == "-"));
+    child.emplace(std::move(c));
+  }
+  IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<FtraceCapture> cap, FtraceCapture::Create(fopt));
+  FtraceRun run(*cap);
+  IOTRACE_RETURN_IF_ERROR(run.WatchFd(signals.fd()));
+  if (control != nullptr) IOTRACE_RETURN_IF_ERROR(run.WatchFd(control->fd()));
+  AnnounceBackend(*summary);
+  if (opt.delay_ms == 0) IOTRACE_RETURN_IF_ERROR(cap->Start());
+  const uint64_t start_ns = MonotonicNs();
+  if (child) {
+    absl::Status s = child->Release();
+    if (!s.ok()) {
+      (void)cap->Finish();
+      return AsUsageError(WithHint(s, "check the command after --"));
+    }
+  }
+  absl::Status failure =
+      RunLoop(opt, run, signals, child ? &*child : nullptr, control, start_ns, summary);
+  absl::Status s = cap->Stop();
+  if (failure.ok()) failure = s;
+  const uint64_t end_ns = MonotonicNs();
+  absl::StatusOr<FtraceCaptureResult> result = cap->Finish();
+  const int command_status = child ? EndCommand(*child, *summary) : 0;
+  summary->seconds = (end_ns - start_ns) / 1e9;
+  if (!result.ok()) return result.status();
+  summary->output_bytes = result->output_bytes;
+  summary->disk_full = result->disk_full;
+  // ftrace counts losses per CPU, not per event: the table's per-event columns hold what the
+  // ring buffer took for each event, and the CPU-level losses are listed below it.
+  summary->per_event_losses = false;
+  for (const FtraceEventResult& e : result->events) {
+    EventSummary row;
+    row.name = e.name;
+    for (uint64_t n : e.recorded) row.recorded += n;
+    for (uint64_t n : e.unwritten) row.unwritten += n;
+    row.kernel_count = row.recorded + row.unwritten;
+    summary->events.push_back(row);
+  }
+  for (const FtraceCpuResult& c : result->cpus) {
+    summary->unattributed_lost += c.stats.overrun + c.stats.dropped_events;
+  }
+  summary->unattributed_lost += result->unwritten_pages_unknown;
+  if (!result->cleanup_error.ok()) {
+    std::fprintf(stderr, "iotrace: warning: %s\nhint: run 'iotrace reset'\n",
+                 std::string(result->cleanup_error.message()).c_str());
+  }
+  if (summary->disk_full) return DiskFullError(*summary);
+  if (!failure.ok()) return failure;
+  return command_status;
+}
+
+}  // namespace iotrace

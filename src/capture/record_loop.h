@@ -1,0 +1,49 @@
+// `iotrace record`'s run loop, shared by both backends: waits on the kernel's buffers, the
+// signals and the --control channel, drains, refreshes the progress line, and ends on the
+// duration, the command's exit, a signal or a stop. Private to the capture stage.
+#ifndef IOTRACE_CAPTURE_RECORD_LOOP_H_
+#define IOTRACE_CAPTURE_RECORD_LOOP_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "iotrace/base/gated_child.h"
+#include "iotrace/capture/record.h"
+#include "iotrace/capture/record_control.h"
+#include "record_progress.h"
+#include "record_signals.h"
+
+namespace iotrace {
+
+// The two backends as the run loop sees them.
+class RunningCapture {
+ public:
+  virtual ~RunningCapture() = default;
+  virtual absl::Status WatchFd(int fd) = 0;
+  virtual absl::Status UnwatchFd(int fd) = 0;
+  // Turns the events on or off in the kernel (--delay, --control); the output stays open.
+  virtual absl::Status SetEnabled(bool on) = 0;
+  // Waits for data, a watched fd (true), or the timeout.
+  virtual absl::StatusOr<bool> Wait(int timeout_ms) = 0;
+  // Moves what is there to the output; `check` (about once a second) also refreshes the
+  // loss books (and writes what they found into the output).
+  virtual absl::Status Drain(bool check) = 0;
+  virtual CaptureProgress Progress() const = 0;
+  virtual bool disk_full() const = 0;
+};
+
+// Runs until the duration passes, the command exits, a signal arrives or the --control client
+// says stop. The caller released the command and enabled the events unless --delay holds them.
+absl::Status RunLoop(const RecordOptions& opt, RunningCapture& cap, SignalGuard& signals,
+                     GatedChild* child, ControlChannel* control, uint64_t start_ns,
+                     RecordSummary* summary);
+
+// After the recording: a command still running when the recording stopped for a reason of its
+// own (duration, --control stop, an error) is ended with SIGTERM, as perf record does, instead of
+// being waited for. Returns what iotrace exits with: the command's status, or 0 when iotrace
+// ended it. After a signal (passed on to the command) the command is waited for.
+int EndCommand(GatedChild& child, const RecordSummary& s);
+
+}  // namespace iotrace
+
+#endif  // IOTRACE_CAPTURE_RECORD_LOOP_H_

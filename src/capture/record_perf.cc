@@ -1,0 +1,226 @@
+#include "record_perf.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+
+#include "absl/strings/str_format.h"
+#include "iotrace/base/clock.h"
+#include "iotrace/base/fd.h"
+#include "iotrace/base/gated_child.h"
+#include "iotrace/base/status.h"
+#include "iotrace/capture/perf_capture.h"
+#include "iotrace/formats/perf_data_writer.h"
+#include "iotrace/sys/host_info.h"
+#include "record_loop.h"
+#include "record_summary.h"
+
+namespace iotrace {
+namespace {
+
+// Process names for every running process, so that perf script and iotrace report can name
+// the pids seen in samples (exec'd later ones come from the kernel's COMM records).
+absl::Status WriteExistingComms(PerfDataWriter* writer, const CapturedEvent& first_event,
+                                int first_cpu) {
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return absl::OkStatus();
+  while (dirent* e = readdir(proc)) {
+    int pid = atoi(e->d_name);
+    if (pid <= 0) continue;
+    auto comm = ReadFileToString(absl::StrFormat("/proc/%d/comm", pid));
+    if (!comm.ok()) continue;
+    std::string name = *comm;
+    while (!name.empty() && name.back() == '\n') name.pop_back();
+    perf::SampleId id;
+    id.pid = id.tid = static_cast<uint32_t>(pid);
+    id.id = first_event.ids[0];
+    id.cpu = static_cast<uint32_t>(first_cpu);
+    absl::Status s = writer->AppendComm(pid, pid, name, id);
+    if (!s.ok()) {
+      closedir(proc);
+      return s;
+    }
+  }
+  closedir(proc);
+  return absl::OkStatus();
+}
+
+uint64_t FileSize(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
+}
+
+class PerfRun : public RunningCapture {
+ public:
+  PerfRun(PerfCapture& cap, PerfDataWriter& writer)
+      : cap_(cap), writer_(writer), silent_reported_(cap.events().size() * cap.cpus().size()) {}
+
+  absl::Status WatchFd(int fd) override { return cap_.WatchFd(fd); }
+  absl::Status UnwatchFd(int fd) override { return cap_.UnwatchFd(fd); }
+  absl::Status SetEnabled(bool on) override { return on ? cap_.Enable() : cap_.Disable(); }
+  absl::StatusOr<bool> Wait(int timeout_ms) override { return cap_.Wait(timeout_ms); }
+
+  // With `check`: counts first, then the drain (see WriteSilentDrops).
+  absl::Status Drain(bool check) override {
+    if (check) IOTRACE_RETURN_IF_ERROR(cap_.ReadCounts());
+    IOTRACE_RETURN_IF_ERROR(
+        cap_.DrainAll([&](int, ByteView a, ByteView b) { return writer_.AppendData(a, b); }));
+    IOTRACE_RETURN_IF_ERROR(writer_.AppendFinishedRound());
+    if (check) IOTRACE_RETURN_IF_ERROR(WriteSilentDrops(MonotonicNs()));
+    return absl::OkStatus();
+  }
+
+  CaptureProgress Progress() const override {
+    CaptureProgress p;
+    for (size_t e = 0; e < cap_.events().size(); ++e) {
+      for (size_t c = 0; c < cap_.cpus().size(); ++c) {
+        p.events += cap_.counts(e, c).samples;
+        p.ring_lost += cap_.counts(e, c).ring_lost;
+        p.silent += cap_.counts(e, c).Silent();
+      }
+    }
+    p.bytes = writer_.data_size();
+    return p;
+  }
+  bool disk_full() const override { return writer_.disk_full(); }
+
+  // Stops the kernel, takes the final counts, empties the rings: the books are exact after it.
+  absl::Status Stop() {
+    absl::Status failure = cap_.Disable();
+    absl::Status s = cap_.ReadCounts();
+    if (failure.ok()) failure = s;
+    if (!writer_.disk_full()) {
+      s = cap_.DrainAll([&](int, ByteView a, ByteView b) { return writer_.AppendData(a, b); });
+      if (failure.ok()) failure = s;
+      if (!writer_.disk_full()) {
+        s = WriteSilentDrops(MonotonicNs());
+        if (failure.ok()) failure = s;
+      }
+    }
+    return failure;
+  }
+
+  void Summarize(RecordSummary* summary) const {
+    const size_t ncpu = cap_.cpus().size();
+    for (size_t e = 0; e < cap_.events().size(); ++e) {
+      EventSummary row;
+      row.name = cap_.events()[e].name;
+      for (size_t c = 0; c < ncpu; ++c) {
+        const EventCpuCounts& k = cap_.counts(e, c);
+        row.recorded += k.samples;
+        row.kernel_count += k.kernel_count;
+        row.ring_lost += k.ring_lost;
+        // What the file says was dropped silently; once the disk is full the rest of the
+        // difference was counted by the kernel but never written.
+        uint64_t silent_in_file = silent_reported_[e * ncpu + c];
+        row.silent += silent_in_file;
+        row.unwritten += k.Silent() - std::min(k.Silent(), silent_in_file);
+      }
+      summary->events.push_back(row);
+    }
+  }
+
+ private:
+  // Writes LOST_SAMPLES records for silent drops found since the last call. The estimate taken
+  // mid-run (counts read before the drain) never exceeds the truth, so reporting only increases
+  // keeps the file's total equal to the exact figure computed after the final drain.
+  absl::Status WriteSilentDrops(uint64_t now_ns) {
+    const size_t ncpu = cap_.cpus().size();
+    for (size_t e = 0; e < cap_.events().size(); ++e) {
+      for (size_t c = 0; c < ncpu; ++c) {
+        uint64_t silent = cap_.counts(e, c).Silent();
+        uint64_t& reported = silent_reported_[e * ncpu + c];
+        if (silent > reported) {
+          perf::SampleId id;
+          id.pid = id.tid = static_cast<uint32_t>(-1);
+          id.time = now_ns;
+          id.id = cap_.events()[e].ids[c];
+          id.cpu = static_cast<uint32_t>(cap_.cpus()[c]);
+          IOTRACE_RETURN_IF_ERROR(writer_.AppendLostSamples(e, silent - reported, id));
+          reported = silent;
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  PerfCapture& cap_;
+  PerfDataWriter& writer_;
+  std::vector<uint64_t> silent_reported_;  // [event * ncpu + cpu]: LOST_SAMPLES written so far
+};
+
+}  // namespace
+
+absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& tracefs,
+                                   const std::vector<TraceEventInfo>& events,
+                                   const std::string& filter, SignalGuard& signals,
+                                   ControlChannel* control, RecordSummary* summary) {
+  PerfCaptureOptions copt;
+  copt.events = events;
+  copt.mmap_pages = opt.mmap_pages;
+  copt.dev_filter = filter;
+  IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<PerfCapture> cap, PerfCapture::Open(copt));
+  IOTRACE_ASSIGN_OR_RETURN(TracingMetadata meta, CollectTracingMetadata(tracefs, events));
+
+  std::optional<GatedChild> child;
+  if (!opt.command.empty()) {
+    IOTRACE_ASSIGN_OR_RETURN(GatedChild c, GatedChild::Start(opt.command, opt.output == "-"));
+    child.emplace(std::move(c));
+  }
+  std::vector<PerfEventSpec> specs;
+  for (const CapturedEvent& ce : cap->events()) {
+    PerfEventSpec spec;
+    spec.attr = ce.attr;
+    spec.name = ce.name;
+    spec.ids = ce.ids;
+    specs.push_back(std::move(spec));
+  }
+  HostInfo host = ThisMachine(opt.argv);
+  host.nr_cpus_online = static_cast<uint32_t>(cap->cpus().size());
+  PerfWriterOptions wopt;
+  if (summary->output == "-") wopt.stream_fd = STDOUT_FILENO;  // perf's pipe mode
+  IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<PerfDataWriter> writer,
+                           PerfDataWriter::Create(wopt.stream_fd >= 0 ? "standard output"
+                                                                      : summary->output,
+                                                  specs, meta, host, wopt));
+  IOTRACE_RETURN_IF_ERROR(WriteExistingComms(writer.get(), cap->events()[0], cap->cpus()[0]));
+
+  PerfRun run(*cap, *writer);
+  IOTRACE_RETURN_IF_ERROR(run.WatchFd(signals.fd()));
+  if (control != nullptr) IOTRACE_RETURN_IF_ERROR(run.WatchFd(control->fd()));
+  AnnounceBackend(*summary);
+  if (opt.delay_ms == 0) IOTRACE_RETURN_IF_ERROR(cap->Enable());
+  const uint64_t start_ns = MonotonicNs();
+  if (child) {
+    absl::Status s = child->Release();
+    if (!s.ok()) {
+      (void)cap->Disable();
+      (void)writer->Finish();
+      return AsUsageError(WithHint(s, "check the command after --"));
+    }
+  }
+  absl::Status failure =
+      RunLoop(opt, run, signals, child ? &*child : nullptr, control, start_ns, summary);
+  absl::Status s = run.Stop();
+  if (failure.ok()) failure = s;
+  const uint64_t end_ns = MonotonicNs();
+  s = writer->Finish();
+  if (failure.ok()) failure = s;
+
+  summary->seconds = (end_ns - start_ns) / 1e9;
+  summary->output_bytes = writer->stream() ? writer->data_offset() + writer->data_size()
+                                           : FileSize(summary->output);
+  summary->disk_full = writer->disk_full();
+  run.Summarize(summary);
+  const int command_status = child ? EndCommand(*child, *summary) : 0;
+  if (summary->disk_full) return DiskFullError(*summary);
+  if (!failure.ok()) return failure;
+  return command_status;
+}
+
+}  // namespace iotrace
