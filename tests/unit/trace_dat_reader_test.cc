@@ -115,8 +115,8 @@ class SyntheticFile {
     char tmpl[] = "/tmp/iotrace_tracedat_reader_test.XXXXXX";
     dir_ = mkdtemp(tmpl);
     meta_.header_page = testing::HeaderPageText(4096);
-    meta_.header_event = ReadFixtureFile("formats/header_event");
-    meta_.event_formats.push_back({"block", ReadFixtureFile("formats/block_rq_issue.format")});
+    meta_.header_event = ReadFixtureFile("formats/6.18/events/header_event");
+    meta_.event_formats.push_back({"block", test::ReadBlockFormat("block_rq_issue")});
     issue_ = *ParseEventFormat("block", meta_.event_formats[0].text);
     pages_.resize(2);
     stats_.resize(2);
