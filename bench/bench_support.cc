@@ -65,7 +65,8 @@ class CopyingSink : public EventSink {
 }  // namespace
 
 EventFormat LoadBlockFormat(const std::string& name) {
-  std::ifstream in(std::string(IOTRACE_FIXTURES) + "/formats/" + name + ".format");
+  std::ifstream in(std::string(IOTRACE_FIXTURES) + "/formats/6.18/events/block/" + name +
+                   "/format");
   std::stringstream ss;
   ss << in.rdbuf();
   auto f = ParseEventFormat("block", ss.str());

@@ -27,8 +27,9 @@ void Fail(benchmark::State& state, const std::string& why);
 // True once Fail was called.
 bool Failed();
 
-// This kernel's format of block:<name> (tests/fixtures/formats/<name>.format); aborts when the
-// fixture cannot be read or parsed (a benchmark without its input measures nothing).
+// This kernel's format of block:<name> (tests/fixtures/formats/6.18/events/block/<name>/format);
+// aborts when the fixture cannot be read or parsed (a benchmark without its input measures
+// nothing).
 EventFormat LoadBlockFormat(const std::string& name);
 
 // Raw records of block_rq_insert / issue / complete laid out by this kernel's formats, in time

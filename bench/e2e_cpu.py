@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CPU snapshot for scripts/bench-e2e.sh: `e2e_cpu.py OUR_PID` prints two numbers, in seconds:
+"""CPU snapshot for bench/bench-e2e.sh: `e2e_cpu.py OUR_PID` prints two numbers, in seconds:
 
   busy     the whole machine's busy CPU since boot (/proc/stat "cpu" line: user + nice +
            system + irq + softirq + steal; guest time is already inside user)

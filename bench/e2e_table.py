@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Turns the raw CSV written by scripts/bench-e2e.sh into one markdown table (medians and
+"""Turns the raw CSV written by bench/bench-e2e.sh into one markdown table (medians and
 min-max over the repetitions), the ratios of iotrace against each peer, and the issue's targets.
 
   e2e_table.py RAW.csv [RAW2.csv ...] [--header TEXT]
 
-Several raw files (runs of scripts/bench-e2e.sh) are pooled: their repetitions are kept apart
+Several raw files (runs of bench/bench-e2e.sh) are pooled: their repetitions are kept apart
 (each tracer run still measured against its own neighbours) and summarised together.
 
 Slowdown and added CPU of a tracer run are taken against the no-tracer runs right before and

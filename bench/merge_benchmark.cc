@@ -97,7 +97,8 @@ class VectorSource {
 void BM_MergeRuns(benchmark::State& state) {
   const uint32_t cpus = static_cast<uint32_t>(state.range(0));
   const bool rounds = state.range(1) != 0;
-  // ~27 KB rounds of 120-byte samples in the 2-CPU recordings of bench/README.md: ~150 us here.
+  // ~27 KB rounds of 120-byte samples in the 2-CPU recordings of bench/results/README.md:
+  // ~150 us here.
   const std::vector<Record> records =
       MakeStream(bench::Scale(4 << 20, 20000), cpus, rounds, 150000);
   // What a correct merge delivers: every timed record once, in time order (the order is checked

@@ -182,7 +182,7 @@ class Tracer:
 def run(args):
     if os.geteuid() != 0:
         sys.exit("bench-steady: error: this records kernel tracepoints and creates a loop "
-                 "device: run it as root\nhint: sudo bash scripts/bench-steady.sh")
+                 "device: run it as root\nhint: sudo bash bench/bench-steady.sh")
     os.makedirs(args.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="iotrace_bench_steady_")
     img, loop, fio, tracers = f"{work}/disk.img", None, None, []

@@ -54,9 +54,8 @@ const std::string& SyntheticFile(int cpus, uint64_t events_per_cpu) {
   }
   TracingMetadata meta;
   meta.header_page = testing::HeaderPageText(4096);
-  meta.header_event = testing::ReadFixtureFile("formats/header_event");
-  meta.event_formats.push_back(
-      {"block", testing::ReadFixtureFile("formats/block_rq_issue.format")});
+  meta.header_event = testing::ReadFixtureFile("formats/6.18/events/header_event");
+  meta.event_formats.push_back({"block", iotrace::test::ReadBlockFormat("block_rq_issue")});
   EventFormat issue = *ParseEventFormat("block", meta.event_formats[0].text);
   std::string path = "/tmp/iotrace_tracedat_bench_" + std::to_string(getpid()) + "_" + key + ".dat";
   TraceDatWriterOptions o;
@@ -90,8 +89,7 @@ const std::string& SyntheticFile(int cpus, uint64_t events_per_cpu) {
 }
 
 void BM_PageWalker(benchmark::State& state) {
-  EventFormat issue =
-      *ParseEventFormat("block", testing::ReadFixtureFile("formats/block_rq_issue.format"));
+  EventFormat issue = *ParseEventFormat("block", iotrace::test::ReadBlockFormat("block_rq_issue"));
   testing::FtracePageBuilder b(0);
   int n = 0;
   while (b.AddEvent(n * 100, testing::BlockPayload(issue, {1, 1, uint64_t(n), 8, "W"}))) ++n;

@@ -52,10 +52,12 @@ if [ "$seconds" = cov ]; then
     build-fuzz/corpus/$target tests/fuzz/corpus/$target 2>&1 | tail -2
   llvm-profdata merge -sparse build-fuzz-cov/$target.profraw -o build-fuzz-cov/$target.profdata
   llvm-cov report "build-fuzz-cov/$target" -instr-profile=build-fuzz-cov/$target.profdata \
-    src/perf_data_reader.cc src/perf_record_parser.cc include/iotrace/perf_record_parser.h \
-    include/iotrace/sorted_run_merger.h src/tracing_data.cc src/event_format.cc \
-    src/trace_dat_reader.cc src/ftrace_page.cc include/iotrace/ftrace_page.h \
-    src/trace_reader_open.cc src/event_dump.cc src/block_event.cc src/latency_report.cc
+    src/formats/perf_data_reader.cc src/formats/perf_record_parser.cc \
+    include/iotrace/formats/perf_record_parser.h include/iotrace/formats/sorted_run_merger.h \
+    src/formats/tracing_data.cc src/event/event_format.cc src/formats/trace_dat_reader.cc \
+    src/formats/ftrace_page.cc include/iotrace/formats/ftrace_page.h \
+    src/formats/trace_reader_open.cc src/output/event_dump.cc src/event/block_event.cc \
+    src/analysis/latency_report.cc
   exit 0
 fi
 

@@ -21,7 +21,7 @@
 
 namespace {
 
-// tests/fixtures/formats, found from this file's path (the fuzz build defines no fixture dir).
+// tests/fixtures/formats/6.18, found from this file's path (the fuzz build defines no fixture dir).
 std::string FixturesDir() {
   std::string here = __FILE__;
   return here.substr(0, here.rfind("/fuzz/")) + "/fixtures";
@@ -31,7 +31,7 @@ std::vector<iotrace::EventFormat> LoadFormats() {
   std::vector<iotrace::EventFormat> out;
   for (const char* name : {"block_rq_insert", "block_rq_issue", "block_rq_complete",
                            "block_rq_requeue", "block_rq_merge", "block_bio_queue"}) {
-    std::ifstream in(FixturesDir() + "/formats/" + name + ".format");
+    std::ifstream in(FixturesDir() + "/formats/6.18/events/block/" + name + "/format");
     std::stringstream ss;
     ss << in.rdbuf();
     auto f = iotrace::ParseEventFormat("block", ss.str());

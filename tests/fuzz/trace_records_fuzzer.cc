@@ -63,14 +63,14 @@ struct Setup {
 const Setup& GetSetup() {
   static const Setup* setup = [] {
     auto* s = new Setup;
-    s->meta.header_page = ReadFixture("formats/header_page");
-    s->meta.header_event = ReadFixture("formats/header_event");
+    s->meta.header_page = ReadFixture("formats/6.18/events/header_page");
+    s->meta.header_event = ReadFixture("formats/6.18/events/header_event");
     s->meta.page_size = 4096;
     s->meta.long_size = 8;
     s->meta.saved_cmdlines = "1 init\n22 kworker/1:1\n";
     for (const char* name : {"block_rq_insert", "block_rq_issue", "block_rq_complete",
                              "block_rq_requeue", "block_rq_merge"}) {
-      std::string text = ReadFixture(std::string("formats/") + name + ".format");
+      std::string text = ReadFixture(std::string("formats/6.18/events/block/") + name + "/format");
       auto f = iotrace::ParseEventFormat("block", text);
       if (!f.ok()) std::abort();
       s->meta.event_formats.push_back({"block", text});

@@ -234,18 +234,18 @@ TEST(BlockEventTest, FlushIsOpFlushOrEmptyPreflushOrCompleteAtMinusOne) {
 }
 
 struct OlderLayout {
-  const char* dir;
+  const char* kernel;  // a folder of tests/fixtures/formats
   uint32_t dev_offset;
 };
-// Named in test output by its directory (gtest would otherwise print the struct's bytes,
+// Named in test output by its kernel (gtest would otherwise print the struct's bytes,
 // padding included, which valgrind flags as uninitialised).
-void PrintTo(const OlderLayout& l, std::ostream* os) { *os << l.dir; }
+void PrintTo(const OlderLayout& l, std::ostream* os) { *os << l.kernel; }
 
 class OlderLayoutTest : public ::testing::TestWithParam<OlderLayout> {};
 
 TEST_P(OlderLayoutTest, FindsEveryFieldByName) {
-  std::vector<EventFormat> formats = LoadFormats(
-      GetParam().dir, {"block_rq_insert", "block_rq_issue", "block_rq_complete"});
+  std::vector<EventFormat> formats =
+      LoadFormats(GetParam().kernel, {"block_rq_insert", "block_rq_issue", "block_rq_complete"});
   ASSERT_EQ(formats.size(), 3u);
   for (const auto& f : formats) {
     ASSERT_NE(f.FindField("dev"), nullptr) << f.name;
@@ -279,8 +279,7 @@ TEST_P(OlderLayoutTest, FindsEveryFieldByName) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, OlderLayoutTest,
-                         ::testing::Values(OlderLayout{"report/formats-6.10", 8},
-                                           OlderLayout{"report/formats-3.x", 12}));
+                         ::testing::Values(OlderLayout{"6.10", 8}, OlderLayout{"3.x", 12}));
 
 TEST(BlockEventTest, CountsShortRecordsAtEveryLengthWithoutCrashing) {
   std::vector<EventFormat> formats = ThisKernelFormats();

@@ -55,10 +55,10 @@ class BlockTraceDat {
     char tmpl[] = "/tmp/iotrace_split_test.XXXXXX";
     dir_ = mkdtemp(tmpl);
     meta_.header_page = HeaderPageText(4096);
-    meta_.header_event = ReadFixtureFile("formats/header_event");
+    meta_.header_event = ReadFixtureFile("formats/6.18/events/header_event");
     for (const char* name :
          {"block_rq_insert", "block_rq_issue", "block_rq_complete", "block_rq_requeue"}) {
-      std::string text = ReadFixtureFile(std::string("formats/") + name + ".format");
+      std::string text = test::ReadBlockFormat(name);
       meta_.event_formats.push_back({"block", text});
       formats_.push_back(*ParseEventFormat("block", text));
     }

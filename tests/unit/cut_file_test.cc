@@ -112,10 +112,9 @@ class CutFileTest : public ::testing::Test {
 
 // Every fixture, cut at 10%, 50% and 90% of its size, at a page boundary and in the middle of a
 // record (the byte before a page boundary: no record of these files ends there), read with the
-// 6.18 formats of tests/fixtures/report/tracefs-6.18 standing in for the running kernel's.
+// 6.18 formats of tests/fixtures/formats/6.18 standing in for the running kernel's.
 TEST_F(CutFileTest, EveryCutIsReadUpToTheCutOrFailsNamingThePartWithAHint) {
-  const FormatsFallback kernel =
-      RunningKernelFormats(kFixtures + "/report/tracefs-6.18", "fixture");
+  const FormatsFallback kernel = RunningKernelFormats(kFixtures + "/formats/6.18", "fixture");
   for (const char* fixture :
        {"golden/perf_mq.data", "golden/iotrace_mq.data", "perf/block-mq-deadline.data",
         "tracedat/dd_v6.dat", "tracedat/dd_v7_none.dat", "tracedat/dd_v7_zstd.dat"}) {
@@ -144,8 +143,7 @@ TEST_F(CutFileTest, EveryCutIsReadUpToTheCutOrFailsNamingThePartWithAHint) {
 
 TEST_F(CutFileTest, PerfRecordFileCutInItsDataIsReadWithKernelFormatsThatFit) {
   const std::string path = Cut("perf/block-mq-deadline.data", 42420);  // 50%
-  const FormatsFallback kernel =
-      RunningKernelFormats(kFixtures + "/report/tracefs-6.18", "6.18-fixture");
+  const FormatsFallback kernel = RunningKernelFormats(kFixtures + "/formats/6.18", "6.18-fixture");
   const Outcome o = Read(path, &kernel);
   ASSERT_TRUE(o.opened) << o.error;
   EXPECT_GT(o.events, 0u);
@@ -154,7 +152,7 @@ TEST_F(CutFileTest, PerfRecordFileCutInItsDataIsReadWithKernelFormatsThatFit) {
 
   ReportOptions options;
   options.input = path;
-  options.kernel_tracefs = kFixtures + "/report/tracefs-6.18";
+  options.kernel_tracefs = kFixtures + "/formats/6.18";
   std::ostringstream out, err;
   ASSERT_TRUE(RunReport(options, out, err).ok());
   const std::vector<std::string> lines = Lines(out.str());
@@ -178,8 +176,7 @@ TEST_F(CutFileTest, PerfRecordFileCutInItsDataIsReadWithKernelFormatsThatFit) {
 TEST_F(CutFileTest, KernelFormatsThatDoNotFitAreAnErrorNamingTheEvent) {
   // Kernels before 6.11 laid block_rq_* out without ioprio and with rwbs[8] (same ids here).
   const std::string path = Cut("perf/block-mq-deadline.data", 42420);
-  const FormatsFallback old =
-      RunningKernelFormats(kFixtures + "/report/tracefs-6.10-layouts", "6.10-fixture");
+  const FormatsFallback old = RunningKernelFormats(kFixtures + "/formats/6.10", "6.10-fixture");
   const Outcome o = Read(path, &old);
   ASSERT_FALSE(o.opened);
   EXPECT_EQ(o.error,
@@ -195,12 +192,13 @@ TEST_F(CutFileTest, KernelFormatsThatDoNotFitAreAnErrorNamingTheEvent) {
             "report --formats-from FILE (a perf.data or trace.dat), or copy the file again from "
             "where it was recorded");
 
-  // No tracefs where the kernel's formats were to be read.
-  const FormatsFallback none = RunningKernelFormats(kFixtures + "/report/formats-3.x", "x");
+  // No tracefs where the kernel's formats were to be read (a folder of recordings, no events/).
+  const FormatsFallback none = RunningKernelFormats(kFixtures + "/golden", "x");
   const Outcome missing = Read(path, &none);
   ASSERT_FALSE(missing.opened);
   EXPECT_NE(missing.error.find("the formats of the running kernel (x) cannot be read: open "
-                               "tracefs " + kFixtures + "/report/formats-3.x/events: "),
+                               "tracefs " +
+                               kFixtures + "/golden/events: "),
             std::string::npos)
       << missing.error;
 }
@@ -208,7 +206,7 @@ TEST_F(CutFileTest, KernelFormatsThatDoNotFitAreAnErrorNamingTheEvent) {
 TEST_F(CutFileTest, KernelFormatsThatLackAnEventOfTheFileAreAnErrorNamingItsId) {
   // perf_mq.data recorded 15 block events; the fixture tree has 8 of them.
   const std::string path = Cut("golden/perf_mq.data", 807316);
-  const FormatsFallback kernel = RunningKernelFormats(kFixtures + "/report/tracefs-6.18", "6.18");
+  const FormatsFallback kernel = RunningKernelFormats(kFixtures + "/formats/6.18", "6.18");
   const Outcome o = Read(path, &kernel);
   ASSERT_FALSE(o.opened);
   EXPECT_NE(o.error.find("; the formats of the running kernel (6.18) do not match: the file's "

@@ -20,7 +20,7 @@ using test::ReadFixture;
 std::vector<EventFormat> BlockFormats() {
   std::vector<EventFormat> out;
   for (const char* ev : {"block_rq_issue", "block_rq_complete", "block_rq_requeue"}) {
-    auto f = ParseEventFormat("block", ReadFixture(std::string("formats/") + ev + ".format"));
+    auto f = ParseEventFormat("block", test::ReadBlockFormat(ev));
     EXPECT_TRUE(f.ok()) << f.status();
     if (f.ok()) out.push_back(*f);
   }

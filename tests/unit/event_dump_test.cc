@@ -97,8 +97,8 @@ class Record {
 class EventDumpTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    formats_.push_back(Format("block", ReadFixture("formats/block_rq_issue.format")));
-    formats_.push_back(Format("block", ReadFixture("formats/block_rq_complete.format")));
+    formats_.push_back(Format("block", test::ReadBlockFormat("block_rq_issue")));
+    formats_.push_back(Format("block", test::ReadBlockFormat("block_rq_complete")));
     formats_.push_back(Format("grp", kUprobeFormat));
     formats_.push_back(Format("hand", kHandFormat));
     issue_id_ = static_cast<uint16_t>(formats_[0].id);

@@ -13,7 +13,7 @@ namespace {
 using test::ReadFixture;
 
 TEST(EventFormatTest, ParsesBlockRqIssueLayoutOfThisKernel) {
-  auto fmt = ParseEventFormat("block", ReadFixture("formats/block_rq_issue.format"));
+  auto fmt = ParseEventFormat("block", test::ReadBlockFormat("block_rq_issue"));
   ASSERT_TRUE(fmt.ok()) << fmt.status();
   EXPECT_EQ(fmt->name, "block_rq_issue");
   EXPECT_EQ(fmt->system, "block");
@@ -44,7 +44,7 @@ TEST(EventFormatTest, ParsesBlockRqIssueLayoutOfThisKernel) {
 }
 
 TEST(EventFormatTest, CompleteHasErrorAndNoComm) {
-  auto fmt = ParseEventFormat("block", ReadFixture("formats/block_rq_complete.format"));
+  auto fmt = ParseEventFormat("block", test::ReadBlockFormat("block_rq_complete"));
   ASSERT_TRUE(fmt.ok()) << fmt.status();
   ASSERT_NE(fmt->FindField("error"), nullptr);
   EXPECT_EQ(fmt->FindField("error")->offset, 28u);

@@ -21,6 +21,14 @@ inline std::string ReadFixture(const std::string& relative) {
   return ss.str();
 }
 
+// The format of block:<event> as kernel `kernel` prints it: tests/fixtures/formats/<kernel>/,
+// laid out as tracefs (6.18 is this project's kernel; 6.10 and 3.x are older layouts).
+inline std::string ReadBlockFormat(const std::string& event, const std::string& kernel = "6.18") {
+  std::string relative = "formats/";
+  relative.append(kernel).append("/events/block/").append(event).append("/format");
+  return ReadFixture(relative);
+}
+
 }  // namespace iotrace::test
 
 #endif  // IOTRACE_TESTS_UNIT_FIXTURES_H_

@@ -28,7 +28,7 @@ std::vector<FtraceRecord> WalkAll(FtracePageWalker* w) {
 }
 
 TEST(FtracePageTest, ParsesHeaderPageOfThisKernel) {
-  auto layout = ParseHeaderPage(ReadFixtureFile("formats/header_page"), 1234);
+  auto layout = ParseHeaderPage(ReadFixtureFile("formats/6.18/events/header_page"), 1234);
   ASSERT_TRUE(layout.ok()) << layout.status();
   EXPECT_EQ(layout->timestamp_offset, 0u);
   EXPECT_EQ(layout->commit_offset, 8u);
@@ -69,8 +69,8 @@ TEST(FtracePageTest, RejectsHeaderPageWhoseOffsetsWrapAround) {
 }
 
 TEST(FtracePageTest, AcceptsHeaderEventOfThisKernelAndRejectsOthers) {
-  EXPECT_TRUE(CheckHeaderEvent(ReadFixtureFile("formats/header_event")).ok());
-  std::string other = ReadFixtureFile("formats/header_event");
+  EXPECT_TRUE(CheckHeaderEvent(ReadFixtureFile("formats/6.18/events/header_event")).ok());
+  std::string other = ReadFixtureFile("formats/6.18/events/header_event");
   other.replace(other.find("27 bits"), 7, "26 bits");
   EXPECT_FALSE(CheckHeaderEvent(other).ok());
   EXPECT_FALSE(CheckHeaderEvent("").ok());

@@ -23,8 +23,8 @@ constexpr uint64_t kMs = 1'000'000;
 ReportOptions TestOptions() {
   ReportOptions o;
   o.input = "synthetic.data";
-  o.sysfs_root = std::string(IOTRACE_FIXTURES) + "/report/sys";
-  o.procfs_root = std::string(IOTRACE_FIXTURES) + "/report/proc";
+  o.sysfs_root = std::string(IOTRACE_FIXTURES) + "/devices/sys";
+  o.procfs_root = std::string(IOTRACE_FIXTURES) + "/devices/proc";
   return o;
 }
 
@@ -611,18 +611,18 @@ TEST(LatencyReportTest, DuplicateRecordsGetTheirOwnNoteAndLeaveThePhasesComplete
 }
 
 TEST(LatencyReportTest, WorksOnOlderKernelLayouts) {
-  for (const char* dir : {"report/formats-6.10", "report/formats-3.x"}) {
+  for (const char* kernel : {"6.10", "3.x"}) {
     SyntheticTrace t(
-        LoadFormats(dir, {"block_rq_insert", "block_rq_issue", "block_rq_complete"}));
+        LoadFormats(kernel, {"block_rq_insert", "block_rq_issue", "block_rq_complete"}));
     Request(t, 0, 40, 900, 8, "RA");
     Request(t, 5000, 60, 1100, 16, "RA");
     LatencyReport r = Build(t);
     const LatencyGroup* g = FindGroup(r.groups, kLoop0, BlockOp::kRead, Phase::kD2C);
-    ASSERT_NE(g, nullptr) << dir;
-    EXPECT_EQ(g->summary.count, 2u) << dir;
-    EXPECT_EQ(g->summary.min_ns, 900u) << dir;
-    EXPECT_EQ(g->summary.max_ns, 1100u) << dir;
-    EXPECT_TRUE(r.completeness.format_problems.empty()) << dir;
+    ASSERT_NE(g, nullptr) << kernel;
+    EXPECT_EQ(g->summary.count, 2u) << kernel;
+    EXPECT_EQ(g->summary.min_ns, 900u) << kernel;
+    EXPECT_EQ(g->summary.max_ns, 1100u) << kernel;
+    EXPECT_TRUE(r.completeness.format_problems.empty()) << kernel;
   }
 }
 
@@ -681,7 +681,7 @@ TEST(LatencyReportTest, NotesNameTheEventToRecordForQueuePhases) {
 
   // A file without block_rq_insert at all.
   SyntheticTrace no_insert(LoadFormats(
-      "formats", {"block_rq_issue", "block_rq_complete", "block_rq_requeue", "block_rq_merge"}));
+      "6.18", {"block_rq_issue", "block_rq_complete", "block_rq_requeue", "block_rq_merge"}));
   no_insert.Issue(0, 8).Complete(100, 8);
   r = Build(no_insert);
   EXPECT_TRUE(HasNote(r, "loop0 (7:0): no I2D/I2C: block_rq_insert was not recorded in this file "

@@ -215,10 +215,10 @@ struct BlockSetup {
 
 inline BlockSetup LoadBlockSetup() {
   BlockSetup s;
-  s.meta.header_page = ReadFixtureFile("formats/header_page");
-  s.meta.header_event = ReadFixtureFile("formats/header_event");
+  s.meta.header_page = ReadFixtureFile("formats/6.18/events/header_page");
+  s.meta.header_event = ReadFixtureFile("formats/6.18/events/header_event");
   for (const char* name : {"block_rq_issue", "block_rq_complete", "block_rq_insert"}) {
-    std::string text = ReadFixtureFile(std::string("formats/") + name + ".format");
+    std::string text = test::ReadBlockFormat(name);
     s.meta.event_formats.push_back({"block", text});
     auto f = ParseEventFormat("block", text);
     if (f.ok()) s.formats.push_back(*f);

@@ -1,5 +1,5 @@
 // `iotrace list` and `iotrace reset` run as the built binary against a fake tracefs tree (no
-// root needed): formats come from tests/fixtures/formats, exports from tests/fixtures/symvers.
+// root needed): formats come from tests/fixtures/formats/6.18, exports from tests/fixtures/symvers.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,7 +45,7 @@ class FakeTracefsCli : public ::testing::Test {
     root_ = tmpl;
     std::string available;
     for (const char* ev : {"block_rq_issue", "block_rq_insert", "block_rq_complete"}) {
-      std::string format = ReadFixture(std::string("formats/") + ev + ".format");
+      std::string format = test::ReadBlockFormat(ev);
       std::string id = format.substr(format.find("ID: ") + 4);
       id = id.substr(0, id.find('\n'));
       Write("events/block/" + std::string(ev) + "/format", format);

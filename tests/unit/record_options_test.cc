@@ -43,7 +43,7 @@ TEST(RecordOptionsTest, BadDevIsAUsageErrorWithAHint) {
 
 TEST(RecordOptionsTest, ADevNumberNoDeviceHasIsWarnedAbout) {
   RecordOptions opt;
-  const std::string sys = std::string(IOTRACE_FIXTURES) + "/report/sys";
+  const std::string sys = std::string(IOTRACE_FIXTURES) + "/devices/sys";
   opt.devs = {"7:0", "254:0"};
   EXPECT_TRUE(RecordOptionWarnings(opt, sys).empty());
   opt.devs = {"7:0", "999:999"};
@@ -56,7 +56,7 @@ TEST(RecordOptionsTest, ADevNumberNoDeviceHasIsWarnedAbout) {
 
 TEST(RecordOptionsTest, ADeviceWithNoMediumIsWarnedAbout) {
   RecordOptions opt;
-  const std::string sys = std::string(IOTRACE_FIXTURES) + "/report/sys-nomedium";
+  const std::string sys = std::string(IOTRACE_FIXTURES) + "/devices/sys-nomedium";
   opt.devs = {"7:0"};
   EXPECT_TRUE(RecordOptionWarnings(opt, sys).empty());
   opt.devs = {"7:0", "7:7"};

@@ -309,8 +309,8 @@ TEST_F(ReportCommandTest, RunnerWritesTheMainOutputAndTheSummaryCsvToFiles) {
   t.Insert(0, 8).Issue(10, 8).Complete(110, 8);
   auto reader = t.Reader();
   ReportOptions o;
-  o.sysfs_root = std::string(IOTRACE_FIXTURES) + "/report/sys";
-  o.procfs_root = std::string(IOTRACE_FIXTURES) + "/report/proc";
+  o.sysfs_root = std::string(IOTRACE_FIXTURES) + "/devices/sys";
+  o.procfs_root = std::string(IOTRACE_FIXTURES) + "/devices/proc";
   auto report = BuildLatencyReport(*reader, o);
   ASSERT_TRUE(report.ok()) << report.status();
   o.format = OutputFormat::kCsv;

@@ -282,8 +282,8 @@ class ReportJsonDocTest : public ::testing::Test {
     ReportOptions o;
     o.input = input;
     o.format = OutputFormat::kJson;
-    o.sysfs_root = std::string(IOTRACE_FIXTURES) + "/report/sys";
-    o.procfs_root = std::string(IOTRACE_FIXTURES) + "/report/proc";
+    o.sysfs_root = std::string(IOTRACE_FIXTURES) + "/devices/sys";
+    o.procfs_root = std::string(IOTRACE_FIXTURES) + "/devices/proc";
     return o;
   }
   // The report's JSON, parsed.

@@ -26,25 +26,26 @@ inline std::string ReadFixtureFile(const std::string& relative) {
   return ::iotrace::test::ReadFixture(relative);
 }
 
-// Parses the format files `dir`/<name>.format for every name given.
-inline std::vector<EventFormat> LoadFormats(const std::string& dir,
+// Parses the format of block:<name> for every name given, as kernel `kernel` lays it out
+// (tests/fixtures/formats/<kernel>).
+inline std::vector<EventFormat> LoadFormats(const std::string& kernel,
                                             const std::vector<std::string>& names) {
   std::vector<EventFormat> out;
   for (const std::string& name : names) {
-    std::string text = ReadFixtureFile(dir + "/" + name + ".format");
+    std::string text = ::iotrace::test::ReadBlockFormat(name, kernel);
     auto f = ParseEventFormat("block", text);
-    EXPECT_TRUE(f.ok()) << dir << "/" << name << ": " << f.status();
+    EXPECT_TRUE(f.ok()) << kernel << " " << name << ": " << f.status();
     if (f.ok()) out.push_back(*std::move(f));
   }
   return out;
 }
 
-// This kernel's (6.18) layouts, captured into tests/fixtures/formats/.
+// This kernel's (6.18) layouts, captured into tests/fixtures/formats/6.18.
 inline std::vector<EventFormat> ThisKernelFormats(bool with_bio_queue = false) {
   std::vector<std::string> names = {"block_rq_insert", "block_rq_issue", "block_rq_complete",
                                     "block_rq_requeue", "block_rq_merge"};
   if (with_bio_queue) names.push_back("block_bio_queue");
-  return LoadFormats("formats", names);
+  return LoadFormats("6.18", names);
 }
 
 // The fields a synthetic record carries; those its format lacks are left out.

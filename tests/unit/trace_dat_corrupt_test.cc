@@ -1,4 +1,4 @@
-// Corrupt trace.dat files found by tests/fuzz/trace_file_fuzzer (one test per finding): each is
+// Corrupt trace.dat files found by tests/fuzz/trace_file_fuzzer.cc (one test per finding): each is
 // a clear error or a counted skip, never a crash, a hang or a file-driven allocation.
 #include <unistd.h>
 
@@ -42,8 +42,8 @@ class TraceDatCorruptTest : public ::testing::Test {
     dir_ = tmpl;
     path_ = dir_ + "/t.dat";
     meta_.header_page = testing::HeaderPageText(4096);
-    meta_.header_event = ReadFixtureFile("formats/header_event");
-    complete_text_ = ReadFixtureFile("formats/block_rq_complete.format");
+    meta_.header_event = ReadFixtureFile("formats/6.18/events/header_event");
+    complete_text_ = test::ReadBlockFormat("block_rq_complete");
     auto complete = ParseEventFormat("block", complete_text_);
     ASSERT_TRUE(complete.ok()) << complete.status();
     complete_ = *complete;
@@ -96,7 +96,7 @@ class TraceDatCorruptTest : public ::testing::Test {
 TEST_F(TraceDatCorruptTest, FormatTextThatCrashesLibtraceeventIsCountedAndSkipped) {
   // Found by trace_file_fuzzer: a field declaration with non-ASCII bytes ("char comm[" followed
   // by garbage) and a print fmt naming REC->comm made tep_parse_event dereference NULL.
-  std::string issue = ReadFixtureFile("formats/block_rq_issue.format");
+  std::string issue = test::ReadBlockFormat("block_rq_issue");
   const size_t at = issue.find("16];\toff");
   ASSERT_NE(at, std::string::npos);
   issue.replace(at, 8, "\xc8\xc9\xa2\xc4\xf6\x90\x99\x99");

@@ -52,7 +52,8 @@ void ExpectSameEventsAsTraceCmd(const std::string& name) {
   EXPECT_EQ(got_counts, want_counts);
   EXPECT_EQ((*reader)->stats().events, want.size());
   EXPECT_TRUE((*reader)->stats().problems.empty());
-  EXPECT_TRUE(sink.losses.empty());  // the fixtures' CPUSTATs say overrun 0, dropped 0
+  // The fixtures' CPUSTATs say overrun 0, dropped 0 (trace-cmd's: tracedat/*.stat.txt).
+  EXPECT_TRUE(sink.losses.empty());
 }
 
 TEST(TraceDatReaderTest, DirectWritesV6MatchTraceCmdReport) { ExpectSameEventsAsTraceCmd("dd_v6"); }
@@ -116,8 +117,8 @@ class SyntheticFile {
     char tmpl[] = "/tmp/iotrace_tracedat_reader_test.XXXXXX";
     dir_ = mkdtemp(tmpl);
     meta_.header_page = testing::HeaderPageText(4096);
-    meta_.header_event = ReadFixtureFile("formats/header_event");
-    meta_.event_formats.push_back({"block", ReadFixtureFile("formats/block_rq_issue.format")});
+    meta_.header_event = ReadFixtureFile("formats/6.18/events/header_event");
+    meta_.event_formats.push_back({"block", test::ReadBlockFormat("block_rq_issue")});
     issue_ = *ParseEventFormat("block", meta_.event_formats[0].text);
     pages_.resize(2);
     stats_.resize(2);

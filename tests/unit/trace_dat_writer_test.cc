@@ -54,9 +54,9 @@ struct Synthetic {
 Synthetic MakeSynthetic(int n, uint32_t page_size = 4096) {
   Synthetic s;
   s.meta.header_page = HeaderPageText(page_size);
-  s.meta.header_event = ReadFixtureFile("formats/header_event");
-  s.meta.event_formats.push_back({"block", ReadFixtureFile("formats/block_rq_issue.format")});
-  s.meta.event_formats.push_back({"block", ReadFixtureFile("formats/block_rq_complete.format")});
+  s.meta.header_event = ReadFixtureFile("formats/6.18/events/header_event");
+  s.meta.event_formats.push_back({"block", test::ReadBlockFormat("block_rq_issue")});
+  s.meta.event_formats.push_back({"block", test::ReadBlockFormat("block_rq_complete")});
   s.meta.saved_cmdlines = "4242 fio\n";
   s.issue = *ParseEventFormat("block", s.meta.event_formats[0].text);
   s.complete = *ParseEventFormat("block", s.meta.event_formats[1].text);

@@ -35,7 +35,7 @@ class FakeTracefs : public ::testing::Test {
     std::string available;
     for (const char* ev : {"block_rq_insert", "block_rq_issue", "block_rq_complete",
                            "block_rq_requeue", "block_rq_merge", "block_bio_queue"}) {
-      std::string format = ReadFixture(std::string("formats/") + ev + ".format");
+      std::string format = test::ReadBlockFormat(ev);
       std::string id = format.substr(format.find("ID: ") + 4);
       id = id.substr(0, id.find('\n'));
       WriteFile(root_ / "events/block" / ev / "format", format);
@@ -44,8 +44,8 @@ class FakeTracefs : public ::testing::Test {
     }
     available += "sched:sched_switch\n";
     WriteFile(root_ / "available_events", available);
-    WriteFile(root_ / "events/header_page", ReadFixture("formats/header_page"));
-    WriteFile(root_ / "events/header_event", ReadFixture("formats/header_event"));
+    WriteFile(root_ / "events/header_page", ReadFixture("formats/6.18/events/header_page"));
+    WriteFile(root_ / "events/header_event", ReadFixture("formats/6.18/events/header_event"));
   }
   void TearDown() override { fs::remove_all(root_); }
 

@@ -13,11 +13,11 @@ using test::ReadFixture;
 
 TracingMetadata SampleMeta() {
   TracingMetadata meta;
-  meta.header_page = ReadFixture("formats/header_page");
-  meta.header_event = ReadFixture("formats/header_event");
-  meta.event_formats.push_back({"block", ReadFixture("formats/block_rq_issue.format")});
+  meta.header_page = ReadFixture("formats/6.18/events/header_page");
+  meta.header_event = ReadFixture("formats/6.18/events/header_event");
+  meta.event_formats.push_back({"block", test::ReadBlockFormat("block_rq_issue")});
   meta.event_formats.push_back({"sched", "name: x\nID: 1\nformat:\n"});
-  meta.event_formats.push_back({"block", ReadFixture("formats/block_rq_complete.format")});
+  meta.event_formats.push_back({"block", test::ReadBlockFormat("block_rq_complete")});
   meta.saved_cmdlines = "1 init\n42 fio\n";
   meta.printk_formats = "0xffff : \"hello\"\n";
   return meta;

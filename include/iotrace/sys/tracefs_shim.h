@@ -1,5 +1,5 @@
 /* A thin C shim over libtracefs: tracefs.h does not compile as C++ (g++ 12), so only
- * src/tracefs_shim.c includes it and C++ code calls these functions. Ownership follows
+ * src/sys/tracefs_shim.c includes it and C++ code calls these functions. Ownership follows
  * libtracefs: returned strings are malloc'd (free() them), lists go to iotrace_tfs_list_free. */
 #ifndef IOTRACE_SYS_TRACEFS_SHIM_H_
 #define IOTRACE_SYS_TRACEFS_SHIM_H_

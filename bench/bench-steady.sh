@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then
   echo "bench-steady: error: this records kernel tracepoints and creates a loop device: run it as root
-hint: sudo bash scripts/bench-steady.sh" >&2
+hint: sudo bash bench/bench-steady.sh" >&2
   exit 1
 fi
 for tool in perf trace-cmd fio python3; do

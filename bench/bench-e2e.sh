@@ -37,7 +37,7 @@ die() { echo "bench-e2e: error: $*" >&2; exit 1; }
 
 if [ "$(id -u)" -ne 0 ]; then
   die "this records kernel tracepoints and creates a loop device: run it as root
-hint: sudo bash scripts/bench-e2e.sh"
+hint: sudo bash bench/bench-e2e.sh"
 fi
 
 # ---------------------------------------------------------------- setup and cleanup
