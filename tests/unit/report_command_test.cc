@@ -131,6 +131,167 @@ TEST_F(ReportCommandTest, ArgumentErrorsExitTwoWithAnErrorAndAHint) {
   EXPECT_NE(r.err.find("iotrace report -i stray.data"), std::string::npos) << r.err;
 }
 
+// Every spelling the parser refuses, with the exact lines it prints: scripts match on them.
+TEST_F(ReportCommandTest, EachArgumentErrorPrintsItsExactMessageAndHint) {
+  struct Case {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string err;
+  };
+  const std::vector<Case> cases = {
+      {{"--bogus=3"}, 2,
+       "iotrace: error: unknown option '--bogus=3'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"-ifile"}, 2,
+       "iotrace: error: unknown option '-ifile'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"-i=foo"}, 2,
+       "iotrace: error: unknown option '-i=foo'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"-"}, 2,
+       "iotrace: error: unknown option '-'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--"}, 2,
+       "iotrace: error: unknown option '--'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--", "-i", "x"}, 2,
+       "iotrace: error: unknown option '--'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{""}, 2,
+       "iotrace: error: unexpected argument ''\n"
+       "hint: to read a file, give it with -i: iotrace report -i \n"},
+      {{"stray.data", "--format", "xml"}, 2,
+       "iotrace: error: unexpected argument 'stray.data'\n"
+       "hint: to read a file, give it with -i: iotrace report -i stray.data\n"},
+      {{"-i"}, 2,
+       "iotrace: error: option -i needs a value\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--input"}, 2,
+       "iotrace: error: option --input needs a value\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--format="}, 2,
+       "iotrace: error: option --format: empty value\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--format", ""}, 2,
+       "iotrace: error: option --format: empty value\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"-i", ""}, 2,
+       "iotrace: error: option -i: empty value\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"-o", ""}, 2,
+       "iotrace: error: option -o: empty value\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--input", "a", "--input=b"}, 2,
+       "iotrace: error: -i given twice (a and b): a report reads one recording\n"
+       "hint: to compare two recordings, report on each (iotrace report -i A, then -i B); "
+       "iotrace diff A B is planned, not there yet\n"},
+      {{"-i", "a.dat", "--input", "b.dat"}, 2,
+       "iotrace: error: -i given twice (a.dat and b.dat): a report reads one recording\n"
+       "hint: to compare two recordings, report on each (iotrace report -i A, then -i B); "
+       "iotrace diff A B is planned, not there yet\n"},
+      {{"-hx"}, 2,
+       "iotrace: error: unknown option '-hx'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--h"}, 2,
+       "iotrace: error: unknown option '--h'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--events", "-i"}, 2,
+       "iotrace: error: option -i needs a value\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--bogus", "-h"}, 2,
+       "iotrace: error: unknown option '--bogus'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--threads", "4"}, 2,
+       "iotrace: error: --threads '4': expected 1, 2, 3 or auto\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--threads", "0"}, 2,
+       "iotrace: error: --threads '0': expected 1, 2, 3 or auto\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--max-inflight", "lots"}, 2,
+       "iotrace: error: --max-inflight 'lots': expected a count\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--max-inflight", "3"}, 2,
+       "iotrace: error: --max-inflight 3: must be between 16 and 67108864\n"
+       "hint: the default, 131072, is far above any device queue depth\n"},
+      {{"--interval", "0"}, 2,
+       "iotrace: error: --interval 0: the interval must be longer than 0 s\n"
+       "hint: for example --interval 1 for one block per second\n"},
+      {{"--interval", "1e-9"}, 2,
+       "iotrace: error: --interval 1e-09: must be at least 0.000001 seconds\n"
+       "hint: for example --interval 1 for one block per second\n"},
+      {{"--since", "5", "--until", "2"}, 2,
+       "iotrace: error: --until 2 is before --since 5\n"
+       "hint: give a window with since <= until\n"},
+      {{"--op", "write,bogus"}, 2,
+       "iotrace: error: --op 'bogus': unknown operation\n"
+       "hint: operations are read, write, flush, discard and other\n"},
+      {{"--pid", "1,x"}, 2,
+       "iotrace: error: --pid 'x': expected a process id\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--unit"}, 2,
+       "iotrace: error: option --unit needs a value\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--format", "csv", "--unit"}, 2,
+       "iotrace: error: option --unit needs a value\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--bogus", "--format", "xml"}, 2,
+       "iotrace: error: unknown option '--bogus'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--format", "xml", "--bogus"}, 2,
+       "iotrace: error: --format 'xml': unknown format\n"
+       "hint: use --format text, --format csv or --format json\n"},
+  };
+  for (const Case& c : cases) {
+    std::string shown;
+    for (const auto& a : c.args) shown += "'" + a + "' ";
+    RunResult r = Run(c.args);
+    EXPECT_EQ(r.exit_code, c.exit_code) << shown;
+    EXPECT_EQ(r.err, c.err) << shown;
+    EXPECT_EQ(r.out, "") << shown;
+  }
+}
+
+// The spellings of one request give one report: --name=VALUE or --name VALUE, -i or --input,
+// a repeated filter or a comma-separated list (empty items skipped); a switch ignores "=VALUE".
+TEST_F(ReportCommandTest, EverySpellingOfTheSameOptionsGivesTheSameReport) {
+  const std::string file = std::string(IOTRACE_FIXTURES) + "/golden/iotrace_mq.data";
+  const std::vector<std::vector<std::vector<std::string>>> groups = {
+      {{"-i", file, "--format", "csv"}, {"--input=" + file, "--format=csv"},
+       {"--input", file, "--format=csv"}},
+      {{"-i", file, "--op", "read", "--op", "write", "--dev", "7:0", "--dev", "loop0"},
+       {"-i", file, "--op", "read,write", "--dev", "7:0,loop0"},
+       {"-i", file, "--op=read,,write", "--dev=7:0,,loop0"}},
+      {{"-i", file, "--pid", "1", "--pid", "2,3", "--comm", "fio", "--format", "json"},
+       {"-i", file, "--pid=1,2,3", "--comm=fio", "--format", "json"}},
+      {{"-i", file, "--since", "0.001", "--until", "0.01", "--unit", "ms", "--interval", "0.01"},
+       {"-i", file, "--since=0.001", "--until=0.01", "--unit=ms", "--interval=0.01"}},
+      {{"-i", file, "--threads", "1", "--expiry", "1", "--max-inflight", "16"},
+       {"-i", file, "--threads=1", "--expiry=1", "--max-inflight=16"}},
+      {{"-i", file, "--events"}, {"-i", file, "--events=yes"}, {"-i", file, "--events="}},
+  };
+  for (const auto& group : groups) {
+    RunResult first = Run(group[0]);
+    ASSERT_EQ(first.exit_code, 0) << group[0][2] << first.err;
+    ASSERT_NE(first.out, "");
+    for (size_t i = 1; i < group.size(); ++i) {
+      RunResult r = Run(group[i]);
+      EXPECT_EQ(r.exit_code, 0) << group[i][1] << r.err;
+      EXPECT_EQ(r.out, first.out) << group[i][1];
+      EXPECT_EQ(r.err, first.err) << group[i][1];
+    }
+  }
+  // --help wins over whatever follows it (and ignores "=VALUE"), not over an error before it.
+  const std::string usage = Run({"--help"}).out;
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{
+           {"-h", "--bogus"}, {"--help=x"}, {"--help", "--format"}, {"-h", "-i", "a", "-i", "b"}}) {
+    RunResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 0) << args[0];
+    EXPECT_EQ(r.out, usage) << args[0];
+    EXPECT_EQ(r.err, "") << args[0];
+  }
+}
+
 TEST_F(ReportCommandTest, MissingDefaultInputIsARuntimeErrorNamingIt) {
   RunResult r = Run({});
   EXPECT_EQ(r.exit_code, 1);
