@@ -87,7 +87,7 @@ absl::Status FlagParser::Parse(const std::vector<std::string>& args,
         has_inline = true;
       }
     } else if (argument_handler_) {
-      IOTRACE_RETURN_IF_ERROR(argument_handler_(a));
+      IOTRACE_RETURN_IF_ERROR(AsUsageError(argument_handler_(a)));
       continue;
     } else {
       if (positional == nullptr) return Usage(absl::StrFormat("unexpected argument '%s'", a));
@@ -105,8 +105,9 @@ absl::Status FlagParser::Parse(const std::vector<std::string>& args,
     if (exact && opt->takes_value && value.empty()) {
       return Usage(absl::StrFormat("option %s: empty value", shown));
     }
+    // Whatever a handler refuses is in what the user asked for.
     absl::Status s = opt->handler(value);
-    if (!s.ok()) return s;
+    if (!s.ok()) return AsUsageError(s);
   }
   return absl::OkStatus();
 }

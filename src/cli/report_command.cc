@@ -74,9 +74,8 @@ constexpr char kUsage[] =
     "\n"
     "Exit status: 0 ok, 1 runtime error, 2 usage error.\n";
 
-absl::Status Usage(std::string message, std::string_view hint = "") {
-  return WithHint(absl::InvalidArgumentError(std::move(message)),
-                  hint.empty() ? "run 'iotrace report --help' for the options" : hint);
+absl::Status Usage(std::string_view message, std::string_view hint = "") {
+  return UsageError(message, hint.empty() ? "run 'iotrace report --help' for the options" : hint);
 }
 
 absl::Status ParseSeconds(std::string_view flag, const std::string& value, double* out) {
@@ -230,7 +229,7 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
                  absl::StrFormat("to read a file, give it with -i: iotrace report -i %s", arg));
   });
   IOTRACE_RETURN_IF_ERROR(flags.Parse(args, nullptr, nullptr));
-  IOTRACE_RETURN_IF_ERROR(ValidateReportOptions(o));
+  IOTRACE_RETURN_IF_ERROR(AsUsageError(ValidateReportOptions(o)));
   return o;
 }
 
@@ -243,7 +242,7 @@ int ReportCommand(const std::vector<std::string>& args) {
     std::fputs(kUsage, stdout);
     return kExitOk;
   }
-  if (!options.ok()) return ReportError(options.status(), /*usage=*/true);
+  if (!options.ok()) return ReportError(options.status());
   absl::Status status = RunReport(*options, std::cout, std::cerr);
   if (!status.ok()) return ReportError(status);
   return kExitOk;

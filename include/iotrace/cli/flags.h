@@ -38,8 +38,8 @@ class FlagParser {
   void SetArgumentHandler(Handler handler);
 
   // Parses args (without the command name). Positional arguments (those not starting with '-')
-  // go to *positional; everything after "--" to *rest. Usage errors are InvalidArgument with a
-  // hint pointing at --help.
+  // go to *positional; everything after "--" to *rest. Every error is a usage error
+  // (IsUsageError), the parser's own InvalidArgument with the usage hint.
   absl::Status Parse(const std::vector<std::string>& args, std::vector<std::string>* positional,
                      std::vector<std::string>* rest) const;
 
