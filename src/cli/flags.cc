@@ -19,7 +19,7 @@ absl::Status Usage(const std::string& message) {
 FlagParser::FlagParser(Syntax syntax, std::string usage_hint)
     : syntax_(syntax), usage_hint_(std::move(usage_hint)) {}
 
-absl::Status FlagParser::Usage(const std::string& message) const {
+absl::Status FlagParser::Error(const std::string& message) const {
   return UsageError(message, usage_hint_);
 }
 
@@ -52,7 +52,7 @@ absl::Status FlagParser::Parse(const std::vector<std::string>& args,
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (!exact && a == "--") {
-      if (rest == nullptr) return Usage("unexpected '--'");
+      if (rest == nullptr) return Error("unexpected '--'");
       rest->assign(args.begin() + i + 1, args.end());
       return absl::OkStatus();
     }
@@ -70,19 +70,19 @@ absl::Status FlagParser::Parse(const std::vector<std::string>& args,
       }
       opt = FindLong(name);
       shown = "--" + name;
-      if (opt == nullptr) return Usage(absl::StrFormat("unknown option '%s'", exact ? a : shown));
+      if (opt == nullptr) return Error(absl::StrFormat("unknown option '%s'", exact ? a : shown));
       if (!opt->takes_value && has_inline) {
-        if (!exact) return Usage(absl::StrFormat("option '%s' takes no value", shown));
+        if (!exact) return Error(absl::StrFormat("option '%s' takes no value", shown));
         value.clear();
         has_inline = false;
       }
     } else if ((a.size() >= 2 && a[0] == '-') || (exact && a == "-")) {
-      if (exact && a.size() != 2) return Usage(absl::StrFormat("unknown option '%s'", a));
+      if (exact && a.size() != 2) return Error(absl::StrFormat("unknown option '%s'", a));
       opt = FindShort(a[1]);
       shown = a.substr(0, 2);
-      if (opt == nullptr) return Usage(absl::StrFormat("unknown option '%s'", shown));
+      if (opt == nullptr) return Error(absl::StrFormat("unknown option '%s'", shown));
       if (a.size() > 2) {
-        if (!opt->takes_value) return Usage(absl::StrFormat("unknown option '%s'", a));
+        if (!opt->takes_value) return Error(absl::StrFormat("unknown option '%s'", a));
         value = a.substr(2);
         has_inline = true;
       }
@@ -90,20 +90,20 @@ absl::Status FlagParser::Parse(const std::vector<std::string>& args,
       IOTRACE_RETURN_IF_ERROR(AsUsageError(argument_handler_(a)));
       continue;
     } else {
-      if (positional == nullptr) return Usage(absl::StrFormat("unexpected argument '%s'", a));
+      if (positional == nullptr) return Error(absl::StrFormat("unexpected argument '%s'", a));
       positional->push_back(a);
       continue;
     }
     if (opt->takes_value && !has_inline) {
       if (i + 1 >= args.size()) {
-        return Usage(
+        return Error(
             exact ? absl::StrFormat("option %s needs a value", shown)
                   : absl::StrFormat("option '%s' needs a value (%s)", shown, opt->value_name));
       }
       value = args[++i];
     }
     if (exact && opt->takes_value && value.empty()) {
-      return Usage(absl::StrFormat("option %s: empty value", shown));
+      return Error(absl::StrFormat("option %s: empty value", shown));
     }
     // Whatever a handler refuses is in what the user asked for.
     absl::Status s = opt->handler(value);

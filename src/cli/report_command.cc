@@ -115,7 +115,7 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
   std::string input_given;  // the -i seen so far
   *help = false;
   FlagParser flags(FlagParser::Syntax::kExactWords, "run 'iotrace report --help' for the options");
-  auto set = [](std::string* field) {
+  auto store = [](std::string* field) {
     return [field](const std::string& v) {
       *field = v;
       return absl::OkStatus();
@@ -137,7 +137,7 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
     o.input = v;
     return absl::OkStatus();
   });
-  flags.Add("output", 'o', true, "FILE", "", set(&o.output));
+  flags.Add("output", 'o', true, "FILE", "", store(&o.output));
   flags.Add("format", 0, true, "FORMAT", "", [&](const std::string& v) {
     if (!ParseOutputFormat(v, &o.format)) {
       return Usage(absl::StrFormat("--format '%s': unknown format", v),
@@ -145,8 +145,8 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
     }
     return absl::OkStatus();
   });
-  flags.Add("summary-csv", 0, true, "FILE", "", set(&o.summary_csv));
-  flags.Add("formats-from", 0, true, "FILE", "", set(&o.formats_from));
+  flags.Add("summary-csv", 0, true, "FILE", "", store(&o.summary_csv));
+  flags.Add("formats-from", 0, true, "FILE", "", store(&o.formats_from));
   flags.Add("unit", 0, true, "UNIT", "", [&](const std::string& v) {
     if (!ParseTimeUnit(v, &o.unit)) {
       return Usage(absl::StrFormat("--unit '%s': unknown unit", v), "use --unit ns, us or ms");

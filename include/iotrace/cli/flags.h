@@ -15,7 +15,8 @@ namespace iotrace {
 
 class FlagParser {
  public:
-  // How a command line is read. kGetopt (record, list, doctor, reset): as getopt_long reads it.
+  // How a command line is read. kGetopt (record, list, doctor, reset): getopt_long's conventions
+  // (-nVALUE, --name=VALUE, "--" ends the options, "-" is an argument; no abbreviations).
   // kExactWords (report, whose spellings and messages predate this parser and are pinned by
   // tests): an option is one of the words added, its value the next argument or, for a long
   // option, after '=' ("-nVALUE", "-" and "--" are unknown options); a value may not be empty; a
@@ -57,7 +58,7 @@ class FlagParser {
   };
   const Option* FindLong(const std::string& name) const;
   const Option* FindShort(char c) const;
-  absl::Status Usage(const std::string& message) const;
+  absl::Status Error(const std::string& message) const;
   Syntax syntax_;
   std::string usage_hint_;
   std::vector<Option> options_;
