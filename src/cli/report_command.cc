@@ -74,8 +74,10 @@ constexpr char kUsage[] =
     "\n"
     "Exit status: 0 ok, 1 runtime error, 2 usage error.\n";
 
-absl::Status Usage(std::string_view message, std::string_view hint = "") {
-  return UsageError(message, hint.empty() ? "run 'iotrace report --help' for the options" : hint);
+constexpr char kUsageHint[] = "run 'iotrace report --help' for the options";
+
+absl::Status Usage(std::string_view message, std::string_view hint = kUsageHint) {
+  return UsageError(message, hint);
 }
 
 absl::Status ParseSeconds(std::string_view flag, const std::string& value, double* out) {
@@ -114,7 +116,7 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
   o.input = DefaultInput();
   std::string input_given;  // the -i seen so far
   *help = false;
-  FlagParser flags(FlagParser::Syntax::kExactWords, "run 'iotrace report --help' for the options");
+  FlagParser flags(FlagParser::Syntax::kExactWords, kUsageHint);
   auto store = [](std::string* field) {
     return [field](const std::string& v) {
       *field = v;
@@ -229,6 +231,7 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
                  absl::StrFormat("to read a file, give it with -i: iotrace report -i %s", arg));
   });
   IOTRACE_RETURN_IF_ERROR(flags.Parse(args, nullptr, nullptr));
+  // The one check of the options: RunReport and the layers below take them as valid.
   IOTRACE_RETURN_IF_ERROR(AsUsageError(ValidateReportOptions(o)));
   return o;
 }
