@@ -239,7 +239,6 @@ LatencyReportBuilder::~LatencyReportBuilder() = default;
 
 absl::StatusOr<std::unique_ptr<LatencyReportBuilder>> LatencyReportBuilder::Create(
     const std::vector<EventFormat>& formats, const ReportOptions& options) {
-  IOTRACE_RETURN_IF_ERROR(ValidateReportOptions(options));
   std::unique_ptr<LatencyReportBuilder> b(new LatencyReportBuilder(formats, options));
   const BlockDecoder& d = b->decoder_;
   if (!d.Has(BlockEventKind::kIssue) && !d.Has(BlockEventKind::kComplete) &&
@@ -1413,6 +1412,7 @@ std::optional<absl::StatusOr<LatencyReport>> BuildSplit(TraceReader& reader,
 
 absl::StatusOr<LatencyReport> BuildLatencyReport(TraceReader& reader,
                                                  const ReportOptions& options) {
+  IOTRACE_RETURN_IF_ERROR(ValidateReportOptions(options));
   std::string plan;
   if (auto split = BuildSplit(reader, options, &plan); split.has_value()) return *split;
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<LatencyReportBuilder> builder,

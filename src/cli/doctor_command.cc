@@ -41,7 +41,7 @@ int DoctorCommand(const std::vector<std::string>& args) {
         flags.Help().c_str());
     return kExitOk;
   }
-  if (!parsed.ok()) return ReportError(parsed, /*usage=*/true);
+  if (!parsed.ok()) return ReportError(parsed);
   DoctorReport report = RunDoctor(opt);
   std::fputs(FormatDoctorReport(report).c_str(), stdout);
   return report.recording_works ? kExitOk : kExitRuntime;

@@ -9,11 +9,21 @@
 namespace iotrace {
 namespace {
 
+// The value parsers' errors, whichever parser called them.
 absl::Status Usage(const std::string& message) {
   return UsageError(message, "see --help for the options");
 }
 
 }  // namespace
+
+FlagParser::FlagParser(Syntax syntax, std::string usage_hint)
+    : syntax_(syntax), usage_hint_(std::move(usage_hint)) {}
+
+absl::Status FlagParser::Error(const std::string& message) const {
+  return UsageError(message, usage_hint_);
+}
+
+void FlagParser::SetArgumentHandler(Handler handler) { argument_handler_ = std::move(handler); }
 
 void FlagParser::Add(std::string long_name, char short_name, bool takes_value,
                      std::string value_name, std::string help, Handler handler) {
@@ -38,10 +48,11 @@ const FlagParser::Option* FlagParser::FindShort(char c) const {
 absl::Status FlagParser::Parse(const std::vector<std::string>& args,
                                std::vector<std::string>* positional,
                                std::vector<std::string>* rest) const {
+  const bool exact = syntax_ == Syntax::kExactWords;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--") {
-      if (rest == nullptr) return Usage("unexpected '--'");
+    if (!exact && a == "--") {
+      if (rest == nullptr) return Error("unexpected '--'");
       rest->assign(args.begin() + i + 1, args.end());
       return absl::OkStatus();
     }
@@ -49,7 +60,7 @@ absl::Status FlagParser::Parse(const std::vector<std::string>& args,
     std::string value;
     bool has_inline = false;
     std::string shown;
-    if (a.size() > 2 && a[0] == '-' && a[1] == '-') {
+    if (a.rfind("--", 0) == 0) {
       std::string name = a.substr(2);
       size_t eq = name.find('=');
       if (eq != std::string::npos) {
@@ -59,32 +70,44 @@ absl::Status FlagParser::Parse(const std::vector<std::string>& args,
       }
       opt = FindLong(name);
       shown = "--" + name;
-      if (opt == nullptr) return Usage(absl::StrFormat("unknown option '%s'", shown));
+      if (opt == nullptr) return Error(absl::StrFormat("unknown option '%s'", exact ? a : shown));
       if (!opt->takes_value && has_inline) {
-        return Usage(absl::StrFormat("option '%s' takes no value", shown));
+        if (!exact) return Error(absl::StrFormat("option '%s' takes no value", shown));
+        value.clear();
+        has_inline = false;
       }
-    } else if (a.size() >= 2 && a[0] == '-' && a[1] != '-') {
+    } else if ((a.size() >= 2 && a[0] == '-') || (exact && a == "-")) {
+      if (exact && a.size() != 2) return Error(absl::StrFormat("unknown option '%s'", a));
       opt = FindShort(a[1]);
       shown = a.substr(0, 2);
-      if (opt == nullptr) return Usage(absl::StrFormat("unknown option '%s'", shown));
+      if (opt == nullptr) return Error(absl::StrFormat("unknown option '%s'", shown));
       if (a.size() > 2) {
-        if (!opt->takes_value) return Usage(absl::StrFormat("unknown option '%s'", a));
+        if (!opt->takes_value) return Error(absl::StrFormat("unknown option '%s'", a));
         value = a.substr(2);
         has_inline = true;
       }
+    } else if (argument_handler_) {
+      IOTRACE_RETURN_IF_ERROR(AsUsageError(argument_handler_(a)));
+      continue;
     } else {
-      if (positional == nullptr) return Usage(absl::StrFormat("unexpected argument '%s'", a));
+      if (positional == nullptr) return Error(absl::StrFormat("unexpected argument '%s'", a));
       positional->push_back(a);
       continue;
     }
     if (opt->takes_value && !has_inline) {
       if (i + 1 >= args.size()) {
-        return Usage(absl::StrFormat("option '%s' needs a value (%s)", shown, opt->value_name));
+        return Error(
+            exact ? absl::StrFormat("option %s needs a value", shown)
+                  : absl::StrFormat("option '%s' needs a value (%s)", shown, opt->value_name));
       }
       value = args[++i];
     }
+    if (exact && opt->takes_value && value.empty()) {
+      return Error(absl::StrFormat("option %s: empty value", shown));
+    }
+    // Whatever a handler refuses is in what the user asked for.
     absl::Status s = opt->handler(value);
-    if (!s.ok()) return s;
+    if (!s.ok()) return AsUsageError(s);
   }
   return absl::OkStatus();
 }

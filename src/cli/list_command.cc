@@ -84,9 +84,9 @@ int ListCommand(const std::vector<std::string>& args) {
         flags.Help().c_str());
     return kExitOk;
   }
-  if (!parsed.ok()) return ReportError(parsed, /*usage=*/true);
+  if (!parsed.ok()) return ReportError(parsed);
   if (positional.size() > 1) {
-    return ReportError(absl::InvalidArgumentError("list takes at most one PATTERN"), true);
+    return ReportError(UsageError("list takes at most one PATTERN"));
   }
   const std::string pattern = positional.empty() ? "" : positional[0];
 

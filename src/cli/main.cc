@@ -43,11 +43,11 @@ void PrintUsage(FILE* out) {
 
 }  // namespace
 
-int ReportError(const absl::Status& status, bool usage) {
+int ReportError(const absl::Status& status) {
   std::fprintf(stderr, "iotrace: error: %s\n", std::string(status.message()).c_str());
   std::string hint = HintOf(status);
   if (!hint.empty()) std::fprintf(stderr, "hint: %s\n", hint.c_str());
-  return usage ? kExitUsage : kExitRuntime;
+  return IsUsageError(status) ? kExitUsage : kExitRuntime;
 }
 
 }  // namespace iotrace

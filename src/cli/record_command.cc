@@ -137,11 +137,11 @@ int RecordCommand(const std::vector<std::string>& args) {
         absl::StrJoin(DefaultRecordEvents(), ", ").c_str(), flags.Help().c_str());
     return kExitOk;
   }
-  if (!parsed.ok()) return ReportError(parsed, /*usage=*/true);
+  if (!parsed.ok()) return ReportError(parsed);
   if (!default_events) opt.events.clear();
   opt.events.insert(opt.events.end(), extra_events.begin(), extra_events.end());
   absl::Status valid = ValidateRecordOptions(opt);
-  if (!valid.ok()) return ReportError(valid, /*usage=*/true);
+  if (!valid.ok()) return ReportError(AsUsageError(valid));
   for (const std::string& w : RecordOptionWarnings(opt)) {
     std::fprintf(stderr, "iotrace: warning: %s\n", w.c_str());
   }
@@ -151,7 +151,7 @@ int RecordCommand(const std::vector<std::string>& args) {
   RecordSummary summary;
   absl::StatusOr<int> result = RunRecord(opt, &summary);
   if (!summary.events.empty()) std::fputs(FormatRecordSummary(summary).c_str(), stderr);
-  if (!result.ok()) return ReportError(result.status(), IsUsageError(result.status()));
+  if (!result.ok()) return ReportError(result.status());
   return *result;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "iotrace/analysis/latency_report.h"
 #include "iotrace/base/status.h"
 #include "iotrace/cli/cli.h"
+#include "iotrace/cli/flags.h"
 #include "iotrace/cli/report_runner.h"
 #include "iotrace/event/block_event.h"
 
@@ -72,9 +74,10 @@ constexpr char kUsage[] =
     "\n"
     "Exit status: 0 ok, 1 runtime error, 2 usage error.\n";
 
-absl::Status Usage(std::string message, std::string_view hint = "") {
-  return WithHint(absl::InvalidArgumentError(std::move(message)),
-                  hint.empty() ? "run 'iotrace report --help' for the options" : hint);
+constexpr char kUsageHint[] = "run 'iotrace report --help' for the options";
+
+absl::Status Usage(std::string_view message, std::string_view hint = kUsageHint) {
+  return UsageError(message, hint);
 }
 
 absl::Status ParseSeconds(std::string_view flag, const std::string& value, double* out) {
@@ -91,7 +94,6 @@ std::vector<std::string> SplitList(const std::string& value) {
   return absl::StrSplit(value, ',', absl::SkipEmpty());
 }
 
-// Parses the arguments after "report". *help is set when --help was given.
 // Without -i: what `iotrace record` wrote last here, ./iotrace.data (perf backend) or
 // ./iotrace.dat (ftrace backend; the default backend picks either).
 std::string DefaultInput() {
@@ -106,132 +108,131 @@ std::string DefaultInput() {
   return "iotrace.data";
 }
 
+// Parses the arguments after "report". *help is set when --help was given, even if an error
+// follows it. --help prints kUsage, laid out by topic, rather than FlagParser::Help(): the options
+// are added without help text of their own.
 absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bool* help) {
   ReportOptions o;
   o.input = DefaultInput();
   std::string input_given;  // the -i seen so far
   *help = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    std::string value;
-    bool has_inline_value = false;
-    if (arg.rfind("--", 0) == 0) {
-      size_t eq = arg.find('=');
-      if (eq != std::string::npos) {
-        value = arg.substr(eq + 1);
-        arg = arg.substr(0, eq);
-        has_inline_value = true;
-      }
-    }
-    auto take = [&](std::string* out) -> absl::Status {
-      if (has_inline_value) {
-        *out = value;
-      } else if (i + 1 < args.size()) {
-        *out = args[++i];
-      } else {
-        return Usage(absl::StrFormat("option %s needs a value", arg));
-      }
-      if (out->empty()) return Usage(absl::StrFormat("option %s: empty value", arg));
+  FlagParser flags(FlagParser::Syntax::kExactWords, kUsageHint);
+  auto store = [](std::string* field) {
+    return [field](const std::string& v) {
+      *field = v;
       return absl::OkStatus();
     };
-    std::string v;
-    if (arg == "-h" || arg == "--help") {
-      *help = true;
-      return o;
-    } else if (arg == "-i" || arg == "--input") {
-      IOTRACE_RETURN_IF_ERROR(take(&v));
-      if (!input_given.empty()) {
-        // One report is one recording: taking the last -i would drop the first file silently.
-        return Usage(absl::StrFormat("-i given twice (%s and %s): a report reads one recording",
-                                     input_given, v),
-                     "to compare two recordings, report on each (iotrace report -i A, then -i B); "
-                     "iotrace diff A B is planned, not there yet");
-      }
-      input_given = v;
-      o.input = v;
-    } else if (arg == "-o" || arg == "--output") {
-      IOTRACE_RETURN_IF_ERROR(take(&o.output));
-    } else if (arg == "--format") {
-      IOTRACE_RETURN_IF_ERROR(take(&v));
-      if (!ParseOutputFormat(v, &o.format)) {
-        return Usage(absl::StrFormat("--format '%s': unknown format", v),
-                     "use --format text, --format csv or --format json");
-      }
-    } else if (arg == "--summary-csv") {
-      IOTRACE_RETURN_IF_ERROR(take(&o.summary_csv));
-    } else if (arg == "--formats-from") {
-      IOTRACE_RETURN_IF_ERROR(take(&o.formats_from));
-    } else if (arg == "--unit") {
-      IOTRACE_RETURN_IF_ERROR(take(&v));
-      if (!ParseTimeUnit(v, &o.unit)) {
-        return Usage(absl::StrFormat("--unit '%s': unknown unit", v), "use --unit ns, us or ms");
-      }
-    } else if (arg == "--interval") {
-      IOTRACE_RETURN_IF_ERROR(take(&v));
-      IOTRACE_RETURN_IF_ERROR(ParseSeconds(arg, v, &o.interval_s));
-      if (o.interval_s == 0) {
-        return Usage("--interval 0: the interval must be longer than 0 s",
-                     "for example --interval 1 for one block per second");
-      }
-    } else if (arg == "--dev") {
-      IOTRACE_RETURN_IF_ERROR(take(&v));
-      for (std::string& d : SplitList(v)) o.devices.push_back(std::move(d));
-    } else if (arg == "--op") {
-      IOTRACE_RETURN_IF_ERROR(take(&v));
-      for (const std::string& name : SplitList(v)) {
-        BlockOp op;
-        if (!ParseBlockOp(name, &op)) {
-          return Usage(absl::StrFormat("--op '%s': unknown operation", name),
-                       "operations are read, write, flush, discard and other");
-        }
-        o.ops.push_back(op);
-      }
-    } else if (arg == "--comm") {
-      IOTRACE_RETURN_IF_ERROR(take(&v));
-      for (std::string& c : SplitList(v)) o.comms.push_back(std::move(c));
-    } else if (arg == "--pid") {
-      IOTRACE_RETURN_IF_ERROR(take(&v));
-      for (const std::string& p : SplitList(v)) {
-        int32_t pid = 0;
-        if (!absl::SimpleAtoi(p, &pid) || pid < 0) {
-          return Usage(absl::StrFormat("--pid '%s': expected a process id", p));
-        }
-        o.pids.push_back(pid);
-      }
-    } else if (arg == "--since" || arg == "--until") {
-      IOTRACE_RETURN_IF_ERROR(take(&v));
-      double s = 0;
-      IOTRACE_RETURN_IF_ERROR(ParseSeconds(arg, v, &s));
-      (arg == "--since" ? o.since_s : o.until_s) = s;
-    } else if (arg == "--expiry") {
-      IOTRACE_RETURN_IF_ERROR(take(&v));
-      IOTRACE_RETURN_IF_ERROR(ParseSeconds(arg, v, &o.expiry_s));
-    } else if (arg == "--max-inflight") {
-      IOTRACE_RETURN_IF_ERROR(take(&v));
-      uint64_t n = 0;
-      if (!absl::SimpleAtoi(v, &n)) {
-        return Usage(absl::StrFormat("--max-inflight '%s': expected a count", v));
-      }
-      o.max_inflight = static_cast<size_t>(n);
-    } else if (arg == "--threads") {
-      IOTRACE_RETURN_IF_ERROR(take(&v));
-      int n = 0;
-      if (v == "auto") {
-        n = 0;
-      } else if (!absl::SimpleAtoi(v, &n) || n < 1 || n > 3) {
-        return Usage(absl::StrFormat("--threads '%s': expected 1, 2, 3 or auto", v));
-      }
-      o.threads = n;
-    } else if (arg == "--events") {
-      o.events = true;
-    } else if (!arg.empty() && arg[0] == '-') {
-      return Usage(absl::StrFormat("unknown option '%s'", args[i]));
-    } else {
-      return Usage(absl::StrFormat("unexpected argument '%s'", arg),
-                   absl::StrFormat("to read a file, give it with -i: iotrace report -i %s", arg));
+  };
+  flags.Add("help", 'h', false, "", "", [&](const std::string&) {
+    *help = true;
+    return absl::OkStatus();
+  });
+  flags.Add("input", 'i', true, "FILE", "", [&](const std::string& v) {
+    if (!input_given.empty()) {
+      // One report is one recording: taking the last -i would drop the first file silently.
+      return Usage(absl::StrFormat("-i given twice (%s and %s): a report reads one recording",
+                                   input_given, v),
+                   "to compare two recordings, report on each (iotrace report -i A, then -i B); "
+                   "iotrace diff A B is planned, not there yet");
     }
-  }
-  IOTRACE_RETURN_IF_ERROR(ValidateReportOptions(o));
+    input_given = v;
+    o.input = v;
+    return absl::OkStatus();
+  });
+  flags.Add("output", 'o', true, "FILE", "", store(&o.output));
+  flags.Add("format", 0, true, "FORMAT", "", [&](const std::string& v) {
+    if (!ParseOutputFormat(v, &o.format)) {
+      return Usage(absl::StrFormat("--format '%s': unknown format", v),
+                   "use --format text, --format csv or --format json");
+    }
+    return absl::OkStatus();
+  });
+  flags.Add("summary-csv", 0, true, "FILE", "", store(&o.summary_csv));
+  flags.Add("formats-from", 0, true, "FILE", "", store(&o.formats_from));
+  flags.Add("unit", 0, true, "UNIT", "", [&](const std::string& v) {
+    if (!ParseTimeUnit(v, &o.unit)) {
+      return Usage(absl::StrFormat("--unit '%s': unknown unit", v), "use --unit ns, us or ms");
+    }
+    return absl::OkStatus();
+  });
+  flags.Add("interval", 0, true, "SECONDS", "", [&](const std::string& v) {
+    IOTRACE_RETURN_IF_ERROR(ParseSeconds("--interval", v, &o.interval_s));
+    if (o.interval_s == 0) {
+      return Usage("--interval 0: the interval must be longer than 0 s",
+                   "for example --interval 1 for one block per second");
+    }
+    return absl::OkStatus();
+  });
+  flags.Add("dev", 0, true, "DEV", "", [&](const std::string& v) {
+    for (std::string& d : SplitList(v)) o.devices.push_back(std::move(d));
+    return absl::OkStatus();
+  });
+  flags.Add("op", 0, true, "OP", "", [&](const std::string& v) {
+    for (const std::string& name : SplitList(v)) {
+      BlockOp op;
+      if (!ParseBlockOp(name, &op)) {
+        return Usage(absl::StrFormat("--op '%s': unknown operation", name),
+                     "operations are read, write, flush, discard and other");
+      }
+      o.ops.push_back(op);
+    }
+    return absl::OkStatus();
+  });
+  flags.Add("comm", 0, true, "NAME", "", [&](const std::string& v) {
+    for (std::string& c : SplitList(v)) o.comms.push_back(std::move(c));
+    return absl::OkStatus();
+  });
+  flags.Add("pid", 0, true, "PID", "", [&](const std::string& v) {
+    for (const std::string& p : SplitList(v)) {
+      int32_t pid = 0;
+      if (!absl::SimpleAtoi(p, &pid) || pid < 0) {
+        return Usage(absl::StrFormat("--pid '%s': expected a process id", p));
+      }
+      o.pids.push_back(pid);
+    }
+    return absl::OkStatus();
+  });
+  auto bound = [](const char* flag, std::optional<double>* field) {
+    return [flag, field](const std::string& v) {
+      double s = 0;
+      IOTRACE_RETURN_IF_ERROR(ParseSeconds(flag, v, &s));
+      *field = s;
+      return absl::OkStatus();
+    };
+  };
+  flags.Add("since", 0, true, "SECONDS", "", bound("--since", &o.since_s));
+  flags.Add("until", 0, true, "SECONDS", "", bound("--until", &o.until_s));
+  flags.Add("expiry", 0, true, "SECONDS", "",
+            [&](const std::string& v) { return ParseSeconds("--expiry", v, &o.expiry_s); });
+  flags.Add("max-inflight", 0, true, "N", "", [&](const std::string& v) {
+    uint64_t n = 0;
+    if (!absl::SimpleAtoi(v, &n)) {
+      return Usage(absl::StrFormat("--max-inflight '%s': expected a count", v));
+    }
+    o.max_inflight = static_cast<size_t>(n);
+    return absl::OkStatus();
+  });
+  flags.Add("threads", 0, true, "N", "", [&](const std::string& v) {
+    int n = 0;
+    if (v == "auto") {
+      n = 0;
+    } else if (!absl::SimpleAtoi(v, &n) || n < 1 || n > 3) {
+      return Usage(absl::StrFormat("--threads '%s': expected 1, 2, 3 or auto", v));
+    }
+    o.threads = n;
+    return absl::OkStatus();
+  });
+  flags.Add("events", 0, false, "", "", [&](const std::string&) {
+    o.events = true;
+    return absl::OkStatus();
+  });
+  flags.SetArgumentHandler([](const std::string& arg) {
+    return Usage(absl::StrFormat("unexpected argument '%s'", arg),
+                 absl::StrFormat("to read a file, give it with -i: iotrace report -i %s", arg));
+  });
+  IOTRACE_RETURN_IF_ERROR(flags.Parse(args, nullptr, nullptr));
+  // The one check of the options: RunReport and the layers below take them as valid.
+  IOTRACE_RETURN_IF_ERROR(AsUsageError(ValidateReportOptions(o)));
   return o;
 }
 
@@ -240,11 +241,11 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
 int ReportCommand(const std::vector<std::string>& args) {
   bool help = false;
   absl::StatusOr<ReportOptions> options = ParseArgs(args, &help);
-  if (!options.ok()) return ReportError(options.status(), /*usage=*/true);
   if (help) {
     std::fputs(kUsage, stdout);
     return kExitOk;
   }
+  if (!options.ok()) return ReportError(options.status());
   absl::Status status = RunReport(*options, std::cout, std::cerr);
   if (!status.ok()) return ReportError(status);
   return kExitOk;

@@ -61,7 +61,6 @@ absl::Status WriteReportOutputs(const LatencyReport& report, const ReportOptions
 
 absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std::ostream& out,
                          std::ostream& err) {
-  IOTRACE_RETURN_IF_ERROR(ValidateReportOptions(options));
   absl::StatusOr<LatencyReport> report = BuildLatencyReport(reader, options);
   if (!report.ok()) return Annotate(report.status(), "report " + options.input);
   // No --dev names a device of the file: every request would be filtered out, and a report of
@@ -232,7 +231,6 @@ absl::Status RunEventDump(TraceReader& reader, const ReportOptions& options, std
 }
 
 absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err) {
-  IOTRACE_RETURN_IF_ERROR(ValidateReportOptions(options));
   // Formats for a file that lost its own: the ones asked for, else the running kernel's.
   const FormatsFallback fallback = options.formats_from.empty()
                                        ? RunningKernelFormats(options.kernel_tracefs)

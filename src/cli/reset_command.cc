@@ -78,14 +78,12 @@ int ResetCommand(const std::vector<std::string>& args) {
         flags.Help().c_str());
     return kExitOk;
   }
-  if (!parsed.ok()) return ReportError(parsed, /*usage=*/true);
+  if (!parsed.ok()) return ReportError(parsed);
   std::string glob = positional.empty() ? std::string(kPrefix) + "*" : positional[0];
   if (positional.size() > 1 || glob.rfind(kPrefix, 0) != 0) {
-    return ReportError(WithHint(absl::InvalidArgumentError(absl::StrFormat(
-                                    "reset touches only names starting with %s, not '%s'",
-                                    kPrefix, glob)),
-                                "give a glob such as 'iotrace_1234' or 'iotrace_*'"),
-                       /*usage=*/true);
+    return ReportError(UsageError(
+        absl::StrFormat("reset touches only names starting with %s, not '%s'", kPrefix, glob),
+        "give a glob such as 'iotrace_1234' or 'iotrace_*'"));
   }
   auto tracefs = FindTracefs(tracefs_dir);
   if (!tracefs.ok()) return ReportError(tracefs.status());

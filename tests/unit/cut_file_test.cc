@@ -3,10 +3,8 @@
 // names the damaged part and carries a hint. A perf.data that lost its event formats with its
 // end is read with formats from elsewhere only when they fit it.
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -29,13 +27,6 @@ const std::string kFixtures = IOTRACE_FIXTURES;
 std::string Release() {
   struct utsname u;
   return uname(&u) == 0 ? u.release : "";
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 std::vector<std::string> Lines(const std::string& text) {
@@ -88,23 +79,6 @@ class CutFileTest : public ::testing::Test {
     o.events = sink.n;
     o.stats = (*reader)->stats();
     return o;
-  }
-
-  struct Run {
-    int exit_code = -1;
-    std::string out, err;
-  };
-  Run RunBinary(const std::vector<std::string>& args) {
-    std::string cmd = std::string("'") + IOTRACE_BINARY + "' report";
-    for (const std::string& a : args) cmd += " '" + a + "'";
-    const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
-    cmd += " >'" + out + "' 2>'" + err + "'";
-    const int status = std::system(cmd.c_str());
-    Run r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = Slurp(out);
-    r.err = Slurp(err);
-    return r;
   }
 
   std::filesystem::path dir_;
@@ -276,44 +250,6 @@ TEST_F(CutFileTest, IotracesOwnFileKeepsItsFormatsButNotAnAttrSectionCutOff) {
   EXPECT_EQ(o.hint,
             "the file is cut short or damaged: copy it again from where it was recorded, or "
             "record again");
-}
-
-TEST_F(CutFileTest, FormatsFromAnotherRecordingThroughTheCommandLine) {
-  const std::string path = Cut("golden/perf_mq.data", 807316);  // 50%
-  const std::string from = kFixtures + "/golden/perf_mq.data";
-  Run r = RunBinary({"-i", path, "--formats-from", from});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.err, "");
-  const std::vector<std::string> lines = Lines(r.out);
-  ASSERT_GE(lines.size(), 2u);
-  EXPECT_EQ(lines[0], "iotrace report: " + path + " (perf.data, 2 CPUs), 0.137 s of trace");
-  EXPECT_EQ(lines[1], "WARNING: event formats taken from " + from +
-                          ": the file is cut short, and its tracing data (HEADER_TRACING_DATA, "
-                          "the event formats), which perf writes after the data, is lost with "
-                          "its end; check that they are the recording kernel's, or give "
-                          "--formats-from FILE");
-
-  r = RunBinary({"-i", path, "--formats-from", from, "--format", "json"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("\"formats_source\": \"" + from + "\""), std::string::npos);
-
-  // A trace.dat of the same kernel whose formats lack the file's other events.
-  r = RunBinary({"-i", path, "--formats-from", kFixtures + "/tracedat/dd_v6.dat"});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("the formats of " + kFixtures +
-                       "/tracedat/dd_v6.dat do not match: the file's event id "),
-            std::string::npos)
-      << r.err;
-  EXPECT_NE(r.err.find("hint: give the formats of a recording made on the kernel that recorded "
-                       "this one: iotrace report --formats-from FILE"),
-            std::string::npos)
-      << r.err;
-
-  // A file that has its own formats does not use them, and says so.
-  r = RunBinary({"-i", from, "--formats-from", path});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(Lines(r.err).front(), "iotrace: warning: --formats-from " + path +
-                                      " not used: the file carries its own event formats");
 }
 
 }  // namespace

@@ -829,5 +829,20 @@ TEST(LatencyReportTest, RejectsBadOptionsAsUsageErrors) {
   EXPECT_TRUE(ValidateReportOptions(TestOptions()).ok());
 }
 
+// The command line validates options once; a library caller of BuildLatencyReport gets the
+// same error from it.
+TEST(LatencyReportTest, BuildLatencyReportRefusesBadOptionsWithTheCommandLinesMessage) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8);
+  auto reader = t.Reader();
+  ReportOptions o = TestOptions();
+  o.since_s = 5;
+  o.until_s = 1;
+  absl::StatusOr<LatencyReport> report = BuildLatencyReport(*reader, o);
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(report.status().message(), "--until 1 is before --since 5");
+}
+
 }  // namespace
 }  // namespace iotrace

@@ -3,7 +3,6 @@
 #include "gtest/gtest.h"
 #include "iotrace/base/status.h"
 #include "iotrace/capture/record.h"
-#include "iotrace/cli/flags.h"
 
 namespace iotrace {
 namespace {
@@ -116,50 +115,6 @@ TEST(RecordPrivilegesTest, RootOrPerfmonOrSysAdmin) {
   EXPECT_NE(HintOf(s).find("sudo"), std::string::npos);
 }
 
-TEST(FlagParserTest, LongShortInlineRepeatedAndRest) {
-  FlagParser p;
-  std::vector<std::string> events;
-  double d = 0;
-  bool flag = false;
-  p.Add("event", 'e', true, "E", "", [&](const std::string& v) {
-    events.push_back(v);
-    return absl::OkStatus();
-  });
-  p.Add("duration", 'd', true, "S", "", [&](const std::string& v) {
-    return ParseSecondsFlag("--duration", v, &d);
-  });
-  p.Add("flag", 0, false, "", "", [&](const std::string&) {
-    flag = true;
-    return absl::OkStatus();
-  });
-  std::vector<std::string> rest;
-  ASSERT_TRUE(p.Parse({"-e", "a", "--event=b", "-ec", "-d2.5", "--flag", "--", "dd", "-x"},
-                      nullptr, &rest)
-                  .ok());
-  EXPECT_EQ(events, (std::vector<std::string>{"a", "b", "c"}));
-  EXPECT_DOUBLE_EQ(d, 2.5);
-  EXPECT_TRUE(flag);
-  EXPECT_EQ(rest, (std::vector<std::string>{"dd", "-x"}));
-}
-
-TEST(FlagParserTest, ErrorsNameTheOption) {
-  FlagParser p;
-  double d = 0;
-  p.Add("duration", 'd', true, "S", "", [&](const std::string& v) {
-    return ParseSecondsFlag("--duration", v, &d);
-  });
-  p.Add("flag", 0, false, "", "", [](const std::string&) { return absl::OkStatus(); });
-  std::vector<std::string> rest;
-  absl::Status s = p.Parse({"--nope"}, nullptr, &rest);
-  EXPECT_NE(s.message().find("--nope"), std::string::npos);
-  s = p.Parse({"-d"}, nullptr, &rest);
-  EXPECT_NE(s.message().find("needs a value"), std::string::npos);
-  s = p.Parse({"-d", "-3"}, nullptr, &rest);
-  EXPECT_NE(s.message().find("not a number of seconds"), std::string::npos);
-  s = p.Parse({"--flag=1"}, nullptr, &rest);
-  EXPECT_NE(s.message().find("takes no value"), std::string::npos);
-  s = p.Parse({"stray"}, nullptr, &rest);
-  EXPECT_NE(s.message().find("unexpected argument"), std::string::npos);
 }
 
 }  // namespace

@@ -33,7 +33,8 @@ namespace iotrace {
 // is the EventSink), then call Finish once.
 class LatencyReportBuilder : public EventSink, private RequestSampleSink {
  public:
-  // Fails when the formats hold no block request event at all.
+  // Fails when the formats hold no block request event at all. `options` are taken as valid
+  // (ValidateReportOptions, which the command line and BuildLatencyReport run).
   static absl::StatusOr<std::unique_ptr<LatencyReportBuilder>> Create(
       const std::vector<EventFormat>& formats, const ReportOptions& options);
   ~LatencyReportBuilder() override;
@@ -242,7 +243,8 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   std::vector<char> pid_hit_;
 };
 
-// Reads the whole file through `reader` and builds the report.
+// Reads the whole file through `reader` and builds the report. Invalid options are an
+// InvalidArgument error (ValidateReportOptions).
 absl::StatusOr<LatencyReport> BuildLatencyReport(TraceReader& reader,
                                                  const ReportOptions& options);
 

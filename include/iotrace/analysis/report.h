@@ -96,7 +96,9 @@ struct ReportOptions {
   std::string kernel_tracefs;
 };
 
-// Checks values and combinations (usage errors: InvalidArgument with a hint).
+// Checks values and combinations (usage errors: InvalidArgument with a hint). Run once, where
+// options are made: the command line; BuildLatencyReport for library callers. The layers below
+// take them as valid.
 absl::Status ValidateReportOptions(const ReportOptions& options);
 
 struct LatencySummary {

@@ -16,8 +16,9 @@ inline constexpr int kExitRuntime = 1;
 inline constexpr int kExitUsage = 2;
 
 // Prints "iotrace: error: MESSAGE" and, when the status carries one, "hint: HINT" to stderr.
-// Returns kExitUsage for InvalidArgument-from-flags (callers pass usage=true), else kExitRuntime.
-int ReportError(const absl::Status& status, bool usage = false);
+// Returns kExitUsage for a usage error (IsUsageError: the status says so wherever it was made,
+// base/status.h), else kExitRuntime.
+int ReportError(const absl::Status& status);
 
 }  // namespace iotrace
 

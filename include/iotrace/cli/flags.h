@@ -1,5 +1,6 @@
 // A small command-line parser for the subcommands: long options (--name VALUE, --name=VALUE),
-// short ones (-n VALUE, -nVALUE), flags, repeatable options, and everything after "--".
+// short ones (-n VALUE, -nVALUE), flags, repeatable options (the handler runs for each), and
+// everything after "--".
 #ifndef IOTRACE_CLI_FLAGS_H_
 #define IOTRACE_CLI_FLAGS_H_
 
@@ -14,6 +15,18 @@ namespace iotrace {
 
 class FlagParser {
  public:
+  // How a command line is read. kGetopt (record, list, doctor, reset): getopt_long's conventions
+  // (-nVALUE, --name=VALUE, "--" ends the options, "-" is an argument; no abbreviations).
+  // kExactWords (report, whose spellings and messages predate this parser and are pinned by
+  // tests): an option is one of the words added, its value the next argument or, for a long
+  // option, after '=' ("-nVALUE", "-" and "--" are unknown options); a value may not be empty; a
+  // switch ignores "=VALUE"; an unknown option is named as typed, "=VALUE" included.
+  enum class Syntax { kGetopt, kExactWords };
+
+  // `usage_hint` goes with every usage error the parser itself finds.
+  explicit FlagParser(Syntax syntax = Syntax::kGetopt,
+                      std::string usage_hint = "see --help for the options");
+
   // `handler` gets the value ("" for a flag without value). Returning an error stops parsing.
   using Handler = std::function<absl::Status(const std::string& value)>;
 
@@ -21,9 +34,13 @@ class FlagParser {
   void Add(std::string long_name, char short_name, bool takes_value, std::string value_name,
            std::string help, Handler handler);
 
+  // Positional arguments go to `handler` one by one as they come (it may refuse one, before the
+  // arguments after it are read) instead of to Parse's *positional.
+  void SetArgumentHandler(Handler handler);
+
   // Parses args (without the command name). Positional arguments (those not starting with '-')
-  // go to *positional; everything after "--" to *rest. Usage errors are InvalidArgument with a
-  // hint pointing at --help.
+  // go to *positional; everything after "--" to *rest. Every error is a usage error
+  // (IsUsageError), the parser's own InvalidArgument with the usage hint.
   absl::Status Parse(const std::vector<std::string>& args, std::vector<std::string>* positional,
                      std::vector<std::string>* rest) const;
 
@@ -41,7 +58,11 @@ class FlagParser {
   };
   const Option* FindLong(const std::string& name) const;
   const Option* FindShort(char c) const;
+  absl::Status Error(const std::string& message) const;
+  Syntax syntax_;
+  std::string usage_hint_;
   std::vector<Option> options_;
+  Handler argument_handler_;
 };
 
 // Value parsers with messages that name the option.

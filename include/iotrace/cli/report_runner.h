@@ -11,7 +11,8 @@
 
 namespace iotrace {
 
-// Writes the report described by `options`; `out` stands for stdout when no -o is given. When the
+// Writes the report described by `options`, which the command line has validated
+// (ValidateReportOptions); `out` stands for stdout when no -o is given. When the
 // main output is not text (csv, json, or text to a file), the report's warnings also go to
 // `err` as "iotrace: warning: ...", so that nobody takes an incomplete histogram for complete.
 absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err);

@@ -1,5 +1,5 @@
 // `iotrace report` as a user runs it: the binary's exit codes, messages and hints for argument
-// errors, and the runner's output files.
+// errors, its output for filters, cut files and --formats-from.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,12 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "fixtures.h"
 #include "gtest/gtest.h"
-#include "iotrace/analysis/latency_report.h"
-#include "iotrace/cli/report_runner.h"
-#include "iotrace/output/report_format.h"
 #include "iotrace/sys/device_names.h"
-#include "synthetic_trace.h"
 
 namespace iotrace {
 namespace {
@@ -34,6 +31,13 @@ std::string Slurp(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
 }
 
 std::string Quote(const std::string& s) {
@@ -129,6 +133,167 @@ TEST_F(ReportCommandTest, ArgumentErrorsExitTwoWithAnErrorAndAHint) {
   }
   RunResult r = Run({"stray.data"});
   EXPECT_NE(r.err.find("iotrace report -i stray.data"), std::string::npos) << r.err;
+}
+
+// Every spelling the parser refuses, with the exact lines it prints: scripts match on them.
+TEST_F(ReportCommandTest, EachArgumentErrorPrintsItsExactMessageAndHint) {
+  struct Case {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string err;
+  };
+  const std::vector<Case> cases = {
+      {{"--bogus=3"}, 2,
+       "iotrace: error: unknown option '--bogus=3'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"-ifile"}, 2,
+       "iotrace: error: unknown option '-ifile'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"-i=foo"}, 2,
+       "iotrace: error: unknown option '-i=foo'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"-"}, 2,
+       "iotrace: error: unknown option '-'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--"}, 2,
+       "iotrace: error: unknown option '--'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--", "-i", "x"}, 2,
+       "iotrace: error: unknown option '--'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{""}, 2,
+       "iotrace: error: unexpected argument ''\n"
+       "hint: to read a file, give it with -i: iotrace report -i \n"},
+      {{"stray.data", "--format", "xml"}, 2,
+       "iotrace: error: unexpected argument 'stray.data'\n"
+       "hint: to read a file, give it with -i: iotrace report -i stray.data\n"},
+      {{"-i"}, 2,
+       "iotrace: error: option -i needs a value\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--input"}, 2,
+       "iotrace: error: option --input needs a value\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--format="}, 2,
+       "iotrace: error: option --format: empty value\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--format", ""}, 2,
+       "iotrace: error: option --format: empty value\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"-i", ""}, 2,
+       "iotrace: error: option -i: empty value\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"-o", ""}, 2,
+       "iotrace: error: option -o: empty value\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--input", "a", "--input=b"}, 2,
+       "iotrace: error: -i given twice (a and b): a report reads one recording\n"
+       "hint: to compare two recordings, report on each (iotrace report -i A, then -i B); "
+       "iotrace diff A B is planned, not there yet\n"},
+      {{"-i", "a.dat", "--input", "b.dat"}, 2,
+       "iotrace: error: -i given twice (a.dat and b.dat): a report reads one recording\n"
+       "hint: to compare two recordings, report on each (iotrace report -i A, then -i B); "
+       "iotrace diff A B is planned, not there yet\n"},
+      {{"-hx"}, 2,
+       "iotrace: error: unknown option '-hx'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--h"}, 2,
+       "iotrace: error: unknown option '--h'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--events", "-i"}, 2,
+       "iotrace: error: option -i needs a value\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--bogus", "-h"}, 2,
+       "iotrace: error: unknown option '--bogus'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--threads", "4"}, 2,
+       "iotrace: error: --threads '4': expected 1, 2, 3 or auto\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--threads", "0"}, 2,
+       "iotrace: error: --threads '0': expected 1, 2, 3 or auto\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--max-inflight", "lots"}, 2,
+       "iotrace: error: --max-inflight 'lots': expected a count\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--max-inflight", "3"}, 2,
+       "iotrace: error: --max-inflight 3: must be between 16 and 67108864\n"
+       "hint: the default, 131072, is far above any device queue depth\n"},
+      {{"--interval", "0"}, 2,
+       "iotrace: error: --interval 0: the interval must be longer than 0 s\n"
+       "hint: for example --interval 1 for one block per second\n"},
+      {{"--interval", "1e-9"}, 2,
+       "iotrace: error: --interval 1e-09: must be at least 0.000001 seconds\n"
+       "hint: for example --interval 1 for one block per second\n"},
+      {{"--since", "5", "--until", "2"}, 2,
+       "iotrace: error: --until 2 is before --since 5\n"
+       "hint: give a window with since <= until\n"},
+      {{"--op", "write,bogus"}, 2,
+       "iotrace: error: --op 'bogus': unknown operation\n"
+       "hint: operations are read, write, flush, discard and other\n"},
+      {{"--pid", "1,x"}, 2,
+       "iotrace: error: --pid 'x': expected a process id\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--unit"}, 2,
+       "iotrace: error: option --unit needs a value\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--format", "csv", "--unit"}, 2,
+       "iotrace: error: option --unit needs a value\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--bogus", "--format", "xml"}, 2,
+       "iotrace: error: unknown option '--bogus'\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"--format", "xml", "--bogus"}, 2,
+       "iotrace: error: --format 'xml': unknown format\n"
+       "hint: use --format text, --format csv or --format json\n"},
+  };
+  for (const Case& c : cases) {
+    std::string shown;
+    for (const auto& a : c.args) shown += "'" + a + "' ";
+    RunResult r = Run(c.args);
+    EXPECT_EQ(r.exit_code, c.exit_code) << shown;
+    EXPECT_EQ(r.err, c.err) << shown;
+    EXPECT_EQ(r.out, "") << shown;
+  }
+}
+
+// The spellings of one request give one report: --name=VALUE or --name VALUE, -i or --input,
+// a repeated filter or a comma-separated list (empty items skipped); a switch ignores "=VALUE".
+TEST_F(ReportCommandTest, EverySpellingOfTheSameOptionsGivesTheSameReport) {
+  const std::string file = std::string(IOTRACE_FIXTURES) + "/golden/iotrace_mq.data";
+  const std::vector<std::vector<std::vector<std::string>>> groups = {
+      {{"-i", file, "--format", "csv"}, {"--input=" + file, "--format=csv"},
+       {"--input", file, "--format=csv"}},
+      {{"-i", file, "--op", "read", "--op", "write", "--dev", "7:0", "--dev", "loop0"},
+       {"-i", file, "--op", "read,write", "--dev", "7:0,loop0"},
+       {"-i", file, "--op=read,,write", "--dev=7:0,,loop0"}},
+      {{"-i", file, "--pid", "1", "--pid", "2,3", "--comm", "fio", "--format", "json"},
+       {"-i", file, "--pid=1,2,3", "--comm=fio", "--format", "json"}},
+      {{"-i", file, "--since", "0.001", "--until", "0.01", "--unit", "ms", "--interval", "0.01"},
+       {"-i", file, "--since=0.001", "--until=0.01", "--unit=ms", "--interval=0.01"}},
+      {{"-i", file, "--threads", "1", "--expiry", "1", "--max-inflight", "16"},
+       {"-i", file, "--threads=1", "--expiry=1", "--max-inflight=16"}},
+      {{"-i", file, "--events"}, {"-i", file, "--events=yes"}, {"-i", file, "--events="}},
+  };
+  for (const auto& group : groups) {
+    RunResult first = Run(group[0]);
+    ASSERT_EQ(first.exit_code, 0) << group[0][2] << first.err;
+    ASSERT_NE(first.out, "");
+    for (size_t i = 1; i < group.size(); ++i) {
+      RunResult r = Run(group[i]);
+      EXPECT_EQ(r.exit_code, 0) << group[i][1] << r.err;
+      EXPECT_EQ(r.out, first.out) << group[i][1];
+      EXPECT_EQ(r.err, first.err) << group[i][1];
+    }
+  }
+  // --help wins over whatever follows it (and ignores "=VALUE"), not over an error before it.
+  const std::string usage = Run({"--help"}).out;
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{
+           {"-h", "--bogus"}, {"--help=x"}, {"--help", "--format"}, {"-h", "-i", "a", "-i", "b"}}) {
+    RunResult r = Run(args);
+    EXPECT_EQ(r.exit_code, 0) << args[0];
+    EXPECT_EQ(r.out, usage) << args[0];
+    EXPECT_EQ(r.err, "") << args[0];
+  }
 }
 
 TEST_F(ReportCommandTest, MissingDefaultInputIsARuntimeErrorNamingIt) {
@@ -304,65 +469,47 @@ TEST_F(ReportCommandTest, AReportLeftEmptyByAFilterSaysWhichRemovedWhat) {
       << r.out;
 }
 
-TEST_F(ReportCommandTest, RunnerWritesTheMainOutputAndTheSummaryCsvToFiles) {
-  synthetic::SyntheticTrace t;
-  t.Insert(0, 8).Issue(10, 8).Complete(110, 8);
-  auto reader = t.Reader();
-  ReportOptions o;
-  o.sysfs_root = std::string(IOTRACE_FIXTURES) + "/devices/sys";
-  o.procfs_root = std::string(IOTRACE_FIXTURES) + "/devices/proc";
-  auto report = BuildLatencyReport(*reader, o);
-  ASSERT_TRUE(report.ok()) << report.status();
-  o.format = OutputFormat::kCsv;
-  o.output = (dir_ / "buckets.csv").string();
-  o.summary_csv = (dir_ / "summary.csv").string();
-  std::ostringstream stdout_stream;
-  ASSERT_TRUE(WriteReportOutputs(*report, o, stdout_stream).ok());
-  EXPECT_EQ(stdout_stream.str(), "");
-  EXPECT_EQ(Slurp(o.output),
-            "dev,device,op,phase,bucket_lo_ns,bucket_hi_ns,count\n"
-            "7:0,loop0,write,I2D,10,11,1\n"
-            "7:0,loop0,write,D2C,100,101,1\n"
-            "7:0,loop0,write,I2C,110,111,1\n");
-  EXPECT_EQ(Slurp(o.summary_csv),
-            std::string(kSummaryCsvHeader) + "\n" +
-                "7:0,loop0,write,I2D,1,10,10,10,10,10,10,10\n"
-                "7:0,loop0,write,D2C,1,100,100,100,100,100,100,100\n"
-                "7:0,loop0,write,I2C,1,110,110,110,110,110,110,110\n");
-  // Without -o the main output goes to the stream standing for stdout.
-  o.output.clear();
-  o.summary_csv.clear();
-  ASSERT_TRUE(WriteReportOutputs(*report, o, stdout_stream).ok());
-  EXPECT_EQ(stdout_stream.str().rfind("dev,device,op,phase,bucket_lo_ns", 0), 0u);
-  // An output that cannot be created is an error naming it.
-  o.output = (dir_ / "no" / "such" / "dir" / "out.csv").string();
-  absl::Status s = WriteReportOutputs(*report, o, stdout_stream);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("open " + o.output), absl::string_view::npos) << s;
-}
+// A perf.data cut short before its formats (at 50%), read with the formats of another recording.
+TEST_F(ReportCommandTest, FormatsFromAnotherRecordingThroughTheCommandLine) {
+  const std::string kFixtures = IOTRACE_FIXTURES;
+  const std::string bytes = test::ReadFixture("golden/perf_mq.data");
+  ASSERT_GT(bytes.size(), 807316u);
+  const std::string path = (dir_ / "cut").string();
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), 807316);
+  const std::string from = kFixtures + "/golden/perf_mq.data";
+  RunResult r = Run({"-i", path, "--formats-from", from});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const std::vector<std::string> lines = Lines(r.out);
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "iotrace report: " + path + " (perf.data, 2 CPUs), 0.137 s of trace");
+  EXPECT_EQ(lines[1], "WARNING: event formats taken from " + from +
+                          ": the file is cut short, and its tracing data (HEADER_TRACING_DATA, "
+                          "the event formats), which perf writes after the data, is lost with "
+                          "its end; check that they are the recording kernel's, or give "
+                          "--formats-from FILE");
 
-TEST_F(ReportCommandTest, WarningsAlsoGoToStderrUnlessTheTextReportShowsThem) {
-  synthetic::SyntheticTrace t;
-  t.Insert(0, 8).Issue(10, 8).Complete(110, 8);
-  t.Loss(LossRecord::Kind::kRingLost, 0, -1, 5);
-  ReportOptions o;
-  o.sysfs_root = o.procfs_root = "/nonexistent";
-  for (OutputFormat format : {OutputFormat::kText, OutputFormat::kCsv, OutputFormat::kJson}) {
-    o.format = format;
-    auto reader = t.Reader();
-    std::ostringstream out, err;
-    ASSERT_TRUE(RunReportOn(*reader, o, out, err).ok());
-    if (format == OutputFormat::kText) {
-      EXPECT_EQ(err.str(), "");
-      EXPECT_NE(out.str().find("WARNING: I2D is incomplete"), std::string::npos);
-    } else {
-      EXPECT_NE(err.str().find("iotrace: warning: I2D is incomplete: 5 events of unknown type "
-                               "lost (ring_lost 5)"),
-                std::string::npos)
-          << err.str();
-      EXPECT_NE(err.str().find("iotrace: warning: D2C is incomplete"), std::string::npos);
-    }
-  }
+  r = Run({"-i", path, "--formats-from", from, "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"formats_source\": \"" + from + "\""), std::string::npos);
+
+  // A trace.dat of the same kernel whose formats lack the file's other events.
+  r = Run({"-i", path, "--formats-from", kFixtures + "/tracedat/dd_v6.dat"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("the formats of " + kFixtures +
+                       "/tracedat/dd_v6.dat do not match: the file's event id "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("hint: give the formats of a recording made on the kernel that recorded "
+                       "this one: iotrace report --formats-from FILE"),
+            std::string::npos)
+      << r.err;
+
+  // A file that has its own formats does not use them, and says so.
+  r = Run({"-i", from, "--formats-from", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Lines(r.err).front(), "iotrace: warning: --formats-from " + path +
+                                      " not used: the file carries its own event formats");
 }
 
 }  // namespace
