@@ -10,6 +10,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "iotrace/base/clock.h"
@@ -980,6 +981,21 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
       r.groups.back().outside_coverage = g->outside_coverage;
     }
     CloseInterval(g.get());
+    // An interval whose every sample of the group was left out still shows the group, with no
+    // samples and its count left out: the intervals add up to the whole run, and an interval
+    // does not look idle when it was not covered.
+    if (!g->outside_by_interval.empty()) {
+      absl::flat_hash_set<uint64_t> shown;
+      for (const LatencyInterval& iv : g->closed) shown.insert(iv.index);
+      static const Histogram kEmpty;
+      for (const auto& [index, count] : g->outside_by_interval) {
+        if (shown.contains(index)) continue;
+        LatencyInterval iv;
+        iv.index = index;
+        iv.groups.push_back(MakeGroup(kEmpty, g->dev, "", g->op, g->phase));
+        g->closed.push_back(std::move(iv));
+      }
+    }
     for (LatencyInterval& iv : g->closed) {
       LatencyInterval& out = intervals[iv.index];
       out.index = iv.index;

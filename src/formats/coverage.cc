@@ -45,7 +45,7 @@ const CpuSpan* Coverage::Span(int32_t cpu) const {
   return nullptr;
 }
 
-void Coverage::EndAll(int nr_cpus, GapCause cause) {
+void Coverage::EndAll(int nr_cpus, GapCause cause, uint64_t known_until) {
   std::vector<int32_t> ids;
   for (int32_t cpu = 0; cpu < std::min(nr_cpus, kMaxCpu); ++cpu) ids.push_back(cpu);
   for (const CpuSpan& s : cpus) ids.push_back(s.cpu);
@@ -56,7 +56,8 @@ void Coverage::EndAll(int nr_cpus, GapCause cause) {
     for (const DataGap& g : gaps) ended |= g.cpu == cpu && g.open_end();
     if (ended) continue;
     const CpuSpan* span = Span(cpu);
-    gaps.push_back(DataGap{cpu, span != nullptr ? span->last_ts : 0, DataGap::kOpenEnd, cause, 0});
+    const uint64_t after = std::max(span != nullptr ? span->last_ts : 0, known_until);
+    gaps.push_back(DataGap{cpu, after, DataGap::kOpenEnd, cause, 0});
   }
 }
 
@@ -69,11 +70,13 @@ CoverageFilter::CoverageFilter(const std::vector<DataGap>& gaps) : gaps_(gaps) {
   std::stable_sort(gaps_.begin(), gaps_.end(),
                    [](const DataGap& a, const DataGap& b) { return a.after_ts < b.after_ts; });
   max_before_.reserve(gaps_.size());
+  block_max_.assign((gaps_.size() + kBlock - 1) / kBlock, 0);
   uint64_t m = 0;
-  for (const DataGap& g : gaps_) {
-    m = std::max(m, g.before_ts);
+  for (size_t i = 0; i < gaps_.size(); ++i) {
+    m = std::max(m, gaps_[i].before_ts);
     max_before_.push_back(m);
-    if (!g.open_end()) ends_.push_back(g.before_ts);
+    block_max_[i / kBlock] = std::max(block_max_[i / kBlock], gaps_[i].before_ts);
+    if (!gaps_[i].open_end()) ends_.push_back(gaps_[i].before_ts);
   }
   std::sort(ends_.begin(), ends_.end());
 }
@@ -86,7 +89,17 @@ std::optional<GapCause> CoverageFilter::Crosses(uint64_t start, uint64_t end) co
                        [](const DataGap& g, uint64_t e) { return g.after_ts < e; }) -
       gaps_.begin());
   if (k == 0 || max_before_[k - 1] <= start) return std::nullopt;
-  for (size_t i = k; i-- > 0;) {
+  // The cause given is that of the latest-beginning gap that crosses: looked for back through
+  // the gaps, a block of them at a time (a CPU without data, a gap open from the start, would
+  // otherwise make every sample scan all the gaps).
+  size_t i = k;
+  while (i % kBlock != 0) {
+    --i;
+    if (gaps_[i].before_ts > start) return gaps_[i].cause;
+  }
+  size_t block = i / kBlock;
+  while (block_max_[block - 1] <= start) --block;  // max_before_ says one block has one
+  for (i = block * kBlock; i-- > 0;) {
     if (gaps_[i].before_ts > start) return gaps_[i].cause;
   }
   return std::nullopt;

@@ -255,24 +255,41 @@ class PerfDataReader final : public TraceReader {
         // record so far (those before are emitted first, in time order) and before this one.
         LossRecord loss = item.loss;
         loss.placed = true;
-        const CpuSpan* span = SpanOf(loss.cpu);
-        gaps_.push_back(DataGap{loss.cpu, span != nullptr ? span->last_ts : 0, item.time,
-                                GapCause::kRingLost, loss.count});
+        // Kernels before 5.11 time the LOST record after the sample whose write found the
+        // ring free again, and that sample follows it in the ring, timed earlier: emitted
+        // first, it is this CPU's last record. The gap then starts at the one before it.
+        const CpuCover* c = CoverOf(loss.cpu);
+        uint64_t after = 0;
+        if (c != nullptr) {
+          after = c->span.last_ts + kLostAfterSample > item.time ? c->before_last
+                                                                 : c->span.last_ts;
+        }
+        gaps_.push_back(DataGap{loss.cpu, after, item.time, GapCause::kRingLost, loss.count});
         sink_->OnLoss(loss);
       } else {
         sink_->OnLoss(item.loss);
       }
     }
 
-    // The span of `cpu`'s records so far (nullptr: none yet).
-    const CpuSpan* SpanOf(int32_t cpu) const {
+    // Coverage by CPU number: the span, and the time of the record before the last.
+    struct CpuCover {
+      CpuSpan span;
+      uint64_t before_last = 0;
+    };
+    // A LOST record this close after a CPU's last record may be timed after the sample that
+    // follows it in the ring (see EmitLoss); the kernel takes both times within microseconds.
+    static constexpr uint64_t kLostAfterSample = 1'000'000;  // ns
+    // The coverage of `cpu`'s records so far (nullptr: none yet).
+    const CpuCover* CoverOf(int32_t cpu) const {
       const size_t i = static_cast<size_t>(cpu);
-      return i < spans_.size() && spans_[i].records != 0 ? &spans_[i] : nullptr;
+      return i < spans_.size() && spans_[i].span.records != 0 ? &spans_[i] : nullptr;
     }
-    // Coverage: every event widens its CPU's span (one compare and two stores on the way).
+    // Coverage: every event widens its CPU's span (one compare and three stores on the way).
     void Cover(uint32_t cpu, uint64_t time) {
       if (cpu < spans_size_) [[likely]] {
-        CpuSpan& s = spans_data_[cpu];
+        CpuCover& c = spans_data_[cpu];
+        CpuSpan& s = c.span;
+        c.before_last = s.last_ts;
         s.last_ts = time;
         if (s.records++ == 0) [[unlikely]] s.first_ts = time;
         return;
@@ -326,8 +343,8 @@ class PerfDataReader final : public TraceReader {
     uint64_t records_ = 0;
     uint64_t events_ = 0;
     uint64_t duplicates_ = 0;
-    std::vector<CpuSpan> spans_;  // by CPU number (coverage)
-    CpuSpan* spans_data_ = nullptr;
+    std::vector<CpuCover> spans_;
+    CpuCover* spans_data_ = nullptr;
     size_t spans_size_ = 0;
     std::vector<DataGap> gaps_;
     uint64_t truncated_ = 0;
@@ -930,7 +947,7 @@ absl::Status PerfDataReader::Read(EventSink* sink, const TimeRange& range, Range
   stats.events = stream.events_;
   stats.AddProblem("duplicate_record", stream.duplicates_);
   for (size_t cpu = 0; cpu < stream.spans_.size(); ++cpu) {
-    CpuSpan span = stream.spans_[cpu];
+    CpuSpan span = stream.spans_[cpu].span;
     span.cpu = static_cast<int32_t>(cpu);
     stats.coverage.AddSpan(span);
   }
@@ -960,7 +977,10 @@ absl::Status PerfDataReader::Read(EventSink* sink, const TimeRange& range, Range
     const GapCause cause = unfinished            ? GapCause::kUnfinished
                            : cut || !damaged     ? GapCause::kCut
                                                  : GapCause::kDamaged;
-    stats.coverage.EndAll(nr_cpus_, cause);
+    // The round marks bound what is missing: records not in the file would have come in a
+    // later round, so with times past what the rounds before had. Eight marks back allows for
+    // records written late (seen up to four rounds late here; see MergeLimits::round_lag).
+    stats.coverage.EndAll(nr_cpus_, cause, merger.time_at_mark(8));
   }
   for (size_t i = 1; i < stream.problems_.size(); ++i) {
     stats.AddProblem(PerfProblemName(static_cast<PerfProblem>(i)), stream.problems_[i]);

@@ -751,7 +751,9 @@ absl::Status TraceDatReader::FinishMetadata(uint64_t data_file_size) {
     if (auto it = page_sizes.find(s.buffer); it != page_sizes.end()) {
       s.layout.page_size = it->second;
     }
-    if (s.offset > data_file_size) {
+    if (s.size == 0) {
+      // An idle CPU: nothing of it is missing, wherever its (empty) data would begin.
+    } else if (s.offset > data_file_size) {
       s.size = 0;
       s.cut = true;
       ++truncated_streams_;
@@ -900,6 +902,10 @@ bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* pro
       if (first.ts < c->last_ts) {
         ++(*problems)[static_cast<int>(FtracePageProblem::kTimeBackwards)];
         c->MarkGap(GapCause::kDamaged);
+        // Either this page or one before it is damaged: when an earlier page's time was wrong
+        // (in the future), the records since are not where their times say. The gap starts
+        // before the skipped page's first record, not at the suspect time.
+        if (first.ts != 0) c->gap_after = std::min(c->gap_after, first.ts - 1);
         c->walker.SkipRest();
         continue;
       }

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <random>
 #include <string>
@@ -72,6 +73,11 @@ class BlockTraceDat {
   // `loss`: the events of loss->cpu in [from, to) are left out, and the page that starts with
   // that CPU's next event says the kernel missed loss->count events before it (an ftrace
   // overrun in the middle of the data).
+  //
+  // `idle_cpus`: that many more CPUs with no data (empty streams, after the others in the file).
+  // `future_page`: the CPU 0 page of that index has a header time 1000 s late (a damaged page).
+  int idle_cpus = 0;
+  int future_page = -1;
   std::string Write(std::vector<RqEvent> events, int missed_page = -1, int backwards_page = -1,
                     const std::optional<Loss>& loss = std::nullopt) {
     std::stable_sort(events.begin(), events.end(),
@@ -84,7 +90,14 @@ class BlockTraceDat {
       auto flush = [&] {
         if (!page.has_value()) return;
         if (cpu == 0 && page_no == missed_page) page->SetMissedEvents(3, true);
-        pages[cpu] += page->Build();
+        std::string built = page->Build();
+        if (cpu == 0 && page_no == future_page) {
+          uint64_t ts;
+          std::memcpy(&ts, built.data(), sizeof(ts));
+          ts += 1000 * 1000 * kMs;
+          std::memcpy(built.data(), &ts, sizeof(ts));
+        }
+        pages[cpu] += built;
         page.reset();
         ++page_no;
       };
@@ -118,7 +131,9 @@ class BlockTraceDat {
       flush();
     }
     const std::string path = dir_ + "/t" + std::to_string(files_++) + ".dat";
-    WriteTraceDat(path, meta_, {pages[0], pages[1]});
+    std::vector<std::string> streams = {pages[0], pages[1]};
+    streams.resize(2 + idle_cpus);
+    WriteTraceDat(path, meta_, streams);
     return path;
   }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -18,10 +19,12 @@
 #include "block_trace_dat.h"
 #include "coverage_check.h"
 #include "fixtures.h"
+#include "perf_data_test_builder.h"
 #include "gtest/gtest.h"
 #include "iotrace/analysis/latency_report.h"
 #include "iotrace/formats/coverage.h"
 #include "iotrace/formats/trace_reader.h"
+#include "iotrace/formats/trace_reader_open.h"
 
 namespace iotrace {
 namespace {
@@ -209,6 +212,227 @@ TEST(CoverageTest, AnUnfinishedPerfDataEndsEveryCpuAtItsLastRecord) {
   }
   ::unlink(path.c_str());
   EXPECT_GE(windows, 2);
+}
+
+
+// Many gaps, and a CPU with no data at all (a gap open from the start): every sample crosses,
+// and the cause given is that of the latest-beginning gap it crosses, however far back.
+TEST(CoverageFilterTest, TheLatestBeginningGapCrossedIsFoundAmongMany) {
+  std::vector<DataGap> gaps;
+  gaps.push_back(DataGap{1, 0, DataGap::kOpenEnd, GapCause::kCut, 0});
+  for (uint64_t i = 1; i <= 1000; ++i) {
+    gaps.push_back(DataGap{0, i * 1000, i * 1000 + 10, GapCause::kRingLost, 1});
+  }
+  CoverageFilter f(gaps);
+  EXPECT_EQ(f.Crosses(500'000, 500'005), GapCause::kRingLost);   // inside gap 500
+  EXPECT_EQ(f.Crosses(500'020, 500'030), GapCause::kCut);        // between two: only CPU 1's
+  EXPECT_EQ(f.Crosses(2'000'000, 2'000'050), GapCause::kCut);    // after them all
+  EXPECT_EQ(f.Crosses(999'995, 1'000'003), GapCause::kRingLost);  // the last ring loss
+  CoverageFilter ring_only(std::vector<DataGap>(gaps.begin() + 1, gaps.end()));
+  EXPECT_FALSE(ring_only.Crosses(500'020, 500'030).has_value());
+  EXPECT_EQ(ring_only.Crosses(499'990, 600'000), GapCause::kRingLost);
+  EXPECT_FALSE(ring_only.Crosses(2'000'000, 2'000'050).has_value());
+}
+
+// EndAll with a bound from perf.data's round marks: nothing missing is older than it, so a CPU
+// with no records is covered up to it, and one whose last record is older is too.
+TEST(CoverageTest, EndAllStartsTheGapsNoEarlierThanWhatIsKnown) {
+  Coverage c;
+  c.AddSpan(CpuSpan{0, 10, 900, 5});
+  c.AddSpan(CpuSpan{1, 20, 300, 3});
+  c.EndAll(3, GapCause::kCut, 500);
+  ASSERT_EQ(c.gaps.size(), 3u);
+  EXPECT_EQ(std::tie(c.gaps[0].cpu, c.gaps[0].after_ts), std::make_tuple(0, uint64_t{900}));
+  EXPECT_EQ(std::tie(c.gaps[1].cpu, c.gaps[1].after_ts), std::make_tuple(1, uint64_t{500}));
+  EXPECT_EQ(std::tie(c.gaps[2].cpu, c.gaps[2].after_ts), std::make_tuple(2, uint64_t{500}));
+}
+
+// A trace.dat with an idle CPU (an empty stream placed after the others), cut inside the data:
+// the idle CPU lost nothing, and the report keeps what the other CPUs' data covers.
+TEST(CoverageTest, AnIdleCpuOfACutTraceDatIsNotMissingData) {
+  testing::BlockTraceDat f;
+  f.idle_cpus = 1;
+  const std::string path = f.Write(testing::Workload(2000, 22));
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string cut_path = path + ".cut";
+  std::ofstream(cut_path, std::ios::binary).write(bytes.data(), bytes.size() * 9 / 10);
+  std::optional<LatencyReport> r = Report(cut_path);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_FALSE(r->coverage.complete);
+  EXPECT_TRUE(r->coverage.has_window);
+  uint64_t kept = 0;
+  for (const LatencyGroup& g : r->groups) kept += g.summary.count;
+  EXPECT_GT(kept, 0u);
+  for (const CpuCoverage& c : r->coverage.cpus) {
+    EXPECT_FALSE(c.cpu == 2 && c.ends_early) << "the idle CPU";
+  }
+  ExpectEverySampleAccountedFor(*r, "cut with an idle CPU");
+  // Cut anywhere, the report equals the intact file's up to the window.
+  EXPECT_GE(CheckCuts(path).read, 3);
+}
+
+// A CPU 0 page whose header time is damaged (1000 s late): the pages after it look like going
+// back in time and are skipped. No sample reaches into the damage, so none is longer than the
+// intact file's longest; what is left out is counted.
+TEST(CoverageTest, APageWithADamagedTimeLeavesNoFalseLatency) {
+  testing::BlockTraceDat f;
+  const std::vector<testing::RqEvent> events = testing::Workload(2000, 22);
+  std::optional<LatencyReport> intact = Report(f.Write(events));
+  f.future_page = 100;
+  std::optional<LatencyReport> r = Report(f.Write(events));
+  ASSERT_TRUE(r.has_value() && intact.has_value());
+  EXPECT_FALSE(r->coverage.complete);
+  EXPECT_TRUE(r->coverage.has_window);
+  EXPECT_GT(r->coverage.outside_total(), 0u);
+  EXPECT_LT(r->coverage.window_end_ns, 2000 * testing::kMs);
+  std::map<std::tuple<uint32_t, BlockOp, Phase>, uint64_t> intact_max;
+  for (const LatencyGroup& g : intact->groups) intact_max[{g.dev, g.op, g.phase}] = g.summary.max_ns;
+  ASSERT_FALSE(r->groups.empty());
+  for (const LatencyGroup& g : r->groups) {
+    EXPECT_LE(g.summary.max_ns, (intact_max[{g.dev, g.op, g.phase}]))
+        << PhaseName(g.phase) << " " << BlockOpName(g.op);
+  }
+  ExpectEverySampleAccountedFor(*r, "damaged page time");
+}
+
+// A loss long enough that every sample of some intervals is left out: those intervals still
+// show their groups (no samples, the count left out), and the intervals add up to the totals.
+TEST(CoverageTest, IntervalsWhoseEverySampleWasLeftOutStillAddUp) {
+  testing::BlockTraceDat f;
+  const std::string lossy = f.Write(testing::Workload(2000, 21), -1, -1,
+                                    testing::Loss{0, 800 * testing::kMs, 1100 * testing::kMs, 400});
+  ReportOptions series;
+  series.interval_s = 0.1;
+  std::optional<LatencyReport> t = Report(lossy, series);
+  ASSERT_TRUE(t.has_value());
+  std::map<std::tuple<uint32_t, BlockOp, Phase>, std::pair<uint64_t, uint64_t>> sums;
+  int empty_shown = 0;
+  for (const LatencyInterval& iv : t->intervals) {
+    for (const LatencyGroup& g : iv.groups) {
+      auto& [kept, out] = sums[{g.dev, g.op, g.phase}];
+      kept += g.summary.count;
+      out += g.outside_coverage;
+      if (g.summary.count == 0) {
+        ++empty_shown;
+        EXPECT_GT(g.outside_coverage, 0u);
+        EXPECT_TRUE(g.partial);
+        EXPECT_TRUE(g.buckets.empty());
+      }
+    }
+  }
+  EXPECT_GT(empty_shown, 0);
+  for (const LatencyGroup& g : t->groups) {
+    const auto& [kept, out] = sums[{g.dev, g.op, g.phase}];
+    EXPECT_EQ(kept, g.summary.count);
+    EXPECT_EQ(out, g.outside_coverage) << PhaseName(g.phase) << " " << BlockOpName(g.op);
+  }
+}
+
+// perf ring loss as kernels before 5.11 write it: the sample whose write found the ring free
+// again is timed before the LOST record and follows it in the ring. The gap still begins at
+// the CPU's last record before the loss, so a sample over the lost stretch crosses it.
+TEST(CoverageTest, APerfLossTimedAfterTheSampleThatFollowsItStillCoversTheLostStretch) {
+  test::BlockSetup setup = test::LoadBlockSetup();
+  auto specs = test::BlockSpecs(setup, 2);
+  const std::string path = "/tmp/iotrace_coverage_lost_" + std::to_string(getpid()) + ".data";
+  auto w = PerfDataWriter::Create(path, specs, setup.meta, test::TestHost());
+  ASSERT_TRUE(w.ok());
+  const perf_event_attr attr = specs[0].attr;
+  auto sample = [&](int e, uint32_t cpu, uint64_t t, uint64_t sector) {
+    test::SampleFields s;
+    s.id = test::SyntheticId(e, cpu, 2);
+    s.pid = s.tid = 100;
+    s.time = t;
+    s.cpu = cpu;
+    test::BlockRq rq;
+    rq.sector = sector;
+    s.raw = test::EncodeBlockRq(setup.formats[e], rq);
+    return s;
+  };
+  test::PerfRecordBuilder cpu0, cpu1;
+  cpu0.AddSample(attr, sample(0, 0, 1000, 8));
+  cpu0.AddSample(attr, sample(0, 0, 2000, 16));
+  perf::SampleId lost_id;
+  lost_id.time = 10000;
+  lost_id.cpu = 0;
+  lost_id.id = test::SyntheticId(0, 0, 2);
+  cpu0.AddLost(attr, lost_id.id, 50, lost_id);
+  cpu0.AddSample(attr, sample(0, 0, 9990, 24));  // timed before the LOST record
+  cpu0.AddSample(attr, sample(0, 0, 11000, 32));
+  cpu1.AddSample(attr, sample(1, 1, 500, 8));
+  cpu1.AddSample(attr, sample(1, 1, 5000, 16));
+  cpu1.AddSample(attr, sample(1, 1, 12000, 24));
+  ASSERT_TRUE((*w)->AppendData(cpu0.view()).ok());
+  ASSERT_TRUE((*w)->AppendData(cpu1.view()).ok());
+  ASSERT_TRUE((*w)->AppendFinishedRound().ok());
+  ASSERT_TRUE((*w)->Finish().ok());
+  auto reader = OpenTraceReader(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  struct Nothing : EventSink {
+    void OnEvent(const RawEvent&) override {}
+  } nothing;
+  ASSERT_TRUE((*reader)->ReadAll(&nothing).ok());
+  const Coverage& coverage = (*reader)->stats().coverage;
+  ASSERT_EQ(coverage.gaps.size(), 1u);
+  EXPECT_EQ(coverage.gaps[0].after_ts, 2000u) << "the events were lost after 2000";
+  EXPECT_EQ(coverage.gaps[0].before_ts, 10000u);
+  EXPECT_TRUE(CoverageFilter(coverage.gaps).Crosses(1500, 5000).has_value());
+  ::unlink(path.c_str());
+}
+
+// A perf.data with an idle CPU (ids for three, samples on two), cut short: the round marks
+// bound what is missing, so the idle CPU does not leave the report without a window.
+TEST(CoverageTest, AnIdleCpuOfACutPerfDataIsCoveredUpToTheRoundMarks) {
+  test::BlockSetup setup = test::LoadBlockSetup();
+  auto specs = test::BlockSpecs(setup, 3);
+  const std::string path = "/tmp/iotrace_coverage_idle_" + std::to_string(getpid()) + ".data";
+  auto w = PerfDataWriter::Create(path, specs, setup.meta, test::TestHost());
+  ASSERT_TRUE(w.ok());
+  const perf_event_attr attr = specs[0].attr;
+  for (int round = 0; round < 200; ++round) {
+    for (uint32_t cpu = 0; cpu < 2; ++cpu) {
+      test::PerfRecordBuilder b;
+      for (int i = 0; i < 5; ++i) {
+        const uint64_t sector = (round * 10 + i * 2 + cpu) * 8;
+        for (int e = 0; e < 2; ++e) {  // insert, then issue 1 us later
+          test::SampleFields s;
+          s.id = test::SyntheticId(e, cpu, 3);
+          s.pid = s.tid = 100;
+          s.time = 1'000'000 + round * 100'000 + i * 10'000 + cpu * 3'000 + e * 1'000;
+          s.cpu = cpu;
+          test::BlockRq rq;
+          rq.sector = sector;
+          s.raw = test::EncodeBlockRq(setup.formats[e], rq);
+          b.AddSample(attr, s);
+        }
+      }
+      ASSERT_TRUE((*w)->AppendData(b.view()).ok());
+    }
+    ASSERT_TRUE((*w)->AppendFinishedRound().ok());
+  }
+  ASSERT_TRUE((*w)->Finish().ok());
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string cut_path = path + ".cut";
+  std::ofstream(cut_path, std::ios::binary).write(bytes.data(), bytes.size() / 2);
+  std::optional<LatencyReport> intact = Report(path);
+  std::optional<LatencyReport> r = Report(cut_path);
+  ASSERT_TRUE(r.has_value() && intact.has_value());
+  EXPECT_FALSE(r->coverage.complete);
+  ASSERT_TRUE(r->coverage.has_window);
+  ExpectEverySampleAccountedFor(*r, "cut perf.data with an idle CPU");
+  ReportOptions until;
+  until.until_s = static_cast<double>(r->coverage.window_end_ns - intact->first_ts_ns) / 1e9;
+  std::optional<LatencyReport> reference = Report(path, until);
+  ASSERT_TRUE(reference.has_value());
+  uint64_t kept = 0;
+  for (const LatencyGroup& g : r->groups) kept += g.summary.count;
+  EXPECT_GT(kept, 100u);
+  std::string why;
+  EXPECT_TRUE(SameBuckets(BucketsOf(*r), BucketsOf(*reference), &why)) << why;
+  ::unlink(path.c_str());
+  ::unlink(cut_path.c_str());
 }
 
 }  // namespace

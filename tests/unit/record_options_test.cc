@@ -115,7 +115,5 @@ TEST(RecordPrivilegesTest, RootOrPerfmonOrSysAdmin) {
   EXPECT_NE(HintOf(s).find("sudo"), std::string::npos);
 }
 
-}
-
 }  // namespace
 }  // namespace iotrace

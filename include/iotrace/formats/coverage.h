@@ -54,9 +54,11 @@ struct Coverage {
   // The span of `cpu`, or nullptr when it has no records.
   const CpuSpan* Span(int32_t cpu) const;
   // Every CPU's data ends early (perf.data's one stream of all CPUs, cut or unfinished): an
-  // open-ended gap after each CPU's last record, for CPUs 0..nr_cpus-1 and any with records
-  // (one with none has no data at all). A CPU that already ends early keeps its gap.
-  void EndAll(int nr_cpus, GapCause cause);
+  // open-ended gap after each CPU's last record, for CPUs 0..nr_cpus-1 and any with records.
+  // `known_until`: no record missing from any CPU is older than it (perf.data's round marks
+  // bound it; 0: nothing is known, and a CPU with no records then has no data at all). A CPU
+  // that already ends early keeps its gap.
+  void EndAll(int nr_cpus, GapCause cause, uint64_t known_until = 0);
   // Merges another read's coverage of the same file (spans widen, gaps are appended).
   void Merge(const Coverage& other);
 };
@@ -76,7 +78,9 @@ class CoverageFilter {
 
  private:
   std::vector<DataGap> gaps_;       // by after_ts
+  static constexpr size_t kBlock = 64;
   std::vector<uint64_t> max_before_;  // max before_ts of gaps_[0..i]
+  std::vector<uint64_t> block_max_;   // max before_ts of each kBlock gaps
   std::vector<uint64_t> ends_;
 };
 

@@ -103,6 +103,14 @@ class SortedRunMerger {
   const MergeCounters& counters() const { return counters_; }
   // Where the scan stopped: the first record not scanned (the end, once all was).
   uint64_t scan_position() const { return scan_pos_; }
+  // The largest time seen up to the round mark `marks_back` (1..8) marks before the last one:
+  // by perf's round rule, records not yet scanned come later (0: fewer marks seen). The
+  // further back, the more late writes it allows for.
+  uint64_t time_at_mark(int marks_back) const {
+    marks_back = std::clamp(marks_back, 1, kRoundSlots - 1);
+    if (rounds_ <= static_cast<uint64_t>(marks_back)) return 0;
+    return round_max_[(rounds_ - marks_back) % kRoundSlots];
+  }
 
  private:
   static constexpr uint32_t kNone = 0xffffffff;
