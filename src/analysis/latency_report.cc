@@ -484,6 +484,7 @@ void LatencyReportBuilder::OnLoss(const LossRecord& loss) {
 
 void LatencyReportBuilder::set_coverage(const Coverage& coverage) {
   coverage_ = coverage.gaps.empty() ? nullptr : std::make_unique<CoverageFilter>(coverage.gaps);
+  matcher_->set_coverage(coverage_.get());
   gap_ends_passed_ = 0;
   next_gap_end_ = coverage_ == nullptr || coverage_->gap_ends().empty()
                       ? ~uint64_t{0}

@@ -72,7 +72,7 @@ RequestMatcher::Device& RequestMatcher::DeviceForSlow(uint32_t dev) {
 void RequestMatcher::ExpireIn(RequestTable& t, uint64_t now) {
   while (now > t.expires_after()) {  // the table keeps its oldest entry's expiry time
     RequestEntry* oldest = t.Oldest();
-    ++GivenUp(stats_.expired, oldest->state, oldest->last_ts);
+    ++GivenUp(stats_.expired, oldest->state, oldest->last_ts, now);
     RemoveRequest(t, oldest);
   }
 }
@@ -90,7 +90,7 @@ RequestEntry* RequestMatcher::AddEntry(const BlockEvent& e) {
   if (watching_) [[unlikely]] max_tracked_ = std::max(max_tracked_, table_.size());
   if (table_.full()) {
     RequestEntry* oldest = table_.Oldest();
-    ++GivenUp(stats_.evicted, oldest->state, oldest->last_ts);
+    ++GivenUp(stats_.evicted, oldest->state, oldest->last_ts, e.ts);
     RemoveRequest(table_, oldest);
   }
   RequestEntry* ent = table_.Add(e.dev, e.sector, e.ts);
@@ -190,7 +190,7 @@ inline void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
         // an inserted one given up.
         if (!KeepApart(ent)) {
           ++stats_.collisions;
-          ++GivenUp(stats_.collided, ent->state, ent->last_ts);
+          ++GivenUp(stats_.collided, ent->state, ent->last_ts, e.ts);
           RemoveRequest(table_, ent);
         }
         ent = nullptr;
@@ -220,7 +220,7 @@ inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
     // first one's completion was not seen. Kept apart while there is room, else given up.
     if (!KeepApart(ent)) {
       ++stats_.collisions;
-      ++GivenUp(stats_.collided, ent->state, ent->last_ts);
+      ++GivenUp(stats_.collided, ent->state, ent->last_ts, e.ts);
       RemoveRequest(table_, ent);
     }
     ent = nullptr;
@@ -548,7 +548,7 @@ void RequestMatcher::Finish(uint64_t stale_before) {
   auto left = [this, stale_before](RequestState state, uint64_t last_ts) {
     ++stats_.in_flight_at_end[StateIndex(state)];
     const bool issued = state == RequestState::kIssued || state == RequestState::kRequeued;
-    if (issued && last_ts < stale_before) ++GivenUp(stats_.stale_at_end, state, last_ts);
+    if (issued && last_ts < stale_before) ++GivenUp(stats_.stale_at_end, state, last_ts, ~uint64_t{0});
   };
   for (RequestTable* t : {&table_, &queued_}) {
     t->ForEach([&left](const RequestEntry& ent) { left(ent.state, ent.last_ts); });

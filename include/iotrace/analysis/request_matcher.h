@@ -17,6 +17,7 @@
 #include "iotrace/analysis/request_table.h"
 #include "iotrace/base/fd.h"
 #include "iotrace/event/block_event.h"
+#include "iotrace/formats/coverage.h"
 
 namespace iotrace {
 
@@ -170,6 +171,9 @@ class RequestMatcher {
   // `gap_end`: the end of the gap; requests last active before it and given up later are
   // counted as across_gap.
   void DropFlushes(uint64_t gap_end);
+  // The gaps in the data (nullptr: none; it outlives the matcher): a request given up with a
+  // gap between its last event and then is counted as across_gap.
+  void set_coverage(const CoverageFilter* coverage) { coverage_ = coverage; }
   // Counts what is left as in flight (issued or requeued requests last active before
   // `stale_before`, trace time, also as stale; 0: none) and settles the per-device no-insert
   // reasons.
@@ -283,12 +287,16 @@ class RequestMatcher {
   Device* last_device_ = nullptr;
   MatchStats stats_;
   uint64_t gap_end_ts_ = 0;  // the latest end of a gap the events passed (DropFlushes)
-  // The counter of `counter`'s kind for a request given up in `state`, last active at
-  // `last_ts`: across_gap instead when that was before the end of a gap.
+  const CoverageFilter* coverage_ = nullptr;  // set_coverage
+  // The counter of `counter`'s kind for a request given up in `state` at `now`, last active at
+  // `last_ts`: across_gap instead when that was before the end of a gap passed, or a gap lies
+  // between the two (its next event may be in the gap: given up inside it, or after it).
   uint64_t& GivenUp(std::array<uint64_t, kRequestStateCount>& counter, RequestState state,
-                    uint64_t last_ts) {
+                    uint64_t last_ts, uint64_t now) {
     const size_t i = static_cast<size_t>(state);
-    return last_ts < gap_end_ts_ ? stats_.across_gap[i] : counter[i];
+    const bool across = last_ts < gap_end_ts_ ||
+                        (coverage_ != nullptr && coverage_->Crosses(last_ts, now).has_value());
+    return across ? stats_.across_gap[i] : counter[i];
   }
   // WatchKeys.
   bool watching_ = false;
