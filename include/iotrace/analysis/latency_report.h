@@ -29,6 +29,8 @@
 
 namespace iotrace {
 
+struct LossTally;  // the builder's own (src/analysis/report_steps.h)
+
 // Turns the events of one file into a LatencyReport. Feed it through TraceReader::ReadAll (it
 // is the EventSink), then call Finish once.
 class LatencyReportBuilder : public EventSink, private RequestSampleSink {
@@ -138,7 +140,14 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // given); `mark`: remember which values matched.
   bool MatchesComm(const RequestSample& s, bool mark);
   bool MatchesPid(const RequestSample& s, bool mark);
-  // Finish: filter values that match nothing, and what the filters removed when nothing is left.
+  // Finish's steps, in order: the histograms (whole run and intervals) and the coverage; the
+  // completeness counts (returns the losses by event, for the warnings); then the warnings
+  // (report_notes.cc) and the notes, which say what is absent and why.
+  void FinishHistograms(const ReadStats& reader_stats, LatencyReport& r);
+  LossTally FinishCompleteness(const ReadStats& reader_stats, LatencyReport& r);
+  void AddNotes(const ReadStats& reader_stats, LatencyReport& r);
+  // AddNotes: filter values that match nothing, and what the filters removed when nothing is
+  // left.
   void ExplainFilters(LatencyReport& r);
   // At the first event after the cut of HoldUntil.
   void PassCut();

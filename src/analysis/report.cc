@@ -1,0 +1,113 @@
+// ReportOptions' names and checks, and the names the report model prints.
+#include "iotrace/analysis/report.h"
+
+#include <string>
+#include <string_view>
+
+#include "absl/strings/str_format.h"
+#include "iotrace/base/status.h"
+
+namespace iotrace {
+namespace {
+
+constexpr std::string_view kUnitNames[] = {"ns", "us", "ms"};
+constexpr std::string_view kFormatNames[] = {"text", "csv", "json"};
+constexpr std::string_view kLossKindNames[] = {"ring_lost", "silent_drop",
+                                                             "ftrace_overrun", "ftrace_dropped"};
+
+}  // namespace
+
+std::string_view TimeUnitName(TimeUnit unit) { return kUnitNames[static_cast<int>(unit)]; }
+
+bool ParseTimeUnit(std::string_view name, TimeUnit* unit) {
+  for (int i = 0; i < 3; ++i) {
+    if (kUnitNames[i] == name) {
+      *unit = static_cast<TimeUnit>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string_view OutputFormatName(OutputFormat format) {
+  return kFormatNames[static_cast<int>(format)];
+}
+
+bool ParseOutputFormat(std::string_view name, OutputFormat* format) {
+  for (int i = 0; i < 3; ++i) {
+    if (kFormatNames[i] == name) {
+      *format = static_cast<OutputFormat>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string_view LossKindName(LossRecord::Kind kind) {
+  return kLossKindNames[static_cast<int>(kind)];
+}
+
+std::string_view NoInsertReasonText(NoInsertReason reason) {
+  switch (reason) {
+    case NoInsertReason::kInsertNotRecorded:
+      return "block_rq_insert was not recorded in this file (record with -e "
+             "block:block_rq_insert, one of iotrace record's default events)";
+    case NoInsertReason::kNoInsertOnDevice:
+      return "the device showed no block_rq_insert at all: requests went straight to the driver "
+             "(scheduler none, or a bypass)";
+    case NoInsertReason::kFlush:
+      return "flush requests are issued by the flush machinery without an insert";
+    case NoInsertReason::kInsertMissing:
+      return "the insert of these requests was not seen (lost, before the recording started, "
+             "issued directly, or the request was front-merged)";
+  }
+  return "";
+}
+
+absl::Status ValidateReportOptions(const ReportOptions& o) {
+  auto bad = [](std::string message, std::string_view hint) {
+    return WithHint(absl::InvalidArgumentError(message), hint);
+  };
+  if (o.since_s && !(*o.since_s >= 0)) {
+    return bad(absl::StrFormat("--since %g: must be >= 0 seconds", *o.since_s),
+               "--since and --until count seconds from the first event in the file");
+  }
+  if (o.until_s && !(*o.until_s >= 0)) {
+    return bad(absl::StrFormat("--until %g: must be >= 0 seconds", *o.until_s),
+               "--since and --until count seconds from the first event in the file");
+  }
+  if (o.since_s && o.until_s && *o.until_s < *o.since_s) {
+    return bad(absl::StrFormat("--until %g is before --since %g", *o.until_s, *o.since_s),
+               "give a window with since <= until");
+  }
+  if (!(o.interval_s >= 0) || (o.interval_s > 0 && o.interval_s < 1e-6)) {
+    return bad(absl::StrFormat("--interval %g: must be at least 0.000001 seconds", o.interval_s),
+               "for example --interval 1 for one block per second");
+  }
+  if (!(o.expiry_s > 0)) {
+    return bad(absl::StrFormat("--expiry %g: must be > 0 seconds", o.expiry_s),
+               "the default, 30 s, drops requests idle for 30 s of trace time");
+  }
+  if (o.max_inflight < 16 || o.max_inflight > (size_t{1} << 26)) {
+    return bad(absl::StrFormat("--max-inflight %u: must be between 16 and %u", o.max_inflight,
+                               size_t{1} << 26),
+               "the default, 131072, is far above any device queue depth");
+  }
+  if (o.threads < 0 || o.threads > 3) {
+    return bad(absl::StrFormat("--threads %d: must be 1, 2, 3 or 0 (auto)", o.threads),
+               "1: one thread; 2: + reading ahead; 3: + pairing on a thread of its own; "
+               "auto: pairing where it measures faster");
+  }
+  for (const std::string& d : o.devices) {
+    if (d.empty()) return bad("--dev: empty device", "give MAJ:MIN (7:0) or a name (loop0)");
+  }
+  for (const std::string& c : o.comms) {
+    if (c.empty() || c.size() >= kCommSize) {
+      return bad(absl::StrFormat("--comm '%s': must be 1 to 15 characters", c),
+                 "the kernel keeps only the first 15 characters of a process name");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace iotrace

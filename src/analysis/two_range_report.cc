@@ -1,0 +1,188 @@
+// A report read as two time ranges on two threads and added up: the plan, the reads, and the
+// builder's side of joining them (the matcher's is request_matcher's).
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "iotrace/analysis/latency_report.h"
+#include "iotrace/base/counters.h"
+#include "report_steps.h"
+
+namespace iotrace {
+
+void LatencyReportBuilder::HoldUntil(uint64_t cut_ts, bool prime) {
+  before_cut_ = true;
+  slow_path_ = true;
+  cut_ts_ = cut_ts;
+  prime_ = prime;
+  if (prime) matcher_->set_sink(&null_sink_);
+}
+
+bool LatencyReportBuilder::StartedWhereEnded(const LatencyReportBuilder& earlier,
+                                              uint64_t primed_from, size_t* older) {
+  RequestMatcher::Older old;
+  if (cut_ == nullptr ||
+      !RequestMatcher::SplitOlder(earlier.matcher_->Snapshot(), cut_->state, primed_from, &old) ||
+      !matcher_->Resolve(&old) || !matcher_->Adopt(old)) {
+    return false;
+  }
+  *older = old.requests.size() + old.queued.size() + old.overlapped.size() +
+           old.kept_apart.size() + old.collided.size();
+  return true;
+}
+
+void LatencyReportBuilder::Absorb(LatencyReportBuilder& later) {
+  AddCounters(decoder_.mutable_stats(), later.decoder_.stats(), later.cut_->decode);
+  later.matcher_->TakeOver(later.cut_->counts, matcher_->counts());
+  later.matcher_->set_sink(this);
+  matcher_ = std::move(later.matcher_);
+  for (const auto& g : later.groups_) {
+    GroupFor(SlotFor(g->dev), g->op, g->phase)->total.Merge(g->total);
+  }
+  counters_.samples_filtered += later.counters_.samples_filtered;
+  FilterCounts& f = counters_.filtered;
+  const FilterCounts& lf = later.counters_.filtered;
+  f.dev += lf.dev;
+  f.op += lf.op;
+  f.comm += lf.comm;
+  f.pid += lf.pid;
+  for (int op = 0; op < kBlockOpCount; ++op) requests_by_op_[op] += later.requests_by_op_[op];
+  for (size_t i = 0; i < comm_hit_.size(); ++i) comm_hit_[i] |= later.comm_hit_[i];
+  for (size_t i = 0; i < pid_hit_.size(); ++i) pid_hit_[i] |= later.pid_hit_[i];
+  for (const auto& slot : later.slots_) SlotFor(slot->dev).requests += slot->requests;
+  longest_d2c_ = std::max(longest_d2c_, later.longest_d2c_);
+  last_ts_ = std::max(last_ts_, later.last_ts_);
+  for (const LossSummary& l : later.losses_) AddLoss(l.kind, l.cpu, l.event_id, l.count, l.placed);
+}
+
+namespace {
+
+ReadStats AddReadStats(const ReadStats& a, const ReadStats& b) {
+  ReadStats sum = b;
+  sum.records += a.records;
+  sum.events += a.events;
+  sum.coverage.Merge(a.coverage);
+  for (const auto& [name, count] : a.problems) sum.AddProblem(name, count);
+  return sum;
+}
+
+// The time ranges of a split read: the earlier one up to the cut, the later one primed for
+// half a span before it (a span: 1/64 of the file's, at least 20 ms, at most the matcher's
+// expiry and a second: an entry idle longer is gone from the earlier matcher too) and counted
+// from the cut; and the rest of the file from the cut, for the earlier builder to read on when
+// the later matcher did not start in its state.
+struct SplitPlan {
+  uint64_t cut = 0;
+  TimeRange first, second, rest;
+};
+
+std::optional<SplitPlan> PlanSplit(TraceReader& reader, const ReportOptions& options,
+                                   std::string* why_not) {
+  const bool windowed =
+      options.since_s.has_value() || options.until_s.has_value() || options.interval_s != 0;
+  if (options.threads != 0 || options.split_min_bytes == 0 || windowed || options.events ||
+      !options.assume_gaps.empty()) {
+    *why_not = "one pass";
+    return std::nullopt;
+  }
+  if (UsableCpus() < 2 && !options.split_on_one_cpu) {
+    *why_not = "one pass: one CPU";
+    return std::nullopt;
+  }
+  const std::optional<TraceTimeSpan> span = reader.TimeSpan();
+  if (!span.has_value()) {
+    *why_not = "one pass: the reader cannot read time ranges";
+    return std::nullopt;
+  }
+  if (span->data_bytes < options.split_min_bytes) {
+    *why_not = "one pass: a small file";
+    return std::nullopt;
+  }
+  if (!(span->first_ts < span->middle_ts && span->middle_ts < span->last_ts)) {
+    *why_not = "one pass: no time to cut at";
+    return std::nullopt;
+  }
+  const uint64_t max_prime = SecondsToNs(options.expiry_s) + 1'000'000'000;
+  const uint64_t prime =
+      std::clamp<uint64_t>((span->last_ts - span->first_ts) / 64, 20'000'000, max_prime);
+  if (span->last_ts - span->middle_ts <= prime) {
+    *why_not = "one pass: no time to cut at";
+    return std::nullopt;
+  }
+  SplitPlan plan;
+  // Half a span of priming. Where the later range may start anywhere, the cut lies a quarter
+  // span after the middle, so that both threads read as much; else (perf.data) the priming
+  // starts half a span after it, and the cut a whole span.
+  plan.cut = span->middle_ts + (span->starts_anywhere ? prime / 4 : prime);
+  plan.first.end_ts = plan.cut;
+  plan.first.end_position = span->split_position;
+  plan.second.start_ts = plan.cut - std::min(plan.cut, prime / 2);
+  plan.second.count_from_ts = plan.cut;
+  plan.second.start_position = span->split_position;
+  plan.rest = plan.second;
+  plan.rest.start_ts = plan.cut;
+  return plan;
+}
+
+}  // namespace
+
+std::optional<absl::StatusOr<LatencyReport>> BuildSplit(TraceReader& reader,
+                                                        const ReportOptions& options,
+                                                        std::string* why_not) {
+  const std::optional<SplitPlan> plan = PlanSplit(reader, options, why_not);
+  if (!plan.has_value()) return std::nullopt;
+  ReportOptions each = options;
+  each.threads = 1;
+  auto early = LatencyReportBuilder::Create(reader.formats(), each);
+  if (!early.ok()) return early.status();
+  auto late = LatencyReportBuilder::Create(reader.formats(), each);
+  if (!late.ok()) return late.status();
+  LatencyReportBuilder& a = **early;
+  LatencyReportBuilder& b = **late;
+  b.HoldUntil(plan->cut, /*prime=*/true);
+  reader.set_read_ahead(false);  // two threads already; read-ahead on top measured no gain
+  RangeReadResult ra, rb;
+  absl::Status sb;
+  std::thread later([&] { sb = reader.ReadRange(&b, plan->second, &rb); });
+  absl::Status sa = reader.ReadRange(&a, plan->first, &ra);
+  later.join();
+  if (!sa.ok() || !sb.ok()) {
+    *why_not = "one pass: a range could not be read";
+    return std::nullopt;
+  }
+  // (Records out of order are the readers' to find: every record they pass is compared with
+  // the one before it.)
+  std::string unfit = reader.RangesUnfit(plan->first, ra, rb);
+  if (unfit.empty() && !(ra.stats.coverage.complete() && rb.stats.coverage.complete())) {
+    unfit = "gaps in the data";
+  }
+  if (!unfit.empty()) {
+    *why_not = "one pass: " + unfit;
+    return std::nullopt;
+  }
+  size_t older = 0;
+  if (b.StartedWhereEnded(a, plan->second.start_ts, &older)) {
+    a.Absorb(b);
+    LatencyReport report = FinishReport(a, reader, AddReadStats(ra.stats, rb.stats), options);
+    report.read_plan = older == 0 ? "two ranges"
+                                  : absl::StrFormat("two ranges, %u older requests carried over",
+                                                    older);
+    return report;
+  }
+  // The later matcher did not start where the earlier one ended (but for older requests it can
+  // account for, RequestMatcher::Resolve): the earlier builder reads on from the cut.
+  a.HoldUntil(plan->cut, /*prime=*/false);
+  RangeReadResult rc;
+  if (!reader.ReadRange(&a, plan->rest, &rc).ok() ||
+      !reader.RangesUnfit(plan->first, ra, rc).empty() || !rc.stats.coverage.complete()) {
+    *why_not = "one pass: the first range could not read on";
+    return std::nullopt;
+  }
+  LatencyReport report = FinishReport(a, reader, AddReadStats(ra.stats, rc.stats), options);
+  report.read_plan = "two ranges, the first read on";
+  return report;
+}
+
+}  // namespace iotrace
