@@ -87,7 +87,11 @@ TEST_P(CutRecordingLiveTest, EveryCutReportsExactlyWhatItCovers) {
   ASSERT_TRUE(intact.has_value()) << rec.err;
   ASSERT_FALSE(intact->groups.empty()) << rec.err;
   const testing::CutsChecked checked = testing::CheckCuts(file, only_loop);
-  EXPECT_EQ(checked.read, 5) << "every cut of a recording this size can be read";
+  // Every cut is read but one in a trace.dat's metadata (trace-cmd's kallsyms and formats come
+  // before its data: on a loaded machine fio's 2 s may write little enough data that the 10%
+  // cut lands there). The cuts at half the file and beyond always lie in the data.
+  EXPECT_EQ(checked.read + checked.before_data, 5) << "every cut inside the data can be read";
+  EXPECT_GE(checked.read, 3);
   // A cut leaves samples out, counted; but one inside the first CPU's data of a trace.dat (its
   // CPUs' data lie one after the other) may leave no request of the device paired at all,
   // when the other CPU took the completions: nothing to leave out.
