@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "iotrace/cli/cli.h"
+#include "cli.h"
 #include "iotrace/cli/doctor.h"
 #include "iotrace/cli/flags.h"
 

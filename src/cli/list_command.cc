@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "cli.h"
 #include "iotrace/base/status.h"
-#include "iotrace/cli/cli.h"
 #include "iotrace/cli/flags.h"
 #include "iotrace/sys/module_symvers.h"
 #include "iotrace/sys/probe.h"

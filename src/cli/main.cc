@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "cli.h"
 #include "iotrace/base/status.h"
-#include "iotrace/cli/cli.h"
 
 namespace iotrace {
 

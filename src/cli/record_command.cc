@@ -6,9 +6,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cli.h"
 #include "iotrace/base/status.h"
 #include "iotrace/capture/record.h"
-#include "iotrace/cli/cli.h"
 #include "iotrace/cli/flags.h"
 
 namespace iotrace {

@@ -10,10 +10,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "cli.h"
 #include "iotrace/base/fd.h"
 #include "iotrace/base/status.h"
 #include "iotrace/base/text.h"
-#include "iotrace/cli/cli.h"
 #include "iotrace/cli/flags.h"
 #include "iotrace/sys/probe.h"
 #include "iotrace/sys/tracefs.h"

@@ -1,4 +1,4 @@
-#include "iotrace/formats/trace_dat.h"
+#include "trace_dat.h"
 
 namespace iotrace {
 

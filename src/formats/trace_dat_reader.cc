@@ -25,9 +25,9 @@
 #include "iotrace/base/file_ring.h"
 #include "iotrace/base/status.h"
 #include "iotrace/formats/ftrace_page.h"
-#include "iotrace/formats/trace_dat.h"
 #include "iotrace/formats/trace_dat_inflate.h"
 #include "iotrace/formats/tracing_data.h"
+#include "trace_dat.h"
 
 namespace iotrace {
 namespace {

@@ -13,8 +13,8 @@
 #include "absl/strings/str_format.h"
 #include "iotrace/base/status.h"
 #include "iotrace/formats/ftrace_page.h"
-#include "iotrace/formats/trace_dat.h"
 #include "iotrace/formats/tracing_data.h"
+#include "trace_dat.h"
 
 namespace iotrace {
 namespace {

@@ -17,7 +17,7 @@
 #include "iotrace/base/status.h"
 #include "iotrace/base/text.h"
 #include "iotrace/sys/elf_symbols.h"
-#include "iotrace/sys/tracefs_shim.h"
+#include "tracefs_shim.h"
 
 namespace iotrace {
 namespace {

@@ -21,7 +21,7 @@
 #include "iotrace/base/fd.h"
 #include "iotrace/base/status.h"
 #include "iotrace/base/text.h"
-#include "iotrace/sys/tracefs_shim.h"
+#include "tracefs_shim.h"
 
 namespace iotrace {
 namespace {

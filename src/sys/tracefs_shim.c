@@ -1,4 +1,4 @@
-#include "iotrace/sys/tracefs_shim.h"
+#include "tracefs_shim.h"
 
 #include <errno.h>
 #include <tracefs.h>

@@ -98,6 +98,8 @@ class RequestMatcher {
   // matchers in equal states pair what follows the same way. For reading a file as two time
   // ranges apart (LatencyReportBuilder): the later range's matcher, primed on the events just
   // before its range, stands for the earlier one's when their states at the cut are equal.
+  // That reconciliation (State, Snapshot, TakeOver, Older, SplitOlder, WatchKeys, Resolve,
+  // Adopt, and the key log behind them) is defined in src/analysis/request_matcher_ranges.cc.
   struct State {
     std::vector<RequestEntry> requests;
     std::vector<RequestEntry> queued;
