@@ -15,6 +15,7 @@
 
 #include "bench_support.h"
 #include "benchmark/benchmark.h"
+#include "iotrace/formats/cursor_heap.h"
 #include "iotrace/formats/sorted_run_merger.h"
 
 namespace iotrace {
@@ -151,8 +152,8 @@ std::vector<Record> WholeStreams(const std::vector<Record>& stream, uint32_t cpu
   return out;
 }
 
-// The merge of TraceDatReader::Read on in-memory streams: a binary min-heap of one cursor per
-// stream on (time, stream order), the top delivered and moved on, every record final at once.
+// The merge of TraceDatReader::Read (its CursorHeap) on in-memory streams: one cursor per stream
+// on (time, stream order), the top delivered and moved on, every record final at once.
 uint64_t HeapMergeStreams(const std::vector<Record>& records, uint32_t cpus, uint64_t* late) {
   struct Cursor {
     const Record* at;
@@ -167,39 +168,23 @@ uint64_t HeapMergeStreams(const std::vector<Record>& records, uint32_t cpus, uin
     while (p != end && p->cpu == cpu) ++p;
     cursors.push_back(Cursor{begin, p, cpu});
   }
-  std::vector<Cursor*> heap;
   auto less = [](const Cursor* a, const Cursor* b) {
     return a->at->time != b->at->time ? a->at->time < b->at->time : a->order < b->order;
   };
-  auto sift_down = [&](size_t i) {
-    const size_t n = heap.size();
-    for (;;) {
-      size_t l = 2 * i + 1, m = i;
-      if (l < n && less(heap[l], heap[m])) m = l;
-      if (l + 1 < n && less(heap[l + 1], heap[m])) m = l + 1;
-      if (m == i) return;
-      std::swap(heap[i], heap[m]);
-      i = m;
-    }
-  };
+  CursorHeap<Cursor, decltype(less)> heap(less);
+  std::vector<Cursor*> started;
   for (Cursor& c : cursors) {
-    if (c.at != c.end) heap.push_back(&c);
+    if (c.at != c.end) started.push_back(&c);
   }
-  for (size_t i = heap.size(); i-- > 0;) sift_down(i);
+  heap.Build(std::move(started));
   uint64_t sum = 0;
   uint64_t last = 0;
   while (!heap.empty()) {
-    Cursor* c = heap.front();
+    Cursor* c = heap.top();
     sum += c->at->time ^ c->at->cpu;
     *late += c->at->time < last ? 1 : 0;
     last = c->at->time;
-    if (++c->at != c->end) {
-      sift_down(0);
-    } else {
-      heap.front() = heap.back();
-      heap.pop_back();
-      if (!heap.empty()) sift_down(0);
-    }
+    heap.Step(++c->at != c->end);
   }
   return sum;
 }

@@ -24,6 +24,7 @@
 #include "iotrace/base/fd.h"
 #include "iotrace/base/file_ring.h"
 #include "iotrace/base/status.h"
+#include "iotrace/formats/cursor_heap.h"
 #include "iotrace/formats/ftrace_page.h"
 #include "iotrace/formats/trace_dat_inflate.h"
 #include "iotrace/formats/tracing_data.h"
@@ -1042,26 +1043,18 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   // cursor is a page walker, not a position). Made to keep these streams in order, that merger
   // holds all the data and is slower: 39 vs 68 M records/s on 2 CPUs, 19 vs 26 M on 8
   // (bench/merge_benchmark.cc, BM_MergeWholeStreams; docs/architecture.md).
-  std::vector<Cursor*> heap;
-  heap.reserve(cursors.size());
   auto less = [](const Cursor* a, const Cursor* b) {
     return a->rec.ts != b->rec.ts ? a->rec.ts < b->rec.ts : a->order < b->order;
   };
-  auto sift_down = [&](size_t i) {
-    const size_t n = heap.size();
-    for (;;) {
-      size_t l = 2 * i + 1, m = i;
-      if (l < n && less(heap[l], heap[m])) m = l;
-      if (l + 1 < n && less(heap[l + 1], heap[m])) m = l + 1;
-      if (m == i) return;
-      std::swap(heap[i], heap[m]);
-      i = m;
+  CursorHeap<Cursor, decltype(less)> heap(less);
+  {
+    std::vector<Cursor*> started;
+    started.reserve(cursors.size());
+    for (Cursor& c : cursors) {
+      if (Advance(&c, &problems)) started.push_back(&c);
     }
-  };
-  for (Cursor& c : cursors) {
-    if (Advance(&c, &problems)) heap.push_back(&c);
+    heap.Build(std::move(started));
   }
-  for (size_t i = heap.size(); i-- > 0;) sift_down(i);
 
   uint64_t records = 0, events = 0;
   RawEvent ev;
@@ -1076,15 +1069,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
     return c->page_off + static_cast<uint64_t>(c->rec.payload.data - c->ring.At(c->page_off));
   };
   // The top cursor moves on to its next record (or leaves the heap at its stream's end).
-  auto step = [&](Cursor* c) {
-    if (Advance(c, &problems)) {
-      sift_down(0);
-    } else {
-      heap.front() = heap.back();
-      heap.pop_back();
-      if (!heap.empty()) sift_down(0);
-    }
-  };
+  auto step = [&](Cursor* c) { heap.Step(Advance(c, &problems)); };
   // Hands the top cursor's record to the sink (false: too short to be one).
   auto deliver = [&](Cursor* c, bool counted) {
     const ByteView p = c->rec.payload;
@@ -1111,7 +1096,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
     // The records before count_from_ts: passed over before start_ts, else delivered but not
     // counted (nor the losses placed before them: the earlier range's).
     while (!heap.empty()) {
-      Cursor* c = heap.front();
+      Cursor* c = heap.top();
       const uint64_t ts = c->rec.ts + ts_offset_;
       if (ts >= range.count_from_ts || ts >= range.end_ts) break;
       if (ts < previous_ts) ++out->out_of_order;
@@ -1122,15 +1107,15 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
     }
     // Every cursor is on its first record at or after count_from_ts (a later one before it
     // would be out of order, and counted so).
-    for (const Cursor* h : heap) out->first_counted[h->order] = position(h);
+    for (const Cursor* h : heap.cursors()) out->first_counted[h->order] = position(h);
   }
   while (!heap.empty()) {
-    Cursor* c = heap.front();
+    Cursor* c = heap.top();
     if constexpr (kRanged) {
       const uint64_t ts = c->rec.ts + ts_offset_;
       if (ts >= range.end_ts) {
         // Every cursor is on a record at or after end_ts: where each stream stops.
-        for (const Cursor* h : heap) out->stopped_at[h->order] = position(h);
+        for (const Cursor* h : heap.cursors()) out->stopped_at[h->order] = position(h);
         break;
       }
       if (ts < previous_ts) ++out->out_of_order;
