@@ -284,7 +284,7 @@ void LatencyReportBuilder::PassGapEnds(uint64_t ts) {
   while (gap_ends_passed_ < ends.size() && ends[gap_ends_passed_] <= ts) ++gap_ends_passed_;
   next_gap_end_ = gap_ends_passed_ < ends.size() ? ends[gap_ends_passed_] : ~uint64_t{0};
   slow_path_ = before_cut_ || next_gap_end_ != ~uint64_t{0};
-  matcher_->DropFlushes(ts);
+  matcher_->DropFlushes();
 }
 
 void LatencyReportBuilder::AddLoss(LossRecord::Kind kind, int32_t cpu, int32_t event_id,

@@ -433,8 +433,7 @@ void RequestMatcher::OnBioBackMerge(const BlockEvent& e) {
   if (RequestEntry* q = queued_.Find(e.dev, e.sector); q != nullptr) queued_.Remove(q);
 }
 
-void RequestMatcher::DropFlushes(uint64_t gap_end) {
-  gap_end_ts_ = std::max(gap_end_ts_, gap_end);
+void RequestMatcher::DropFlushes() {
   for (const std::unique_ptr<Device>& d : devices_) {
     for (const FlushSlot& f : d->flushes) ++stats_.flushes_at_gap[StateIndex(f.state)];
     d->flushes.clear();  // capacity kept: no allocation when they come back

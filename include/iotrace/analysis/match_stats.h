@@ -84,8 +84,8 @@ struct MatchStats {  // uint64_t counters only (AddCounters)
   // pair in FIFO order, so one whose issue or completion fell in the gap would shift the
   // pairing of every later flush.
   std::array<uint64_t, kRequestStateCount> flushes_at_gap{};
-  // Requests given up (expired, evicted, collided) or left stale at the end that were last
-  // active before the end of a gap in the data: most likely their next event lay in the gap.
+  // Requests given up (expired, evicted, collided) or left stale at the end with a gap in the
+  // data between their last event and then: most likely their next event lay in the gap.
   // Counted here instead of above; their samples would cross the gap anyway.
   std::array<uint64_t, kRequestStateCount> across_gap{};
 };

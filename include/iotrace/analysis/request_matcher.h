@@ -169,10 +169,9 @@ class RequestMatcher {
   // Gives up every flush in flight (counted in flushes_at_gap): the events have just passed the
   // end of a gap in the data, and flushes pair in FIFO order per device, which a flush event
   // lost in the gap would shift for good. (Requests pair on their sector: a request left over
-  // from the gap meets the next one at its sector as a collision, and the new one pairs right.)
-  // `gap_end`: the end of the gap; requests last active before it and given up later are
-  // counted as across_gap.
-  void DropFlushes(uint64_t gap_end);
+  // from the gap meets the next one at its sector as a collision, and the new one pairs right;
+  // GivenUp counts it across_gap.)
+  void DropFlushes();
   // The gaps in the data (nullptr: none; it outlives the matcher): a request given up with a
   // gap between its last event and then is counted as across_gap.
   void set_coverage(const CoverageFilter* coverage) { coverage_ = coverage; }
@@ -288,16 +287,14 @@ class RequestMatcher {
   size_t fast_count_ = 0;
   Device* last_device_ = nullptr;
   MatchStats stats_;
-  uint64_t gap_end_ts_ = 0;  // the latest end of a gap the events passed (DropFlushes)
   const CoverageFilter* coverage_ = nullptr;  // set_coverage
   // The counter of `counter`'s kind for a request given up in `state` at `now`, last active at
-  // `last_ts`: across_gap instead when that was before the end of a gap passed, or a gap lies
-  // between the two (its next event may be in the gap: given up inside it, or after it).
+  // `last_ts`: across_gap instead when a gap of the data lies between the two (its next event
+  // may have been in the gap).
   uint64_t& GivenUp(std::array<uint64_t, kRequestStateCount>& counter, RequestState state,
                     uint64_t last_ts, uint64_t now) {
     const size_t i = static_cast<size_t>(state);
-    const bool across = last_ts < gap_end_ts_ ||
-                        (coverage_ != nullptr && coverage_->Crosses(last_ts, now).has_value());
+    const bool across = coverage_ != nullptr && coverage_->Crosses(last_ts, now).has_value();
     return across ? stats_.across_gap[i] : counter[i];
   }
   // WatchKeys.
