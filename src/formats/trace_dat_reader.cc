@@ -1041,7 +1041,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   // revisits a record by its position alone. Here each CPU's stream is one run known from the
   // start, the top record is final at once, and a record's time is a delta within its page (a
   // cursor is a page walker, not a position). Made to keep these streams in order, that merger
-  // holds all the data and is slower: 39 vs 68 M records/s on 2 CPUs, 19 vs 26 M on 8
+  // holds all the data and is slower: 73 vs 98 M records/s on 2 CPUs, 38 vs 40 M on 8
   // (bench/merge_benchmark.cc, BM_MergeWholeStreams; docs/architecture.md).
   auto less = [](const Cursor* a, const Cursor* b) {
     return a->rec.ts != b->rec.ts ? a->rec.ts < b->rec.ts : a->order < b->order;

@@ -38,15 +38,18 @@ class CursorHeap {
   const std::vector<Cursor*>& cursors() const { return heap_; }
 
  private:
-  void SiftDown(size_t i) {
+  // Inlined, on a local copy of the array's pointer: as an outlined member reloading the vector's
+  // fields, trace.dat's merge took 8 more instructions a record under callgrind (2 more as is).
+  [[gnu::always_inline]] void SiftDown(size_t i) {
+    Cursor** const h = heap_.data();
     const size_t n = heap_.size();
     for (;;) {
       const size_t l = 2 * i + 1;
       size_t m = i;
-      if (l < n && less_(heap_[l], heap_[m])) m = l;
-      if (l + 1 < n && less_(heap_[l + 1], heap_[m])) m = l + 1;
+      if (l < n && less_(h[l], h[m])) m = l;
+      if (l + 1 < n && less_(h[l + 1], h[m])) m = l + 1;
       if (m == i) return;
-      std::swap(heap_[i], heap_[m]);
+      std::swap(h[i], h[m]);
       i = m;
     }
   }
