@@ -47,6 +47,7 @@ class FtraceRun : public RunningCapture {
     return p;
   }
   bool disk_full() const override { return cap_.disk_full(); }
+  void Abandon() override { (void)cap_.Finish(); }
 
  private:
   FtraceCapture& cap_;
@@ -72,18 +73,9 @@ absl::StatusOr<int> RecordWithFtrace(const RecordOptions& opt, const std::string
   }
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<FtraceCapture> cap, FtraceCapture::Create(fopt));
   FtraceRun run(*cap);
-  IOTRACE_RETURN_IF_ERROR(run.WatchFd(signals.fd()));
-  if (control != nullptr) IOTRACE_RETURN_IF_ERROR(run.WatchFd(control->fd()));
-  AnnounceBackend(*summary);
-  if (opt.delay_ms == 0) IOTRACE_RETURN_IF_ERROR(cap->Start());
-  const uint64_t start_ns = MonotonicNs();
-  if (child) {
-    absl::Status s = child->Release();
-    if (!s.ok()) {
-      (void)cap->Finish();
-      return AsUsageError(WithHint(s, "check the command after --"));
-    }
-  }
+  IOTRACE_ASSIGN_OR_RETURN(
+      const uint64_t start_ns,
+      StartRecording(opt, run, signals, child ? &*child : nullptr, control, *summary));
   absl::Status failure =
       RunLoop(opt, run, signals, child ? &*child : nullptr, control, start_ns, summary);
   absl::Status s = cap->Stop();

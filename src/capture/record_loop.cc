@@ -10,6 +10,7 @@
 
 #include "iotrace/base/clock.h"
 #include "iotrace/base/status.h"
+#include "record_summary.h"
 
 namespace iotrace {
 namespace {
@@ -81,6 +82,24 @@ absl::StatusOr<bool> ServeControl(ControlChannel*& control, RunningCapture& cap,
 }
 
 }  // namespace
+
+absl::StatusOr<uint64_t> StartRecording(const RecordOptions& opt, RunningCapture& cap,
+                                        SignalGuard& signals, GatedChild* child,
+                                        ControlChannel* control, const RecordSummary& summary) {
+  IOTRACE_RETURN_IF_ERROR(cap.WatchFd(signals.fd()));
+  if (control != nullptr) IOTRACE_RETURN_IF_ERROR(cap.WatchFd(control->fd()));
+  AnnounceBackend(summary);
+  if (opt.delay_ms == 0) IOTRACE_RETURN_IF_ERROR(cap.SetEnabled(true));
+  const uint64_t start_ns = MonotonicNs();
+  if (child != nullptr) {
+    absl::Status s = child->Release();
+    if (!s.ok()) {
+      cap.Abandon();
+      return AsUsageError(WithHint(s, "check the command after --"));
+    }
+  }
+  return start_ns;
+}
 
 absl::Status RunLoop(const RecordOptions& opt, RunningCapture& cap, SignalGuard& signals,
                      GatedChild* child, ControlChannel* control, uint64_t start_ns,

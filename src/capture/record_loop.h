@@ -30,7 +30,18 @@ class RunningCapture {
   virtual absl::Status Drain(bool check) = 0;
   virtual CaptureProgress Progress() const = 0;
   virtual bool disk_full() const = 0;
+  // The recording ends before it began (the command could not be let go): the events off, the
+  // output closed, errors aside (the cause is what is reported).
+  virtual void Abandon() = 0;
 };
+
+// Both backends' start, in order: the loop will watch the signals and the --control channel,
+// the backend is announced, the events go on unless --delay holds them, and the command is let
+// go. A command that cannot be let go abandons the recording (a usage error). Returns when the
+// recording started (MonotonicNs), for RunLoop.
+absl::StatusOr<uint64_t> StartRecording(const RecordOptions& opt, RunningCapture& cap,
+                                        SignalGuard& signals, GatedChild* child,
+                                        ControlChannel* control, const RecordSummary& summary);
 
 // Runs until the duration passes, the command exits, a signal arrives or the --control client
 // says stop. The caller released the command and enabled the events unless --delay holds them.

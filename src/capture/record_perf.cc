@@ -88,6 +88,10 @@ class PerfRun : public RunningCapture {
     return p;
   }
   bool disk_full() const override { return writer_.disk_full(); }
+  void Abandon() override {
+    (void)cap_.Disable();
+    (void)writer_.Finish();
+  }
 
   // Stops the kernel, takes the final counts, empties the rings: the books are exact after it.
   absl::Status Stop() {
@@ -191,19 +195,9 @@ absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& 
   IOTRACE_RETURN_IF_ERROR(WriteExistingComms(writer.get(), cap->events()[0], cap->cpus()[0]));
 
   PerfRun run(*cap, *writer);
-  IOTRACE_RETURN_IF_ERROR(run.WatchFd(signals.fd()));
-  if (control != nullptr) IOTRACE_RETURN_IF_ERROR(run.WatchFd(control->fd()));
-  AnnounceBackend(*summary);
-  if (opt.delay_ms == 0) IOTRACE_RETURN_IF_ERROR(cap->Enable());
-  const uint64_t start_ns = MonotonicNs();
-  if (child) {
-    absl::Status s = child->Release();
-    if (!s.ok()) {
-      (void)cap->Disable();
-      (void)writer->Finish();
-      return AsUsageError(WithHint(s, "check the command after --"));
-    }
-  }
+  IOTRACE_ASSIGN_OR_RETURN(
+      const uint64_t start_ns,
+      StartRecording(opt, run, signals, child ? &*child : nullptr, control, *summary));
   absl::Status failure =
       RunLoop(opt, run, signals, child ? &*child : nullptr, control, start_ns, summary);
   absl::Status s = run.Stop();
