@@ -17,8 +17,7 @@
 #include "iotrace/event/block_dev.h"
 #include "iotrace/sys/probe.h"
 #include "iotrace/sys/tracefs.h"
-#include "record_ftrace.h"
-#include "record_perf.h"
+#include "record_backends.h"
 #include "record_signals.h"
 
 namespace iotrace {

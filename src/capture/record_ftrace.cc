@@ -1,4 +1,4 @@
-#include "record_ftrace.h"
+#include "record_backends.h"
 
 #include <cstdio>
 #include <memory>

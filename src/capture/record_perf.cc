@@ -1,4 +1,4 @@
-#include "record_perf.h"
+#include "record_backends.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
