@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "iotrace/event/block_dev.h"
