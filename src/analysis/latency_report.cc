@@ -21,7 +21,6 @@
 #include "report_steps.h"
 
 namespace iotrace {
-namespace {
 
 LatencyGroup MakeGroup(const Histogram& h, uint32_t dev, const std::string& device, BlockOp op,
                        Phase phase) {
@@ -45,6 +44,8 @@ LatencyGroup MakeGroup(const Histogram& h, uint32_t dev, const std::string& devi
   return g;
 }
 
+namespace {
+
 bool GroupLess(const LatencyGroup& a, const LatencyGroup& b) {
   return std::tie(a.dev, a.op, a.phase) < std::tie(b.dev, b.op, b.phase);
 }
@@ -61,7 +62,8 @@ LatencyReportBuilder::LatencyReportBuilder(const std::vector<EventFormat>& forma
   mo.max_entries = options.max_inflight;
   // Without a time series and without filters, the report neither depends on the order of
   // samples nor counts them: one sample per request instead of two.
-  mo.combine_samples = SecondsToNs(options.interval_s) == 0 && options.devices.empty() &&
+  mo.combine_samples = !options.samples_at_each_stage && SecondsToNs(options.interval_s) == 0 &&
+                       options.devices.empty() &&
                        options.ops.empty() && options.comms.empty() && options.pids.empty();
   matcher_ = std::make_unique<RequestMatcher>(mo, static_cast<RequestSampleSink*>(this));
   matcher_->set_insert_recorded(decoder_.Has(BlockEventKind::kInsert));
@@ -472,6 +474,7 @@ inline void LatencyReportBuilder::Record(const RequestSample& s, unsigned phases
   }
   // Only the set phases, lowest first (the order of the loop over all phases this replaces).
   if (!windowed_) {
+    if (tap_ != nullptr) [[unlikely]] tap_->OnSample(s, phases);
     // What the loop below does when no sample is outside the window and there are no intervals.
     for (unsigned bits = phases; bits != 0; bits &= bits - 1) {
       const int p = std::countr_zero(bits);
@@ -481,6 +484,7 @@ inline void LatencyReportBuilder::Record(const RequestSample& s, unsigned phases
     }
     return;
   }
+  unsigned recorded = phases;
   for (unsigned bits = phases; bits != 0; bits &= bits - 1) {
     const int p = std::countr_zero(bits);
     const Phase phase = static_cast<Phase>(p);
@@ -488,6 +492,7 @@ inline void LatencyReportBuilder::Record(const RequestSample& s, unsigned phases
     if (end < since_ns_ || end > until_ns_) {
       ++counters_.phases_outside_window;
       ++(end < since_ns_ ? counters_.filtered.since : counters_.filtered.until);
+      recorded &= ~(1u << p);
       continue;
     }
     const uint64_t latency = end - s.Start(phase);
@@ -504,6 +509,7 @@ inline void LatencyReportBuilder::Record(const RequestSample& s, unsigned phases
       g->current->Record(latency);
     }
   }
+  if (tap_ != nullptr && recorded != 0) [[unlikely]] tap_->OnSample(s, recorded);
 }
 
 void LatencyReportBuilder::FinishCoverage(const ReadStats& reader_stats, LatencyReport* r) const {

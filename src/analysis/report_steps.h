@@ -45,6 +45,10 @@ struct LossTally {
   std::array<uint64_t, kLossKindCount> unknown_by{};
 };
 
+// The summary and buckets of one histogram (the builder's groups, LiveWindow's).
+LatencyGroup MakeGroup(const Histogram& h, uint32_t dev, const std::string& device, BlockOp op,
+                       Phase phase);
+
 // CPUs this process may run on.
 int UsableCpus();
 

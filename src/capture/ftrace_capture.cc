@@ -63,41 +63,52 @@ class CountingSink : public EventSink {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<FtraceCapture>> FtraceCapture::Create(FtraceCaptureOptions options) {
+absl::StatusOr<FtraceInstanceSetup> SetUpFtraceInstance(FtraceCaptureOptions options) {
   if (options.events.empty()) return absl::InvalidArgumentError("ftrace capture: no events");
-  if (options.output.empty()) return absl::InvalidArgumentError("ftrace capture: no output file");
   if (options.instance_name.empty()) options.instance_name = absl::StrCat("iotrace_", getpid());
-  std::unique_ptr<FtraceCapture> c(new FtraceCapture());
+  FtraceInstanceSetup setup;
   if (options.cpus.empty()) {
     IOTRACE_ASSIGN_OR_RETURN(options.cpus, OnlineCpus());
   }
-  c->cpus_ = options.cpus;
-  c->options_ = options;
-
-  IOTRACE_ASSIGN_OR_RETURN(c->instance_,
+  setup.cpus = options.cpus;
+  IOTRACE_ASSIGN_OR_RETURN(setup.instance,
                            TracefsInstance::Create(options.tracefs, options.instance_name));
-  // A new instance traces at once: keep it off until Start().
-  IOTRACE_RETURN_IF_ERROR(c->instance_->SetTracingOn(false));
-  IOTRACE_RETURN_IF_ERROR(c->instance_->SetBufferSizeKb(options.buffer_kb));
-  IOTRACE_RETURN_IF_ERROR(c->instance_->SetClock(options.clock));
+  TracefsInstance& instance = *setup.instance;
+  // A new instance traces at once: keep it off until the capture starts.
+  IOTRACE_RETURN_IF_ERROR(instance.SetTracingOn(false));
+  IOTRACE_RETURN_IF_ERROR(instance.SetBufferSizeKb(options.buffer_kb));
+  IOTRACE_RETURN_IF_ERROR(instance.SetClock(options.clock));
   for (const TraceEventInfo& e : options.events) {
     if (!options.dev_filter.empty() && HasBlockDevField(e.format)) {
-      IOTRACE_RETURN_IF_ERROR(c->instance_->SetEventFilter(e.system, e.name, options.dev_filter));
+      IOTRACE_RETURN_IF_ERROR(instance.SetEventFilter(e.system, e.name, options.dev_filter));
     }
-    IOTRACE_RETURN_IF_ERROR(c->instance_->EnableEvent(e.system, e.name));
+    IOTRACE_RETURN_IF_ERROR(instance.EnableEvent(e.system, e.name));
   }
-
-  IOTRACE_ASSIGN_OR_RETURN(TracingMetadata meta,
-                           CollectTracingMetadata(options.tracefs, options.events));
+  IOTRACE_ASSIGN_OR_RETURN(setup.meta, CollectTracingMetadata(options.tracefs, options.events));
   // The instance's own header_page states its sub-buffer size (buffer_subbuf_size_kb).
-  auto header_page = c->instance_->ReadFile("events/header_page");
-  if (header_page.ok()) meta.header_page = *header_page;
-  IOTRACE_ASSIGN_OR_RETURN(c->layout_, ParseHeaderPage(meta.header_page, meta.page_size));
+  auto header_page = instance.ReadFile("events/header_page");
+  if (header_page.ok()) setup.meta.header_page = *header_page;
+  IOTRACE_ASSIGN_OR_RETURN(setup.layout,
+                           ParseHeaderPage(setup.meta.header_page, setup.meta.page_size));
+  auto clock_text = instance.ReadFile("trace_clock");
+  setup.clock = clock_text.ok() ? CurrentClockName(*clock_text) : options.clock;
+  return setup;
+}
+
+absl::StatusOr<std::unique_ptr<FtraceCapture>> FtraceCapture::Create(FtraceCaptureOptions options) {
+  if (options.output.empty()) return absl::InvalidArgumentError("ftrace capture: no output file");
+  if (options.instance_name.empty()) options.instance_name = absl::StrCat("iotrace_", getpid());
+  std::unique_ptr<FtraceCapture> c(new FtraceCapture());
+  IOTRACE_ASSIGN_OR_RETURN(FtraceInstanceSetup setup, SetUpFtraceInstance(options));
+  options.cpus = setup.cpus;
+  c->cpus_ = options.cpus;
+  c->options_ = options;
+  c->instance_ = std::move(setup.instance);
+  c->layout_ = setup.layout;
   TraceDatWriterOptions wopts;
-  wopts.meta = std::move(meta);
+  wopts.meta = std::move(setup.meta);
   wopts.nr_cpus = *std::max_element(c->cpus_.begin(), c->cpus_.end()) + 1;
-  auto clock_text = c->instance_->ReadFile("trace_clock");
-  wopts.trace_clock = clock_text.ok() ? CurrentClockName(*clock_text) : options.clock;
+  wopts.trace_clock = setup.clock;
   wopts.recorder = options.recorder;
   IOTRACE_ASSIGN_OR_RETURN(c->writer_, TraceDatWriter::Create(options.output, std::move(wopts)));
 

@@ -157,4 +157,23 @@ bool FtracePageWalker::Reset(ByteView page) {
   return true;
 }
 
+bool FtracePageWalker::Refresh(ByteView page) {
+  if (data_ == nullptr || problem_ != FtracePageProblem::kNone) return false;
+  if (page.size < layout_.commit_offset + layout_.commit_size) return false;
+  const uint8_t* at = page.data + layout_.commit_offset;
+  uint64_t commit;
+  if (layout_.commit_size == 8 && reinterpret_cast<uintptr_t>(at) % 8 == 0) {
+    commit = __atomic_load_n(reinterpret_cast<const uint64_t*>(at), __ATOMIC_ACQUIRE);
+  } else if (layout_.commit_size == 4 && reinterpret_cast<uintptr_t>(at) % 4 == 0) {
+    commit = __atomic_load_n(reinterpret_cast<const uint32_t*>(at), __ATOMIC_ACQUIRE);
+  } else {
+    return false;
+  }
+  const size_t capacity = std::min<size_t>(page.size, layout_.page_size) - layout_.data_offset;
+  const uint64_t size = commit & kRbCommitSizeMask;
+  if (size <= end_ || size > capacity) return false;
+  end_ = static_cast<size_t>(size);
+  return true;
+}
+
 }  // namespace iotrace

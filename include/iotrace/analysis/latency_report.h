@@ -31,6 +31,14 @@ namespace iotrace {
 
 struct LossTally;  // the builder's own (src/analysis/report_steps.h)
 
+// Sees every sample the builder puts into its histograms, after the filters, with the phases of
+// it that went in (`iotrace live`'s intervals, LiveWindow).
+class SampleTap {
+ public:
+  virtual ~SampleTap() = default;
+  virtual void OnSample(const RequestSample& sample, unsigned phases) = 0;
+};
+
 // Turns the events of one file into a LatencyReport. Feed it through TraceReader::ReadAll (it
 // is the EventSink), then call Finish once.
 class LatencyReportBuilder : public EventSink, private RequestSampleSink {
@@ -45,6 +53,13 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   void set_block_event_sink(BlockEventSink* sink) {
     block_sink_ = sink;
     if (sink != nullptr) decoder_.set_decode_comm(true);  // the sink may look at it
+  }
+
+  // Every sample recorded is also shown to `tap` (may be null); the names of processes are
+  // decoded for it.
+  void set_sample_tap(SampleTap* tap) {
+    tap_ = tap;
+    if (tap != nullptr) decoder_.set_decode_comm(true);
   }
 
   void OnEvent(const RawEvent& event) override;
@@ -180,6 +195,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   ReportOptions options_;
   DeviceNames names_;
   BlockEventSink* block_sink_ = nullptr;
+  SampleTap* tap_ = nullptr;
   std::vector<std::pair<uint32_t, std::string>> format_names_;  // id -> "system:name"
 
   // Reading thread.

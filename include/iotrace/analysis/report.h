@@ -80,6 +80,11 @@ struct ReportOptions {
   uint64_t split_min_bytes = uint64_t{32} << 20;
   bool split_on_one_cpu = false;
 
+  // Hand the phases a request ends at its issue (I2D, Q2D) over at the issue, never together
+  // with its completion's (MatcherOptions::combine_samples): `iotrace live` puts each sample in
+  // the interval in which it ended. The report is the same either way.
+  bool samples_at_each_stage = false;
+
   // Gaps to assume besides those the file has (tests: another recording's gaps, to compare
   // what both files cover on the same clock).
   std::vector<DataGap> assume_gaps;

@@ -39,6 +39,19 @@ struct FtraceCaptureOptions {
   std::string recorder;       // VERSION option ("" = iotrace <version>)
 };
 
+// A private instance made ready to trace (tracing off): buffer size, clock, events and --dev
+// filters set; the event formats and the instance's sub-buffer layout read. Both ftrace
+// backends start so: record's (FtraceCapture) and live's (FtraceStream). `options.output` is not
+// used.
+struct FtraceInstanceSetup {
+  std::unique_ptr<TracefsInstance> instance;
+  TracingMetadata meta;
+  FtracePageLayout layout;
+  std::string clock;  // the instance's trace_clock, e.g. "mono"
+  std::vector<int> cpus;  // options.cpus, or every online CPU
+};
+absl::StatusOr<FtraceInstanceSetup> SetUpFtraceInstance(FtraceCaptureOptions options);
+
 struct FtraceCpuResult {
   int cpu = 0;
   CpuBufferStats stats;        // per_cpu/cpuN/stats after the final flush

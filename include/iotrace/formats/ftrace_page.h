@@ -81,6 +81,11 @@ class FtracePageWalker {
   // unusable (problem() says why); Next() then yields nothing. The page must outlive the walk.
   bool Reset(ByteView page);
 
+  // The page the walk is on grew (a memory-mapped reader sub-buffer that the kernel's writer is
+  // still filling; `page` is the same bytes as at Reset): takes the data size from its commit
+  // again, with acquire order, and walks on from where it stopped. True when it grew.
+  bool Refresh(ByteView page);
+
   // The next data record, or false at the end of the page or at a corrupt event (then
   // problem() is set and the rest of the page is skipped).
   inline bool Next(FtraceRecord* out);
