@@ -4,9 +4,10 @@
 Every file of a stage (src/<stage>/, include/iotrace/<stage>/) may include only headers of its
 own stage and of the stages below it:
 
-    base <- event <- sys <- formats <- {capture, analysis} <- output <- cli
+    base <- event <- sys <- formats <- {capture, analysis} <- live; analysis <- output <- cli
 
-(capture and analysis stand side by side: neither includes the other; output sees analysis only
+(capture and analysis stand side by side: neither includes the other; live joins them (the
+kernel's buffers read as they fill, fed to the report builder); output does not see live; output sees analysis only
 through the report model, analysis/report.h, analysis/match_stats.h and
 analysis/live_model.h; cli sees everything). The build runs this before it compiles anything (CMake target
 iotrace_layer_check) and so does the test suite; a wrong-way include fails both with a line per
@@ -16,7 +17,7 @@ import os
 import re
 import sys
 
-STAGES = ["base", "event", "sys", "formats", "capture", "analysis", "output", "cli"]
+STAGES = ["base", "event", "sys", "formats", "capture", "analysis", "live", "output", "cli"]
 MAY_USE = {
     "base": {"base"},
     "event": {"base", "event"},
@@ -24,6 +25,7 @@ MAY_USE = {
     "formats": {"base", "event", "sys", "formats"},
     "capture": {"base", "event", "sys", "formats", "capture"},
     "analysis": {"base", "event", "sys", "formats", "analysis"},
+    "live": {"base", "event", "sys", "formats", "capture", "analysis", "live"},
     "output": {"base", "event", "sys", "formats", "analysis", "output"},
     "cli": set(STAGES),
 }

@@ -330,4 +330,27 @@ absl::StatusOr<CompletenessCheck> CheckFtraceCompleteness(uint32_t duration_ms,
   });
 }
 
+// auto (AutoBackend's rule): ftrace wherever it records. A clean perf check would be no
+// promise for the recording after it: one passed here, and perf then dropped 36 events of a
+// 10 s fio run silently.
+Backend ChooseBackend(const std::string& tracefs, std::string* reason) {
+  auto ftrace = CheckFtraceCompleteness(200, tracefs);
+  if (ftrace.ok() && ftrace->verdict != CheckVerdict::kLossy) {
+    *reason = absl::StrFormat("auto: %s in a 200 ms check; perf can drop samples silently",
+                              ftrace->summary);
+    return Backend::kFtrace;
+  }
+  auto perf = CheckPerfCompleteness(200, tracefs);
+  const std::string choice =
+      AutoBackend(ftrace.ok(), ftrace.ok() ? ftrace->verdict : CheckVerdict::kInconclusive,
+                  perf.ok(), perf.ok() ? perf->verdict : CheckVerdict::kInconclusive);
+  *reason = absl::StrFormat(
+      "auto: %s; %s",
+      ftrace.ok() ? ftrace->summary + " in a 200 ms check"
+                  : "ftrace cannot record here: " + std::string(ftrace.status().message()),
+      perf.ok() ? perf->summary : "perf check failed: " + std::string(perf.status().message()));
+  // Neither works: ftrace's start says what fails.
+  return choice == "perf" ? Backend::kPerf : Backend::kFtrace;
+}
+
 }  // namespace iotrace

@@ -14,7 +14,7 @@
 #include "iotrace/capture/record.h"
 #include "iotrace/capture/record_control.h"
 #include "iotrace/sys/tracefs.h"
-#include "record_signals.h"
+#include "iotrace/base/signal_guard.h"
 
 namespace iotrace {
 

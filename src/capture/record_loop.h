@@ -11,7 +11,7 @@
 #include "iotrace/capture/record.h"
 #include "iotrace/capture/record_control.h"
 #include "record_progress.h"
-#include "record_signals.h"
+#include "iotrace/base/signal_guard.h"
 
 namespace iotrace {
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "iotrace/capture/record.h"
 
 namespace iotrace {
 
@@ -69,6 +70,11 @@ void JudgeCompleteness(CompletenessCheck* check);
 // silently here, and costs less per event); "perf" where ftrace cannot record, or lost events
 // in its check while perf lost none; "" when neither works.
 std::string AutoBackend(bool ftrace_works, CheckVerdict ftrace, bool perf_works, CheckVerdict perf);
+
+// `--backend auto`'s choice for a run that starts now (record, live): checks ftrace and perf for
+// a moment each (CheckFtraceCompleteness, CheckPerfCompleteness) and applies AutoBackend;
+// `reason` says why, for the summary.
+Backend ChooseBackend(const std::string& tracefs, std::string* reason);
 
 // Opens a sampling perf event (sample_period 1) per CPU on a check event and runs
 // `duration_ms` while making interrupts arrive on idle CPUs (1 ms sleeps pinned per CPU, and

@@ -80,6 +80,10 @@ std::string OutputNameWarning(const std::string& path, Backend backend);
 // "12.3 MiB"
 std::string HumanBytes(uint64_t bytes);
 
+// The kernel filter of --dev values ("dev == 7340032 || dev == 8388608"); an error names a bad
+// value.
+absl::StatusOr<std::string> BuildDevFilter(const std::vector<std::string>& devs);
+
 // Checks that this process may record: root, or CAP_PERFMON / CAP_SYS_ADMIN.
 absl::Status CheckRecordPrivileges(uid_t euid, uint64_t effective_caps);
 absl::Status CheckRecordPrivileges();

@@ -1,7 +1,7 @@
-// `iotrace record`'s signals: Ctrl-C, SIGTERM, SIGHUP and the traced command's SIGCHLD, taken
-// from a signalfd that the run loop waits on. Private to the capture stage.
-#ifndef IOTRACE_CAPTURE_RECORD_SIGNALS_H_
-#define IOTRACE_CAPTURE_RECORD_SIGNALS_H_
+// The signals of a run that traces (`record`, `live`): Ctrl-C, SIGTERM, SIGHUP and the traced
+// command's SIGCHLD, taken from a signalfd that the run loop waits on.
+#ifndef IOTRACE_BASE_SIGNAL_GUARD_H_
+#define IOTRACE_BASE_SIGNAL_GUARD_H_
 
 #include <signal.h>
 
@@ -30,4 +30,4 @@ std::string SignalName(int sig);
 
 }  // namespace iotrace
 
-#endif  // IOTRACE_CAPTURE_RECORD_SIGNALS_H_
+#endif  // IOTRACE_BASE_SIGNAL_GUARD_H_

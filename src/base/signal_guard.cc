@@ -1,4 +1,4 @@
-#include "record_signals.h"
+#include "iotrace/base/signal_guard.h"
 
 #include <sys/signalfd.h>
 #include <unistd.h>

@@ -1,0 +1,303 @@
+#include "iotrace/live/live_engine.h"
+
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "iotrace/analysis/latency_report.h"
+#include "iotrace/base/clock.h"
+#include "iotrace/base/gated_child.h"
+#include "iotrace/base/signal_guard.h"
+#include "iotrace/base/status.h"
+#include "iotrace/capture/backend_check.h"
+#include "iotrace/live/ftrace_source.h"
+#include "iotrace/live/live_merger.h"
+#include "iotrace/sys/device_names.h"
+#include "iotrace/sys/tracefs.h"
+
+namespace iotrace {
+namespace {
+
+uint64_t ToNs(double s) { return static_cast<uint64_t>(std::llround(s * 1e9)); }
+
+double CpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// The merge's output: the report builder, and the count of records.
+class Feed : public EventSink {
+ public:
+  explicit Feed(LatencyReportBuilder* builder) : builder_(builder) {}
+  void OnEvent(const RawEvent& event) override { builder_->OnEvent(event); }
+  void OnLoss(const LossRecord& loss) override { builder_->OnLoss(loss); }
+
+ private:
+  LatencyReportBuilder* builder_;
+};
+
+uint64_t Unpaired(const MatchStats& m) {
+  uint64_t n = m.completes_without_issue + m.requeues_unmatched + m.merges_unmatched;
+  for (uint64_t v : m.issues_without_insert) n += v;
+  return n;
+}
+
+uint64_t GivenUp(const MatchStats& m) {
+  uint64_t n = 0;
+  for (int i = 0; i < kRequestStateCount; ++i) {
+    n += m.expired[i] + m.evicted[i] + m.collided[i] + m.across_gap[i];
+  }
+  return n;
+}
+
+// The run's counters at the start of the interval being filled.
+struct Marks {
+  uint64_t events = 0, lost = 0, late = 0, unpaired = 0, given_up = 0;
+};
+
+}  // namespace
+
+absl::Status ValidateLiveOptions(const LiveOptions& o) {
+  if (!(o.interval_s >= 0.01) || o.interval_s > 86400) {
+    return WithHint(absl::InvalidArgumentError(absl::StrFormat(
+                        "--interval %g: an interval is 0.01 to 86400 seconds", o.interval_s)),
+                    "e.g. -I 1 for one line of figures a second");
+  }
+  if (o.duration_s < 0) {
+    return absl::InvalidArgumentError("--duration: seconds may not be negative");
+  }
+  if (o.output == "-") {
+    return WithHint(absl::InvalidArgumentError("-o -: live writes its recording to a file"),
+                    "give -o FILE (a trace.dat with the ftrace backend)");
+  }
+  if (o.window.phases == 0) return absl::InvalidArgumentError("--phases: no phase given");
+  RecordOptions ro;
+  ro.devs = o.devs;
+  ro.buffer_kb = o.buffer_kb;
+  ro.mmap_pages = o.mmap_pages;
+  ro.backend = o.backend;
+  return ValidateRecordOptions(ro);
+}
+
+absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
+  IOTRACE_RETURN_IF_ERROR(ValidateLiveOptions(o));
+  IOTRACE_RETURN_IF_ERROR(CheckRecordPrivileges());
+  IOTRACE_ASSIGN_OR_RETURN(std::string filter, BuildDevFilter(o.devs));
+  if (!o.command.empty()) {
+    auto exe = FindExecutable(o.command[0]);
+    if (!exe.ok()) return AsUsageError(WithHint(exe.status(), "check the command after --"));
+  }
+  IOTRACE_ASSIGN_OR_RETURN(std::string tracefs, FindTracefs(o.tracefs_dir));
+  // From here on iotrace changes things: Ctrl-C and SIGTERM end the run through the cleanup.
+  SignalGuard signals;
+  auto events = ResolveEvents(tracefs, DefaultRecordEvents());
+  if (!events.ok()) return events.status();
+
+  LiveResult result;
+  LiveRunSummary& sum = result.summary;
+  Backend backend = o.backend;
+  sum.backend_reason = "chosen with --backend";
+  if (backend == Backend::kAuto) backend = ChooseBackend(tracefs, &sum.backend_reason);
+  if (backend == Backend::kPerf) {
+    return WithHint(absl::UnimplementedError("live: the perf backend is not built yet"),
+                    "use --backend ftrace");
+  }
+  std::optional<GatedChild> child;
+  if (!o.command.empty()) {
+    IOTRACE_ASSIGN_OR_RETURN(GatedChild c, GatedChild::Start(o.command));
+    child.emplace(std::move(c));
+  }
+  FtraceStreamOptions fo;
+  fo.capture.tracefs = tracefs;
+  fo.capture.events = *events;
+  fo.capture.output = o.output;
+  fo.capture.buffer_kb = o.buffer_kb;
+  fo.capture.dev_filter = filter;
+  fo.ingest = o.ingest;
+  std::unique_ptr<LiveSource> source;
+  IOTRACE_ASSIGN_OR_RETURN(source, FtraceLiveSource::Create(std::move(fo)));
+  sum.backend = source->backend();
+  sum.ingest = source->ingest();
+  sum.ingest_note = source->ingest_note();
+  sum.output = o.output;
+
+  ReportOptions ro;
+  ro.input = o.output.empty() ? "live" : o.output;
+  ro.threads = 1;
+  ro.samples_at_each_stage = true;
+  ro.expiry_s = o.expiry_s;
+  ro.max_inflight = o.max_inflight;
+  ro.sysfs_root = o.sysfs_root;
+  IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<LatencyReportBuilder> builder,
+                           LatencyReportBuilder::Create(source->formats(), ro));
+  DeviceNames names(o.sysfs_root);
+  LiveWindow window(o.window, &names);
+  builder->set_sample_tap(&window);
+  Feed feed(builder.get());
+  LiveMerger merger(source.get(), &feed);
+  source->WatchFd(signals.fd());
+
+  const double cpu_start = CpuSeconds();
+  IOTRACE_RETURN_IF_ERROR(source->SetEnabled(true));
+  // The instance's clock is "mono": trace times are CLOCK_MONOTONIC's.
+  const uint64_t t0 = MonotonicNs();
+  if (child) {
+    absl::Status s = child->Release();
+    if (!s.ok()) {
+      (void)source->Finish(&feed);
+      return AsUsageError(WithHint(s, "check the command after --"));
+    }
+  }
+  const uint64_t interval_ns = ToNs(o.interval_s);
+  const uint64_t duration_ns = o.duration_s > 0 ? ToNs(o.duration_s) : 0;
+  uint64_t index = 0;  // the interval being filled: [t0 + index * interval_ns, + interval_ns)
+  Marks marks;
+
+  auto emit = [&](uint64_t end_ns, bool final) {
+    const MatchStats& m = builder->matcher().stats();
+    LiveIntervalCounts c;
+    const uint64_t lost = source->LostSoFar();
+    c.events = merger.delivered() - marks.events;
+    c.lost = lost - std::min(lost, marks.lost);
+    c.late = merger.late() - marks.late;
+    c.unpaired = Unpaired(m) - marks.unpaired;
+    c.expired = GivenUp(m) - marks.given_up;
+    c.inflight = builder->matcher().tracked();
+    marks = {merger.delivered(), std::max(lost, marks.lost), merger.late(), Unpaired(m),
+             GivenUp(m)};
+    const uint64_t start_ns = t0 + index * interval_ns;
+    LiveInterval iv = window.Take(index, (start_ns - t0) / 1e9, (end_ns - start_ns) / 1e9, c);
+    iv.final = final;
+    sum.events = merger.delivered();
+    sum.late = merger.late();
+    sum.lost = std::max(lost, marks.lost);
+    sum.seconds = (end_ns - t0) / 1e9;
+    sum.intervals = index + 1;
+    sum.cpu_s = CpuSeconds() - cpu_start;
+    if (sink != nullptr) sink->OnInterval(iv, sum);
+    ++index;
+  };
+
+  absl::Status failure;
+  uint64_t stop_ns = 0;
+  for (;;) {
+    const uint64_t now = MonotonicNs();
+    if (duration_ns != 0 && now - t0 >= duration_ns) {
+      sum.stop_reason = "duration";
+      stop_ns = t0 + duration_ns;
+      break;
+    }
+    int wait_ms = o.poll_ms;
+    if (duration_ns != 0) {
+      wait_ms = static_cast<int>(std::min<uint64_t>(wait_ms, (t0 + duration_ns - now) / 1000000));
+    }
+    auto woke = source->Wait(std::max(wait_ms, 0) + 1);
+    if (!woke.ok()) {
+      failure = woke.status();
+      break;
+    }
+    bool child_changed = false;
+    const int sig = *woke ? signals.Read(&child_changed) : 0;
+    if (sig != 0) {
+      sum.stop_reason = SignalName(sig);
+      sum.stop_signal = sig;
+      if (child && sig != SIGINT) child->Signal(sig);
+      break;
+    }
+    if (child && (child_changed || !*woke) && child->Poll()) {
+      sum.stop_reason = "command exit";
+      break;
+    }
+    // The watermark: a time every CPU has passed, read before the buffers are looked at.
+    const uint64_t seen = MonotonicNs();
+    const uint64_t watermark = seen > o.slack_ns ? seen - o.slack_ns : 0;
+    bool counted_out = false;
+    while (t0 + (index + 1) * interval_ns <= watermark) {
+      const uint64_t boundary = t0 + (index + 1) * interval_ns;
+      failure = merger.DeliverBefore(boundary);
+      if (!failure.ok()) break;
+      if (duration_ns != 0 && boundary >= t0 + duration_ns) {
+        sum.stop_reason = "duration";
+        stop_ns = t0 + duration_ns;
+        counted_out = true;
+        break;
+      }
+      if (o.count != 0 && index + 1 == o.count) {
+        // The last interval is handed over at the end, with what the buffers still hold.
+        sum.stop_reason = "count";
+        stop_ns = boundary;
+        counted_out = true;
+        break;
+      }
+      emit(boundary, false);
+    }
+    if (!failure.ok() || counted_out) break;
+    failure = merger.DeliverBefore(watermark);
+    if (!failure.ok()) break;
+  }
+  if (stop_ns == 0) stop_ns = MonotonicNs();
+  // Tracing off; what the buffers hold now is all there is. Intervals that ended before the stop
+  // are handed over as usual, the rest goes into the last one.
+  absl::Status off = source->SetEnabled(false);
+  if (failure.ok()) failure = off;
+  if (failure.ok()) {
+    while (sum.stop_reason != "count" && t0 + (index + 1) * interval_ns < stop_ns) {
+      const uint64_t boundary = t0 + (index + 1) * interval_ns;
+      failure = merger.DeliverBefore(boundary);
+      if (!failure.ok()) break;
+      emit(boundary, false);
+    }
+  }
+  if (failure.ok()) failure = merger.DeliverBefore(~uint64_t{0});
+  if (failure.ok()) emit(std::max(stop_ns, t0 + index * interval_ns), true);
+  auto end = source->Finish(&feed);
+  if (child) {
+    if (sum.stop_signal != 0 || child->Poll()) {
+      child->Wait();
+      sum.exit_code = child->exit_code();
+    } else {
+      child->Signal(SIGTERM);
+      child->Wait();
+    }
+  }
+  if (!failure.ok()) return failure;
+  if (!end.ok()) return end.status();
+  sum.output_bytes = end->output_bytes;
+  if (!end->cleanup_error.ok()) {
+    sum.warnings.push_back(std::string(end->cleanup_error.message()) +
+                           " (run 'iotrace reset')");
+  }
+  if (end->disk_full) {
+    sum.warnings.push_back(absl::StrFormat(
+        "%s: %s; the live figures are whole, the file holds less", o.output,
+        std::string(end->storage_error.message())));
+  }
+  for (const std::string& n : end->notes) sum.warnings.push_back(n);
+  if (merger.late() != 0) {
+    sum.warnings.push_back(absl::StrFormat(
+        "%u events arrived more than %g ms behind the clock and were not paired (they are in "
+        "the -o file)",
+        merger.late(), o.slack_ns / 1e6));
+  }
+  sum.cpu_s = CpuSeconds() - cpu_start;
+  sum.events = merger.delivered();
+  sum.late = merger.late();
+  ReadStats stats;
+  stats.records = merger.delivered();
+  stats.events = merger.delivered();
+  result.report = builder->Finish(stats);
+  result.report.input = ro.input;
+  result.report.file_format = "live (" + sum.backend + ", " + sum.ingest + ")";
+  result.report.nr_cpus = source->nr_cpus();
+  return result;
+}
+
+}  // namespace iotrace
