@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <fstream>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "iotrace/base/gated_child.h"
 #include "iotrace/base/signal_guard.h"
 #include "iotrace/base/status.h"
+#include "iotrace/event/block_dev.h"
 #include "iotrace/capture/backend_check.h"
 #include "iotrace/live/ftrace_source.h"
 #include "iotrace/live/live_merger.h"
@@ -57,6 +59,50 @@ uint64_t GivenUp(const MatchStats& m) {
   }
   return n;
 }
+
+// The --dev devices, watched so that one that goes away is said to have gone (its rows stop).
+class DeviceWatch {
+ public:
+  DeviceWatch(const std::vector<std::string>& devs, const std::string& sysfs_root) {
+    for (const std::string& d : devs) {
+      auto dev = ParseDevSpec(d);
+      if (!dev.ok()) continue;
+      Device w;
+      w.spec = d;
+      w.numbers = DevString(*dev);
+      w.path = sysfs_root + "/dev/block/" + w.numbers;
+      w.present = Exists(w.path);
+      devices_.push_back(std::move(w));
+    }
+  }
+  // Devices that went away (or came) since the last look, one line each.
+  std::vector<std::string> Changes() {
+    std::vector<std::string> out;
+    for (Device& d : devices_) {
+      const bool now = Exists(d.path);
+      if (now == d.present) continue;
+      d.present = now;
+      out.push_back(now ? absl::StrFormat("--dev %s (%s) appeared", d.spec, d.numbers)
+                        : absl::StrFormat("--dev %s (%s) went away (no device or no medium): "
+                                          "its rows stop",
+                                          d.spec, d.numbers));
+    }
+    return out;
+  }
+
+ private:
+  struct Device {
+    std::string spec, numbers, path;
+    bool present = false;
+  };
+  // There, with a medium: a loop device that was detached stays, with size 0.
+  static bool Exists(const std::string& path) {
+    std::ifstream size(path + "/size");
+    uint64_t sectors = 0;
+    return static_cast<bool>(size >> sectors) && sectors > 0;
+  }
+  std::vector<Device> devices_;
+};
 
 // The run's counters at the start of the interval being filled.
 struct Marks {
@@ -143,6 +189,7 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
   builder->set_sample_tap(&window);
   Feed feed(builder.get());
   LiveMerger merger(source.get(), &feed);
+  DeviceWatch watch(o.devs, o.sysfs_root);
   source->WatchFd(signals.fd());
 
   const double cpu_start = CpuSeconds();
@@ -176,6 +223,10 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
     const uint64_t start_ns = t0 + index * interval_ns;
     LiveInterval iv = window.Take(index, (start_ns - t0) / 1e9, (end_ns - start_ns) / 1e9, c);
     iv.final = final;
+    iv.notes = watch.Changes();
+    for (const std::string& n : iv.notes) {
+      sum.warnings.push_back(absl::StrFormat("at %.1f s: %s", iv.start_s + iv.length_s, n));
+    }
     sum.events = merger.delivered();
     sum.late = merger.late();
     sum.lost = std::max(lost, marks.lost);

@@ -55,6 +55,8 @@ struct LiveInterval {
   std::vector<LiveThroughput> throughput;  // by dev, op
   std::vector<LiveProcess> processes;      // by requests, most first; at most the bound asked
   LiveIntervalCounts counts;
+  // What changed in the interval, one line each ("--dev loop3 (7:3) went away: its rows stop").
+  std::vector<std::string> notes;
   bool final = false;       // the last interval of the run (it may be shorter)
 };
 

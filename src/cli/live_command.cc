@@ -1,0 +1,284 @@
+// iotrace live: flags -> LiveOptions -> RunLive; each interval drawn on the terminal (or
+// appended as CSV rows / JSON lines), and the cumulative report at the end, as report prints it.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_split.h"
+#include "cli.h"
+#include "iotrace/base/status.h"
+#include "iotrace/cli/flags.h"
+#include "iotrace/live/live_engine.h"
+#include "iotrace/output/live_view.h"
+#include "iotrace/output/report_format.h"
+
+namespace iotrace {
+namespace {
+
+std::string HostName() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) return "";
+  return host;
+}
+
+// Draws or appends each interval.
+class IntervalPrinter : public IntervalSink {
+ public:
+  IntervalPrinter(OutputFormat format, bool terminal, LiveHeader header, std::ostream& out)
+      : format_(format), out_(out), header_(std::move(header)) {
+    if (terminal && format == OutputFormat::kText) terminal_.emplace(STDOUT_FILENO);
+  }
+
+  void OnInterval(const LiveInterval& iv, const LiveRunSummary& s) override {
+    header_.elapsed_s = s.seconds;
+    header_.total_events = s.events;
+    header_.total_lost = s.lost;
+    header_.total_late = s.late;
+    unpaired_ += iv.counts.unpaired;
+    header_.total_unpaired = unpaired_;
+    if (terminal_) {
+      absl::Status drawn = terminal_->Draw(header_, iv);
+      if (!drawn.ok()) terminal_.reset();  // the terminal went away: carry on without a view
+      return;
+    }
+    switch (format_) {
+      case OutputFormat::kCsv:
+        if (!csv_header_written_) WriteLiveCsvHeader(out_);
+        csv_header_written_ = true;
+        WriteLiveCsv(iv, out_);
+        break;
+      case OutputFormat::kJson:
+        WriteLiveJson(iv, header_, out_);
+        break;
+      case OutputFormat::kText:
+        // Off a terminal: every interval whole, one after the other.
+        out_ << FormatLiveScreen(header_, iv, 160, 1 << 20) << "\n\n";
+        break;
+    }
+    out_.flush();
+  }
+
+  // Leaves the terminal's alternate screen: what follows lands on the normal one.
+  void Close() {
+    if (terminal_) terminal_->Close();
+  }
+
+ private:
+  OutputFormat format_;
+  std::ostream& out_;
+  LiveHeader header_;
+  std::optional<LiveTerminal> terminal_;
+  bool csv_header_written_ = false;
+  uint64_t unpaired_ = 0;
+};
+
+absl::Status ParsePhases(const std::string& v, unsigned* mask) {
+  *mask = 0;
+  for (const std::string& name :
+       std::vector<std::string>(absl::StrSplit(v, ',', absl::SkipEmpty()))) {
+    // Upper or lower case: I2D, i2d.
+    Phase p;
+    if (!ParsePhase(absl::AsciiStrToUpper(name), &p)) {
+      return WithHint(absl::InvalidArgumentError(absl::StrFormat(
+                          "--phases: unknown phase '%s'", name)),
+                      "phases are i2d, d2c, i2c, q2d, q2c (comma-separated)");
+    }
+    *mask |= PhaseBit(p);
+  }
+  if (*mask == 0) return absl::InvalidArgumentError("--phases: no phase given");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int LiveCommand(const std::vector<std::string>& args) {
+  LiveOptions opt;
+  OutputFormat format = OutputFormat::kText;
+  TimeUnit unit = TimeUnit::kUs;
+  std::string report_path;
+  bool help = false;
+  FlagParser flags;
+  flags.Add("dev", 0, true, "DEV",
+            "only this disk (MAJ:MIN or /dev/NAME; repeatable), filtered in the kernel",
+            [&](const std::string& v) {
+              opt.devs.push_back(v);
+              return absl::OkStatus();
+            });
+  flags.Add("interval", 'I', true, "SECONDS", "length of an interval (default 1)",
+            [&](const std::string& v) { return ParseSecondsFlag("--interval", v, &opt.interval_s); });
+  flags.Add("count", 'c', true, "N", "stop after N intervals",
+            [&](const std::string& v) {
+              if (!absl::SimpleAtoi(v, &opt.count) || opt.count == 0) {
+                return WithHint(absl::InvalidArgumentError(
+                                    absl::StrFormat("--count '%s': expected a number above 0", v)),
+                                "e.g. -c 10 for ten intervals");
+              }
+              return absl::OkStatus();
+            });
+  flags.Add("duration", 'd', true, "SECONDS", "stop after this long",
+            [&](const std::string& v) {
+              IOTRACE_RETURN_IF_ERROR(ParseSecondsFlag("--duration", v, &opt.duration_s));
+              if (opt.duration_s == 0) {
+                return UsageError(absl::StrFormat("--duration %s: a run of 0 s shows nothing", v),
+                                  "omit -d to run until Ctrl-C");
+              }
+              return absl::OkStatus();
+            });
+  flags.Add("format", 'f', true, "text|csv|json",
+            "text: redrawn in place on a terminal, appended elsewhere; csv: rows; json: one "
+            "line per interval (default text)",
+            [&](const std::string& v) {
+              if (!ParseOutputFormat(v, &format)) {
+                return WithHint(absl::InvalidArgumentError(
+                                    absl::StrFormat("--format: unknown format '%s'", v)),
+                                "use text, csv or json");
+              }
+              return absl::OkStatus();
+            });
+  flags.Add("phases", 0, true, "LIST",
+            "phases to show each interval, comma-separated (default all: i2d,d2c,i2c,q2d,q2c)",
+            [&](const std::string& v) { return ParsePhases(v, &opt.window.phases); });
+  flags.Add("top", 0, true, "N", "rows of the top processes (default 10)",
+            [&](const std::string& v) {
+              uint32_t n = 0;
+              IOTRACE_RETURN_IF_ERROR(ParseUint32Flag("--top", v, &n));
+              opt.window.top_processes = n;
+              return absl::OkStatus();
+            });
+  flags.Add("unit", 'u', true, "ns|us|ms", "latency unit of the text (default us)",
+            [&](const std::string& v) {
+              if (!ParseTimeUnit(v, &unit)) {
+                return WithHint(absl::InvalidArgumentError(
+                                    absl::StrFormat("--unit: unknown unit '%s'", v)),
+                                "use ns, us or ms");
+              }
+              return absl::OkStatus();
+            });
+  flags.Add("output", 'o', true, "FILE",
+            "also write the recording to FILE (a trace.dat, as record writes it), to check any "
+            "figure offline with iotrace report",
+            [&](const std::string& v) {
+              opt.output = v;
+              return absl::OkStatus();
+            });
+  flags.Add("report", 0, true, "FILE",
+            "write the cumulative report at the end to FILE instead of standard output",
+            [&](const std::string& v) {
+              report_path = v;
+              return absl::OkStatus();
+            });
+  flags.Add("backend", 'b', true, "auto|perf|ftrace",
+            "capture backend (default auto: ftrace wherever it records, else perf)",
+            [&](const std::string& v) {
+              if (v == "auto") opt.backend = Backend::kAuto;
+              else if (v == "perf") opt.backend = Backend::kPerf;
+              else if (v == "ftrace") opt.backend = Backend::kFtrace;
+              else
+                return WithHint(absl::InvalidArgumentError(
+                                    absl::StrFormat("--backend: unknown backend '%s'", v)),
+                                "use auto, perf or ftrace");
+              return absl::OkStatus();
+            });
+  flags.Add("ingest", 0, true, "auto|mmap|read",
+            "ftrace: how the ring buffer is read (default auto: memory-mapped where the kernel "
+            "allows it, Linux 6.10+, else read())",
+            [&](const std::string& v) {
+              if (v == "auto") opt.ingest = FtraceIngest::kAuto;
+              else if (v == "mmap") opt.ingest = FtraceIngest::kMmap;
+              else if (v == "read") opt.ingest = FtraceIngest::kRead;
+              else
+                return WithHint(absl::InvalidArgumentError(
+                                    absl::StrFormat("--ingest: unknown way '%s'", v)),
+                                "use auto, mmap or read");
+              return absl::OkStatus();
+            });
+  flags.Add("buffer-kb", 0, true, "KB", "ftrace buffer per CPU in KiB (default 8192)",
+            [&](const std::string& v) { return ParseUint32Flag("--buffer-kb", v, &opt.buffer_kb); });
+  flags.Add("mmap-pages", 'm', true, "N",
+            "perf ring size per CPU in pages, a power of two (default 1024 = 4 MiB)",
+            [&](const std::string& v) { return ParseUint32Flag("--mmap-pages", v, &opt.mmap_pages); });
+  flags.Add("tracefs", 0, true, "DIR", "tracefs mount point (default: found in /proc/mounts)",
+            [&](const std::string& v) {
+              opt.tracefs_dir = v;
+              return absl::OkStatus();
+            });
+  flags.Add("help", 'h', false, "", "show this help", [&](const std::string&) {
+    help = true;
+    return absl::OkStatus();
+  });
+  absl::Status parsed = flags.Parse(args, nullptr, &opt.command);
+  if (help) {
+    std::printf(
+        "usage: iotrace live [options] [-- command [args...]]\n\n"
+        "Block-I/O latency as it happens, straight from the kernel's per-CPU buffers (no file):\n"
+        "every interval, per disk x op x phase, count, IOPS, MB/s and the latency percentiles,\n"
+        "with the processes doing the most I/O. Stops on Ctrl-C / SIGTERM, after --duration or\n"
+        "--count, or when the command after -- exits, and then prints the cumulative report of\n"
+        "the whole run as iotrace report prints it. See docs/live.md.\n\noptions:\n%s",
+        flags.Help().c_str());
+    return kExitOk;
+  }
+  if (!parsed.ok()) return ReportError(parsed);
+  absl::Status valid = ValidateLiveOptions(opt);
+  if (!valid.ok()) return ReportError(AsUsageError(valid));
+  RecordOptions ro;
+  ro.devs = opt.devs;
+  for (const std::string& w : RecordOptionWarnings(ro)) {
+    std::fprintf(stderr, "iotrace: warning: %s\n", w.c_str());
+  }
+  opt.argv = {"iotrace", "live"};
+  opt.argv.insert(opt.argv.end(), args.begin(), args.end());
+
+  LiveHeader header;
+  header.host = HostName();
+  header.interval_s = opt.interval_s;
+  header.devices = absl::StrJoin(opt.devs, ",");
+  header.unit = unit;
+  const bool terminal = isatty(STDOUT_FILENO) == 1;
+  IntervalPrinter printer(format, terminal, header, std::cout);
+  absl::StatusOr<LiveResult> result = RunLive(opt, &printer);
+  printer.Close();
+  if (!result.ok()) return ReportError(result.status());
+  const LiveRunSummary& s = result->summary;
+
+  // The cumulative report, as `iotrace report` prints it.
+  const std::string report = FormatReport(result->report, format, unit);
+  if (report_path.empty()) {
+    if (format == OutputFormat::kText) std::cout << "\n";
+    std::cout << report;
+    std::cout.flush();
+  } else {
+    std::ofstream f(report_path, std::ios::trunc);
+    f << report;
+    if (!f.good()) {
+      return ReportError(absl::UnavailableError("could not write the report to " + report_path));
+    }
+  }
+  std::fprintf(stderr,
+               "iotrace live: %s backend, %s, %.1f s, %s events paired, %s lost, %s late; "
+               "stopped by %s; own CPU %.3f s (%.2f us per event)\n",
+               s.backend.c_str(), s.ingest.c_str(), s.seconds,
+               absl::StrFormat("%u", s.events).c_str(), absl::StrFormat("%u", s.lost).c_str(),
+               absl::StrFormat("%u", s.late).c_str(), s.stop_reason.c_str(), s.cpu_s,
+               s.events == 0 ? 0.0 : s.cpu_s * 1e6 / static_cast<double>(s.events));
+  if (!s.ingest_note.empty()) std::fprintf(stderr, "iotrace: note: %s\n", s.ingest_note.c_str());
+  if (!s.output.empty()) {
+    std::fprintf(stderr, "iotrace live: recording written to %s (%s); iotrace report -i %s\n",
+                 s.output.c_str(), HumanBytes(s.output_bytes).c_str(), s.output.c_str());
+  }
+  for (const std::string& w : s.warnings) std::fprintf(stderr, "iotrace: warning: %s\n", w.c_str());
+  return s.exit_code;
+}
+
+}  // namespace iotrace

@@ -1,0 +1,270 @@
+// Live tests of `iotrace live`: fio on scratch loop devices while live reads the kernel's buffers.
+// Live's cumulative report against `iotrace report` on the recording it wrote beside (-o), the
+// I/Os it counts against fio's own count, and every way a run ends (-- command, --count,
+// --duration, SIGINT, SIGTERM) leaving tracefs as it was.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "live_util.h"
+
+namespace iotrace::live {
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// fio's count of I/Os it completed in one direction (the job's "read"/"write" total_ios).
+uint64_t FioIos(const std::string& json_path, const std::string& direction) {
+  const std::string text = Slurp(json_path);
+  size_t at = text.find("\"" + direction + "\"");
+  std::smatch m;
+  std::regex re("\"total_ios\"\\s*:\\s*(\\d+)");
+  std::string rest = at == std::string::npos ? "" : text.substr(at);
+  return std::regex_search(rest, m, re) ? std::stoull(m[1]) : 0;
+}
+
+// A count of the cumulative JSON report: the group's count, or 0.
+uint64_t GroupCount(const std::string& report_json, const std::string& device,
+                    const std::string& op, const std::string& phase) {
+  CommandResult r = Sh(
+      "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+      "print(sum(g[\"count\"] for g in d[\"groups\"] if g[\"device\"]==sys.argv[2] and "
+      "g[\"op\"]==sys.argv[3] and g[\"phase\"]==sys.argv[4]))' " +
+      report_json + " " + device + " " + op + " " + phase);
+  return r.exit_code == 0 ? std::stoull(r.out) : ~uint64_t{0};
+}
+
+// Starts argv with its standard output and error into files; returns the pid.
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& out, const std::string& err) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (o < 0 || e < 0) _exit(126);
+  dup2(o, 1);
+  dup2(e, 2);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execv(args[0], args.data());
+  _exit(127);
+}
+
+std::string Join(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const std::string& a : argv) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+class LiveCommandTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    IOTRACE_REQUIRE_LIVE();
+    IOTRACE_REQUIRE_TOOL("fio");
+    IOTRACE_REQUIRE_TOOL("python3");
+    before_ = TracefsSnapshot();
+  }
+  void TearDown() override {
+    if (!IsSkipped()) EXPECT_EQ(TracefsSnapshot(), before_) << "tracefs state changed";
+  }
+  // `iotrace live` with -o and --report, JSON lines on stdout; then `iotrace report` on the
+  // file and the comparison of the two (compare_live.py): nothing may differ.
+  void ExpectLiveEqualsOffline(const std::vector<std::string>& live_args,
+                               const std::string& what) {
+    const std::string rec = dir_.File("rec" + std::string(GetParam() == "ftrace" ? ".dat" : ".data"));
+    const std::string live_report = dir_.File("live.json");
+    const std::string lines = dir_.File("lines.jsonl");
+    const std::string offline = dir_.File("offline.json");
+    CommandResult r = Sh(Binary() + " live --backend " + GetParam() + " -I 0.5 --format json -o " +
+                         rec + " --report " + live_report + " " + Join(live_args) + " > " + lines);
+    ASSERT_EQ(r.exit_code, 0) << what << "\n" << r.err;
+    ASSERT_EQ(Sh(Binary() + " report -i " + rec + " --format json > " + offline).exit_code, 0);
+    CommandResult cmp = Sh("python3 " + std::string(IOTRACE_SOURCE_DIR) +
+                           "/tests/live/compare_live.py " + live_report + " " + offline + " " +
+                           lines);
+    EXPECT_EQ(cmp.exit_code, 0) << what << "\n" << cmp.out << cmp.err;
+    EXPECT_NE(cmp.out.find(" 0 differences"), std::string::npos) << cmp.out;
+    EXPECT_EQ(r.err.find(" late"), r.err.find(" 0 late")) << "records arrived late:\n" << r.err;
+  }
+  TempDir dir_;
+  std::map<std::string, std::string> before_;
+};
+
+TEST_P(LiveCommandTest, MqDeadlineWithFsyncFlushesEqualsTheOfflineReportAndFiosCount) {
+  ScratchLoop loop("mq-deadline");
+  ASSERT_TRUE(loop.ok()) << loop.error();
+  const std::string fio = dir_.File("fio.json");
+  ExpectLiveEqualsOffline(
+      {"--dev", loop.majmin(), "--", "fio", "--name=t", "--filename=" + loop.device(),
+       "--rw=randwrite", "--bs=4k", "--direct=1", "--fsync=16", "--number_ios=3000",
+       "--ioengine=psync", "--output-format=json", "--output=" + fio},
+      "mq-deadline with fsync");
+  const uint64_t writes = FioIos(fio, "write");
+  ASSERT_GT(writes, 0u);
+  EXPECT_EQ(GroupCount(dir_.File("live.json"), loop.name(), "write", "D2C"), writes);
+  EXPECT_GT(GroupCount(dir_.File("live.json"), loop.name(), "flush", "D2C"), 0u)
+      << "fsync on the device should have sent flushes";
+}
+
+TEST_P(LiveCommandTest, SchedulerNoneMixedReadWriteEqualsTheOfflineReportAndFiosCount) {
+  ScratchLoop loop("none");
+  ASSERT_TRUE(loop.ok()) << loop.error();
+  const std::string fio = dir_.File("fio.json");
+  ExpectLiveEqualsOffline(
+      {"--dev", loop.majmin(), "--", "fio", "--name=t", "--filename=" + loop.device(),
+       "--rw=randrw", "--rwmixread=60", "--bs=4k", "--direct=1", "--iodepth=16",
+       "--ioengine=libaio", "--number_ios=20000", "--output-format=json", "--output=" + fio},
+      "scheduler none, mixed read/write");
+  const uint64_t reads = FioIos(fio, "read"), writes = FioIos(fio, "write");
+  ASSERT_GT(reads, 0u);
+  ASSERT_GT(writes, 0u);
+  EXPECT_EQ(GroupCount(dir_.File("live.json"), loop.name(), "read", "D2C"), reads);
+  EXPECT_EQ(GroupCount(dir_.File("live.json"), loop.name(), "write", "D2C"), writes);
+}
+
+TEST_P(LiveCommandTest, DevFilteringShowsOnlyThatDiskAndEqualsTheOfflineReport) {
+  ScratchLoop a("mq-deadline"), b("mq-deadline");
+  ASSERT_TRUE(a.ok()) << a.error();
+  ASSERT_TRUE(b.ok()) << b.error();
+  const std::string fio = dir_.File("fio.json");
+  // Both disks busy at once; live watches only the first.
+  ExpectLiveEqualsOffline(
+      {"--dev", a.majmin(), "--", "fio", "--name=a", "--filename=" + a.device(), "--rw=randread",
+       "--bs=4k", "--direct=1", "--iodepth=8", "--ioengine=libaio", "--number_ios=8000",
+       "--name=b", "--filename=" + b.device(), "--rw=randread", "--bs=4k", "--direct=1",
+       "--iodepth=8", "--ioengine=libaio", "--number_ios=8000", "--group_reporting=0",
+       "--output-format=json", "--output=" + fio},
+      "--dev filtering");
+  EXPECT_EQ(GroupCount(dir_.File("live.json"), a.name(), "read", "D2C"), 8000u);
+  EXPECT_EQ(GroupCount(dir_.File("live.json"), b.name(), "read", "D2C"), 0u);
+}
+
+TEST_P(LiveCommandTest, CountStopsAfterThatManyIntervalsTheLastMarkedFinal) {
+  CommandResult r = RunCmd({Binary(), "live", "--backend", GetParam(), "-I", "0.2", "-c", "3",
+                            "--format", "json", "--report", dir_.File("r.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(CountLines(r.out, "\"type\": \"interval\""), 3u) << r.out;
+  EXPECT_EQ(CountLines(r.out, "\"final\": true"), 1u) << r.out;
+  EXPECT_NE(r.err.find("stopped by count"), std::string::npos) << r.err;
+}
+
+TEST_P(LiveCommandTest, DurationEndsWithTheLastWholeIntervalAndCsvRowsHaveOneHeader) {
+  CommandResult r = RunCmd({Binary(), "live", "--backend", GetParam(), "-I", "0.25", "-d", "1",
+                            "--format", "csv", "--report", dir_.File("r.csv")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(CountLines(r.out, "interval_start_s,"), 1u) << r.out;
+  // Four intervals of 0.25 s: their start times.
+  for (const char* start : {"\n0,", "\n0.25,", "\n0.5,", "\n0.75,"}) {
+    EXPECT_NE(("\n" + r.out).find(start), std::string::npos) << start << "\n" << r.out;
+  }
+  EXPECT_NE(r.err.find("stopped by duration"), std::string::npos) << r.err;
+}
+
+TEST_P(LiveCommandTest, TheCommandsExitEndsTheRunWithItsStatus) {
+  CommandResult r = RunCmd({Binary(), "live", "--backend", GetParam(), "--format", "json",
+                            "--report", dir_.File("r.json"), "--", "sh", "-c", "sleep 0.3; exit 7"});
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  EXPECT_NE(r.err.find("stopped by command exit"), std::string::npos) << r.err;
+  EXPECT_EQ(CountLines(r.out, "\"final\": true"), 1u) << r.out;
+}
+
+// Ctrl-C and SIGTERM end a run through its cleanup: the cumulative report is printed, the
+// instance removed (TearDown compares tracefs).
+TEST_P(LiveCommandTest, SigintAndSigtermPrintTheReportAndLeaveTracefsClean) {
+  for (int sig : {SIGINT, SIGTERM}) {
+    const std::string out = dir_.File("out" + std::to_string(sig));
+    const std::string err = dir_.File("err" + std::to_string(sig));
+    pid_t pid = Spawn({Binary(), "live", "--backend", GetParam(), "--format", "json"}, out, err);
+    ASSERT_GT(pid, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    kill(pid, sig);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status)) << sig;
+    EXPECT_EQ(WEXITSTATUS(status), 0) << sig << Slurp(err);
+    const std::string text = Slurp(out);
+    EXPECT_NE(text.find("\"schema_version\""), std::string::npos) << "no report after " << sig;
+    EXPECT_NE(Slurp(err).find(sig == SIGINT ? "stopped by SIGINT" : "stopped by SIGTERM"),
+              std::string::npos)
+        << Slurp(err);
+  }
+}
+
+TEST_P(LiveCommandTest, ADeviceThatGoesAwayMidRunIsSaidToHaveGone) {
+  auto loop = std::make_unique<ScratchLoop>("none");
+  ASSERT_TRUE(loop->ok()) << loop->error();
+  const std::string majmin = loop->majmin();
+  const std::string err = dir_.File("err");
+  pid_t pid = Spawn({Binary(), "live", "--backend", GetParam(), "-I", "0.2", "-d", "2",
+                     "--format", "json", "--dev", majmin},
+                    "/dev/null", err);
+  ASSERT_GT(pid, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  loop.reset();  // detached
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << Slurp(err);
+  EXPECT_NE(Slurp(err).find("--dev " + majmin + " (" + majmin + ") went away"),
+            std::string::npos)
+      << Slurp(err);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LiveCommandTest, ::testing::Values("ftrace", "perf"),
+                         [](const auto& info) { return info.param; });
+
+TEST(LiveCommandErrorsTest, ADeviceNameThatNamesNoDiskIsAOneLineUsageError) {
+  IOTRACE_REQUIRE_LIVE();
+  CommandResult r = RunCmd({Binary(), "live", "--dev", "nosuchdisk0", "-d", "1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("nosuchdisk0"), std::string::npos) << r.err;
+}
+
+TEST(LiveCommandErrorsTest, ADeviceNumberWithNoDiskNowIsAWarningAndTheRunGoesOn) {
+  IOTRACE_REQUIRE_LIVE();
+  TempDir dir;
+  CommandResult r = RunCmd({Binary(), "live", "--dev", "7:250", "-d", "0.5", "--format", "json",
+                            "--report", dir.File("r.json")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: --dev 7:250: no block device has the number 7:250 now"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(LiveCommandErrorsTest, TheReadPathGivesTheSameFiguresAsTheMappedOne) {
+  IOTRACE_REQUIRE_LIVE();
+  IOTRACE_REQUIRE_TOOL("fio");
+  for (const char* ingest : {"read", "mmap"}) {
+    ScratchLoop loop("none");
+    ASSERT_TRUE(loop.ok()) << loop.error();
+    TempDir dir;
+    CommandResult r = Sh(Binary() + " live --backend ftrace --ingest " + ingest +
+                         " --format json --report " + dir.File("r.json") + " --dev " +
+                         loop.majmin() + " -- fio --name=t --filename=" + loop.device() +
+                         " --rw=randread --bs=4k --direct=1 --number_ios=5000 "
+                         "--ioengine=psync > /dev/null");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find(std::string("ftrace backend, ") + ingest), std::string::npos) << r.err;
+    EXPECT_EQ(GroupCount(dir.File("r.json"), loop.name(), "read", "D2C"), 5000u) << ingest;
+  }
+}
+
+}  // namespace
+}  // namespace iotrace::live
