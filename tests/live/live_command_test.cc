@@ -101,7 +101,10 @@ class LiveCommandTest : public ::testing::TestWithParam<std::string> {
                            lines);
     EXPECT_EQ(cmp.exit_code, 0) << what << "\n" << cmp.out << cmp.err;
     EXPECT_NE(cmp.out.find(" 0 differences"), std::string::npos) << cmp.out;
-    EXPECT_EQ(r.err.find(" late"), r.err.find(" 0 late")) << "records arrived late:\n" << r.err;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.err, m, std::regex("(\\d+) lost, (\\d+) late"))) << r.err;
+    EXPECT_EQ(m[1], "0") << "events lost:\n" << r.err;
+    EXPECT_EQ(m[2], "0") << "records arrived late:\n" << r.err;
   }
   TempDir dir_;
   std::map<std::string, std::string> before_;
