@@ -3,15 +3,16 @@
 # 10-minute run at full load"). Runs `iotrace live` with fio as its command (the same fio job
 # as bench/bench-e2e.sh, for BENCH_LIVE_SECONDS) on a scratch loop device, reads VmRSS of the
 # live process from /proc/PID/status every BENCH_LIVE_SAMPLE seconds, and prints the samples,
-# their min and max, and live's own summary line (events paired, lost, late, own CPU).
+# their min and max, live's own summary line (events paired, lost, late, own CPU) and the
+# intervals that lost events.
 # Exit 1 if RSS ever exceeds 64 MiB, or if the last sample is more than 10% above the sample
 # at the end of the first minute (growth after the start-up, when every table has its size).
 #
 # Environment:
 #   BENCH_LIVE_SECONDS=600   fio runtime, i.e. the length of the live run
 #   BENCH_LIVE_SAMPLE=10     seconds between two RSS samples
-#   BENCH_LIVE_ARGS="-b ftrace -I 1"  live's options (its output goes to /dev/null)
-#   BENCH_OUT=build/bench-live-rss    where rss.csv (t_s,rss_kb) and live.err go
+#   BENCH_LIVE_ARGS="-b ftrace -I 1"  live's options (text output: the intervals go to live.out)
+#   BENCH_OUT=build/bench-live-rss    where rss.csv (t_s,rss_kb), live.out and live.err go
 # Needs root. The loop device, its backing file, live and fio are removed or stopped on every
 # exit path (live cleans its own tracefs instance when it is stopped by a signal).
 set -euo pipefail
@@ -70,6 +71,7 @@ trap 'exit 129' HUP
 mkdir -p "$out_dir"
 csv=$out_dir/rss.csv
 err=$out_dir/live.err
+live_out=$out_dir/live.out
 
 truncate -s 1G "$work/disk.img"
 loop=$(losetup --find --show "$work/disk.img")
@@ -79,7 +81,7 @@ log "scratch device $loop, scheduler mq-deadline; live ${live_args[*]}; ${second
 # fio is live's command: live enables its events before it starts fio and stops when fio exits.
 "$iotrace" live "${live_args[@]}" -- taskset -c 0 fio --name=bench --filename="$loop" \
   --rw=randread --bs=4k --iodepth=16 --ioengine=libaio --direct=1 --time_based \
-  --runtime="$seconds" --output="$work/fio.txt" >/dev/null 2>"$err" &
+  --runtime="$seconds" --output="$work/fio.txt" >"$live_out" 2>"$err" &
 live_pid=$!
 
 echo "t_s,rss_kb" >"$csv"
@@ -122,6 +124,10 @@ growth=$(awk "BEGIN { printf \"%.1f\", 100 * ($last - $base) / $base }")
 echo "samples (s: kB): $(paste -d: <(printf '%s\n' "${times[@]}") <(printf '%s\n' "${samples[@]}") | tr '\n' ' ')"
 echo "VmRSS: min $min kB, max $max kB (limit $limit_kb kB); at ${times[$base_i]}s $base kB, at ${times[-1]}s $last kB: ${growth}% (limit ${growth_limit_pct}%)"
 echo "live: ${summary:-no summary line}"
+# Text intervals start "interval N: lost L, ...": where the losses were.
+lossy=$(awk '$1 == "interval" && $3 == "lost" && $4 + 0 > 0 {
+  printf "%s%s %d", sep, $2, $4; sep = ", " }' "$live_out")
+echo "intervals that lost events (interval: lost): ${lossy:-none}"
 fail=0
 if [ "$max" -gt "$limit_kb" ]; then log "FAIL: RSS reached $max kB > $limit_kb kB"; fail=1; fi
 if awk "BEGIN { exit !($growth > $growth_limit_pct) }"; then
