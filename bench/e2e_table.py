@@ -341,6 +341,10 @@ def main():
                   "<= 0.4x", factor=0.4, metric="added_io", command="iotrace live", unit="I/O")
     record_target("(mmap)", "iotrace-live", "iotrace-ftrace", "iotrace record ftrace",
                   "<= 1.2x", factor=1.2, command="iotrace live")
+    # The two targets together: live within 1.2x of recording and within 0.4x of biolatency
+    # can both hold only if recording itself adds at most 1/3 of what biolatency adds per I/O.
+    line("iotrace record ftrace: added CPU/I/O / bpftrace biolatency's (context)",
+         ratio(iff["added_io"], rec["bpftrace-biolatency"]["added_io"]), fmt_x)
     line("iotrace live (mmap): own CPU/event / iotrace record ftrace's (context)",
          ratio(lv["own"], iff["own"]), fmt_x)
     line("iotrace live --ingest read: added CPU/event / mmap's (what the mapping buys)",
