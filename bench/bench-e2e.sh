@@ -3,7 +3,7 @@
 # -B, trace-cmd record, bpftrace; bpftrace's biolatency against iotrace live; perf script,
 # trace-cmd report, btt), on the same fio workload
 # on a scratch loop device, interleaved, several repetitions. Prints one table (medians and
-# min..max) with the ratios against each peer and the targets of issue 6, and writes the raw
+# min..max) with the ratios against each peer and the targets of issues 6 and 22, and writes the raw
 # numbers next to it. See bench/README.md for what every column means.
 #
 # Environment:
