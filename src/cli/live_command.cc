@@ -41,6 +41,8 @@ class IntervalPrinter : public IntervalSink {
   }
 
   void OnInterval(const LiveInterval& iv, const LiveRunSummary& s) override {
+    header_.backend = s.backend;
+    header_.ingest = s.ingest;
     header_.elapsed_s = s.seconds;
     header_.total_events = s.events;
     header_.total_lost = s.lost;
