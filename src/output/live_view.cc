@@ -171,6 +171,8 @@ std::string FormatLiveScreen(const LiveHeader& header, const LiveInterval& inter
   }
   lines.insert(lines.end(), pane.begin(), pane.begin() + pane_n);
   if (lines.size() > static_cast<size_t>(rows)) lines.resize(rows);
+  // A blank line at the bottom separates nothing (and would end the text in a newline).
+  while (!lines.empty() && lines.back().empty()) lines.pop_back();
   std::string out;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (i != 0) out += '\n';
