@@ -1,5 +1,6 @@
 #include "iotrace/output/live_view.h"
 
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -241,6 +242,11 @@ absl::Status LiveTerminal::WriteAll(std::string_view bytes) {
     const ssize_t n = write(fd_, bytes.data(), bytes.size());
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN) {
+        // Another process may have left the terminal non-blocking: wait until it takes more.
+        struct pollfd pfd = {fd_, POLLOUT, 0};
+        if (poll(&pfd, 1, -1) >= 0 || errno == EINTR) continue;
+      }
       return ErrnoError(errno, "write", "the live view to the terminal");
     }
     bytes.remove_prefix(static_cast<size_t>(n));
