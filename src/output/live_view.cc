@@ -1,5 +1,6 @@
 #include "iotrace/output/live_view.h"
 
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -171,6 +172,8 @@ std::string FormatLiveScreen(const LiveHeader& header, const LiveInterval& inter
   }
   lines.insert(lines.end(), pane.begin(), pane.begin() + pane_n);
   if (lines.size() > static_cast<size_t>(rows)) lines.resize(rows);
+  // A blank line at the bottom separates nothing (and would end the text in a newline).
+  while (!lines.empty() && lines.back().empty()) lines.pop_back();
   std::string out;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (i != 0) out += '\n';
@@ -239,6 +242,11 @@ absl::Status LiveTerminal::WriteAll(std::string_view bytes) {
     const ssize_t n = write(fd_, bytes.data(), bytes.size());
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN) {
+        // Another process may have left the terminal non-blocking: wait until it takes more.
+        struct pollfd pfd = {fd_, POLLOUT, 0};
+        if (poll(&pfd, 1, -1) >= 0 || errno == EINTR) continue;
+      }
       return ErrnoError(errno, "write", "the live view to the terminal");
     }
     bytes.remove_prefix(static_cast<size_t>(n));
