@@ -313,6 +313,11 @@ absl::Status FtraceCapture::Stop() {
   return status;
 }
 
+uint64_t FtraceCapture::StoredBytes(size_t index) const {
+  const off_t end = ::lseek(cpu_state_[index].out, 0, SEEK_CUR);
+  return end < 0 ? 0 : static_cast<uint64_t>(end);
+}
+
 uint64_t FtraceCapture::bytes_moved() const {
   uint64_t total = 0;
   for (const Cpu& c : cpu_state_) total += c.bytes_moved;

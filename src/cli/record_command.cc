@@ -1,4 +1,6 @@
 // iotrace record: flags -> RecordOptions -> RunRecord, then the summary table.
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "iotrace/base/status.h"
 #include "iotrace/capture/record.h"
 #include "iotrace/cli/flags.h"
+#include "iotrace/live/record_latency.h"
 
 namespace iotrace {
 
@@ -113,6 +116,14 @@ int RecordCommand(const std::vector<std::string>& args) {
               opt.progress = 0;
               return absl::OkStatus();
             });
+  bool progress_latency = true;
+  flags.Add("no-progress-latency", 0, false, "",
+            "leave the device time (D2C p50/p99 per disk, ftrace backend) off the progress line: "
+            "it reads back every page stored, which costs CPU",
+            [&](const std::string&) {
+              progress_latency = false;
+              return absl::OkStatus();
+            });
   flags.Add("tracefs", 0, true, "DIR", "tracefs mount point (default: found in /proc/mounts)",
             [&](const std::string& v) {
               opt.tracefs_dir = v;
@@ -148,6 +159,10 @@ int RecordCommand(const std::vector<std::string>& args) {
   opt.argv = {"iotrace", "record"};
   opt.argv.insert(opt.argv.end(), args.begin(), args.end());
 
+  // The progress line's latency figures, when there is a progress line to show them on.
+  RecordLatency latency;
+  const bool progress_shown = opt.progress < 0 ? isatty(STDERR_FILENO) == 1 : opt.progress > 0;
+  if (progress_shown && progress_latency) opt.tap = &latency;
   RecordSummary summary;
   absl::StatusOr<int> result = RunRecord(opt, &summary);
   if (!summary.events.empty()) std::fputs(FormatRecordSummary(summary).c_str(), stderr);

@@ -122,6 +122,12 @@ class FtraceCapture {
 
   // Progress while recording.
   uint64_t bytes_moved() const;
+  // What CPU `index` (of cpus()) has in the output so far: whole pages from offset 0 of `fd`
+  // (readable with pread), `bytes` of them. The layout of its pages.
+  int StoredFd(size_t index) const { return cpu_state_[index].out; }
+  uint64_t StoredBytes(size_t index) const;
+  const FtracePageLayout& layout() const { return layout_; }
+  const std::vector<TraceEventInfo>& events() const { return options_.events; }
   bool disk_full() const { return disk_full_; }
   // The instance's live stats for one CPU (index in cpus()).
   absl::StatusOr<CpuBufferStats> ReadCpuStats(size_t index) const;
