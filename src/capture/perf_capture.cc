@@ -214,14 +214,22 @@ absl::Status PerfCapture::DrainAll(
     const int cpu = cpus_[c];
     IOTRACE_RETURN_IF_ERROR(rings_[c]->Drain(
         [&](ByteView a, ByteView b) { return sink(cpu, a, b); }, &ring_counts_[c]));
-    const size_t ncpu = cpus_.size();
-    for (size_t e = 0; e < events_.size(); ++e) {
-      counts_[e * ncpu + c].samples = ring_counts_[c].samples.size() > e
-                                          ? ring_counts_[c].samples[e]
-                                          : 0;
-    }
+    CountSamples(c);
   }
   return absl::OkStatus();
+}
+
+void PerfCapture::CountSamples(size_t c) {
+  const size_t ncpu = cpus_.size();
+  for (size_t e = 0; e < events_.size(); ++e) {
+    counts_[e * ncpu + c].samples = ring_counts_[c].samples.size() > e
+                                        ? ring_counts_[c].samples[e]
+                                        : 0;
+  }
+}
+
+void PerfCapture::CountReadSamples() {
+  for (size_t c = 0; c < rings_.size(); ++c) CountSamples(c);
 }
 
 absl::Status PerfCapture::ReadCounts() {

@@ -72,6 +72,20 @@ class PerfCapture {
   // Drains every CPU's ring into `sink` (ring bytes, at most two pieces per ring).
   absl::Status DrainAll(absl::FunctionRef<absl::Status(int cpu, ByteView, ByteView)> sink);
 
+  // In-place reading, for the live engine (instead of DrainAll): the next record of the ring
+  // of cpus()[c], see PerfRing::ReadRecord; its header is counted into the ring's books.
+  bool ReadRecord(size_t c, ByteView* record) {
+    return rings_[c]->ReadRecord(record, &ring_counts_[c]);
+  }
+  // Hands the space of ring c's records read so far back to the kernel; the views ReadRecord
+  // gave end here.
+  void Release(size_t c) { rings_[c]->Release(); }
+  // Brings the books' samples up to the records read in place so far (DrainAll does it itself).
+  void CountReadSamples();
+  // Ring c's read position and the kernel's write position (PerfRing::read_position, Head).
+  uint64_t read_position(size_t c) const { return rings_[c]->read_position(); }
+  uint64_t head(size_t c) const { return rings_[c]->Head(); }
+
   // Reads every fd's count and PERF_FORMAT_LOST into the books.
   absl::Status ReadCounts();
 
@@ -87,6 +101,8 @@ class PerfCapture {
 
  private:
   PerfCapture() = default;
+  // Copies ring c's sample counts into the books.
+  void CountSamples(size_t c);
 
   std::vector<CapturedEvent> events_;
   std::vector<int> cpus_;
