@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cmath>
@@ -18,6 +19,7 @@
 #include "iotrace/capture/backend_check.h"
 #include "iotrace/live/ftrace_source.h"
 #include "iotrace/live/live_merger.h"
+#include "iotrace/live/perf_source.h"
 #include "iotrace/sys/device_names.h"
 #include "iotrace/sys/tracefs.h"
 
@@ -106,24 +108,34 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
   Backend backend = o.backend;
   sum.backend_reason = "chosen with --backend";
   if (backend == Backend::kAuto) backend = ChooseBackend(tracefs, &sum.backend_reason);
-  if (backend == Backend::kPerf) {
-    return WithHint(absl::UnimplementedError("live: the perf backend is not built yet"),
-                    "use --backend ftrace");
+  if (backend == Backend::kPerf && !o.output.empty()) {
+    return AsUsageError(WithHint(
+        absl::UnimplementedError("-o: live writes its recording with the ftrace backend only"),
+        "use --backend ftrace with -o (or leave -o out)"));
   }
   std::optional<GatedChild> child;
   if (!o.command.empty()) {
     IOTRACE_ASSIGN_OR_RETURN(GatedChild c, GatedChild::Start(o.command));
     child.emplace(std::move(c));
   }
-  FtraceStreamOptions fo;
-  fo.capture.tracefs = tracefs;
-  fo.capture.events = *events;
-  fo.capture.output = o.output;
-  fo.capture.buffer_kb = o.buffer_kb;
-  fo.capture.dev_filter = filter;
-  fo.ingest = o.ingest;
   std::unique_ptr<LiveSource> source;
-  IOTRACE_ASSIGN_OR_RETURN(source, FtraceLiveSource::Create(std::move(fo)));
+  if (backend == Backend::kPerf) {
+    PerfCaptureOptions po;
+    po.events = *events;
+    po.mmap_pages = o.mmap_pages;
+    po.dev_filter = filter;
+    po.clockid = CLOCK_MONOTONIC;  // the watermark is MonotonicNs()
+    IOTRACE_ASSIGN_OR_RETURN(source, PerfLiveSource::Create(std::move(po)));
+  } else {
+    FtraceStreamOptions fo;
+    fo.capture.tracefs = tracefs;
+    fo.capture.events = *events;
+    fo.capture.output = o.output;
+    fo.capture.buffer_kb = o.buffer_kb;
+    fo.capture.dev_filter = filter;
+    fo.ingest = o.ingest;
+    IOTRACE_ASSIGN_OR_RETURN(source, FtraceLiveSource::Create(std::move(fo)));
+  }
   sum.backend = source->backend();
   sum.ingest = source->ingest();
   sum.ingest_note = source->ingest_note();
@@ -147,7 +159,8 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
 
   const double cpu_start = CpuSeconds();
   IOTRACE_RETURN_IF_ERROR(source->SetEnabled(true));
-  // The instance's clock is "mono": trace times are CLOCK_MONOTONIC's.
+  // The instance's clock is "mono", the perf events' CLOCK_MONOTONIC: trace times are
+  // CLOCK_MONOTONIC's.
   const uint64_t t0 = MonotonicNs();
   if (child) {
     absl::Status s = child->Release();
