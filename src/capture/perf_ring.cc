@@ -161,9 +161,17 @@ bool PerfRing::ReadRecord(ByteView* record, RingCounts* counts) {
   return true;
 }
 
-void PerfRing::Release() {
+void PerfRing::Release(uint64_t position) {
   // Release: the kernel may overwrite the space only after our reads of it are done.
-  __atomic_store_n(&meta_->data_tail, read_, __ATOMIC_RELEASE);
+  __atomic_store_n(&meta_->data_tail, position, __ATOMIC_RELEASE);
+}
+
+void PerfRing::View(uint64_t from, uint64_t to, ByteView* first, ByteView* second) const {
+  const size_t start = from & (data_size_ - 1);
+  const uint64_t len = to - from;
+  const size_t first_len = len <= data_size_ - start ? len : data_size_ - start;
+  *first = ByteView(data_ + start, first_len);
+  *second = ByteView(data_, len - first_len);
 }
 
 }  // namespace iotrace

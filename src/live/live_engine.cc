@@ -78,7 +78,7 @@ absl::Status ValidateLiveOptions(const LiveOptions& o) {
   }
   if (o.output == "-") {
     return WithHint(absl::InvalidArgumentError("-o -: live writes its recording to a file"),
-                    "give -o FILE (a trace.dat with the ftrace backend)");
+                    "give -o FILE (a trace.dat with the ftrace backend, a perf.data with perf)");
   }
   if (o.window.phases == 0) return absl::InvalidArgumentError("--phases: no phase given");
   RecordOptions ro;
@@ -108,11 +108,6 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
   Backend backend = o.backend;
   sum.backend_reason = "chosen with --backend";
   if (backend == Backend::kAuto) backend = ChooseBackend(tracefs, &sum.backend_reason);
-  if (backend == Backend::kPerf && !o.output.empty()) {
-    return AsUsageError(WithHint(
-        absl::UnimplementedError("-o: live writes its recording with the ftrace backend only"),
-        "use --backend ftrace with -o (or leave -o out)"));
-  }
   std::optional<GatedChild> child;
   if (!o.command.empty()) {
     IOTRACE_ASSIGN_OR_RETURN(GatedChild c, GatedChild::Start(o.command));
@@ -120,11 +115,14 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
   }
   std::unique_ptr<LiveSource> source;
   if (backend == Backend::kPerf) {
-    PerfCaptureOptions po;
-    po.events = *events;
-    po.mmap_pages = o.mmap_pages;
-    po.dev_filter = filter;
-    po.clockid = CLOCK_MONOTONIC;  // the watermark is MonotonicNs()
+    PerfLiveOptions po;
+    po.capture.events = *events;
+    po.capture.mmap_pages = o.mmap_pages;
+    po.capture.dev_filter = filter;
+    po.capture.clockid = CLOCK_MONOTONIC;  // the watermark is MonotonicNs()
+    po.output = o.output;
+    po.tracefs = tracefs;
+    po.argv = o.argv;
     IOTRACE_ASSIGN_OR_RETURN(source, PerfLiveSource::Create(std::move(po)));
   } else {
     FtraceStreamOptions fo;

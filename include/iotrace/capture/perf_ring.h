@@ -56,7 +56,13 @@ class PerfRing {
   // readable is skipped and counted in bad_headers).
   bool ReadRecord(ByteView* record, RingCounts* counts);
   // Hands the space of every record read so far back to the kernel (data_tail, release order).
-  void Release();
+  void Release() { Release(read_); }
+  // Hands back the space before `position`: a record boundary no later than the read position
+  // (the records before it are done with, those after it may still be in use).
+  void Release(uint64_t position);
+  // The ring's bytes from `from` to `to` (positions of records read, not yet handed back), in
+  // place: `second` is the part after the wrap, empty when nothing wraps.
+  void View(uint64_t from, uint64_t to, ByteView* first, ByteView* second) const;
   // Where the next ReadRecord reads, and where the kernel writes next, as positions since the
   // ring's start (data_tail and data_head are of the same kind).
   uint64_t read_position() const { return read_; }
