@@ -41,7 +41,6 @@ class PerfLiveSource : public LiveSource {
   uint64_t LostSoFar() override;
   absl::StatusOr<LiveSourceEnd> Finish(EventSink* losses) override;
 
-  const PerfCapture& capture() const { return *cap_; }
   // Records the parser could not decode, or not as a tracepoint sample.
   uint64_t problems() const { return problems_; }
 
