@@ -277,7 +277,7 @@ void WriteLiveCsv(const LiveInterval& iv, std::ostream& out) {
 
 void WriteLiveJson(const LiveInterval& iv, const LiveHeader& header, std::ostream& out) {
   out << "{\"type\": \"interval\", \"index\": " << iv.index
-      << ", \"start_s\": " << JsonDouble(iv.start_s) << ", \"length_s\": " << JsonDouble(iv.length_s)
+      << ", \"interval_start_s\": " << JsonDouble(iv.start_s) << ", \"length_s\": " << JsonDouble(iv.length_s)
       << ", \"final\": " << (iv.final ? "true" : "false")
       << ", \"elapsed_s\": " << JsonDouble(header.elapsed_s) << ", \"groups\": [";
   for (size_t i = 0; i < iv.groups.size(); ++i) {
@@ -292,8 +292,8 @@ void WriteLiveJson(const LiveInterval& iv, const LiveHeader& header, std::ostrea
         << ", \"max_ns\": " << s.max_ns << ", \"sum_ns\": " << s.sum_ns << ", \"buckets\": [";
     for (size_t b = 0; b < g.buckets.size(); ++b) {
       const LatencyBucket& bucket = g.buckets[b];
-      out << (b == 0 ? "" : ", ") << "[" << bucket.lo_ns << ", " << bucket.hi_ns << ", "
-          << bucket.count << "]";
+      out << (b == 0 ? "" : ", ") << "{\"lo_ns\": " << bucket.lo_ns << ", \"hi_ns\": "
+          << bucket.hi_ns << ", \"count\": " << bucket.count << "}";
     }
     out << "]}";
   }

@@ -322,7 +322,7 @@ TEST(LiveJsonTest, OneObjectPerLineWithTheIntervalsValues) {
   ASSERT_EQ(j.type, Json::kObject);
   EXPECT_EQ(j["type"].text, "interval");
   EXPECT_EQ(j["index"].text, "11");
-  EXPECT_EQ(j["start_s"].text, "11");
+  EXPECT_EQ(j["interval_start_s"].text, "11");
   EXPECT_EQ(j["length_s"].text, "0.5");
   EXPECT_TRUE(j["final"].b);
   EXPECT_EQ(j["elapsed_s"].text, "12");
@@ -342,11 +342,11 @@ TEST(LiveJsonTest, OneObjectPerLineWithTheIntervalsValues) {
   EXPECT_EQ(g["max_ns"].text, "2048040");
   EXPECT_EQ(g["sum_ns"].text, "5120042");
   ASSERT_EQ(g["buckets"].items.size(), 2u);
-  EXPECT_EQ(g["buckets"][0][0].text, "1024000");
-  EXPECT_EQ(g["buckets"][0][1].text, "1024064");
-  EXPECT_EQ(g["buckets"][0][2].text, "3");
-  EXPECT_EQ(g["buckets"][1][0].text, "2048000");
-  EXPECT_EQ(g["buckets"][1][2].text, "1");
+  EXPECT_EQ(g["buckets"][0]["lo_ns"].text, "1024000");
+  EXPECT_EQ(g["buckets"][0]["hi_ns"].text, "1024064");
+  EXPECT_EQ(g["buckets"][0]["count"].text, "3");
+  EXPECT_EQ(g["buckets"][1]["lo_ns"].text, "2048000");
+  EXPECT_EQ(g["buckets"][1]["count"].text, "1");
   EXPECT_EQ(g.fields.size(), 14u);
 
   ASSERT_EQ(j["throughput"].items.size(), 2u);
@@ -393,7 +393,7 @@ TEST(LiveJsonTest, OneObjectPerLineWithTheIntervalsValues) {
   Json e;
   ASSERT_TRUE(JsonParser(lines[1]).Parse(&e)) << lines[1];
   EXPECT_EQ(e["index"].text, "12");
-  EXPECT_EQ(e["start_s"].text, "11.5");
+  EXPECT_EQ(e["interval_start_s"].text, "11.5");
   EXPECT_EQ(e["length_s"].text, "0.25");
   EXPECT_FALSE(e["final"].b);
   EXPECT_TRUE(e["groups"].items.empty());
