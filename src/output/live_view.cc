@@ -141,7 +141,10 @@ std::vector<std::string> ProcessPane(const LiveInterval& iv, TimeUnit unit, int 
 std::string FormatLiveScreen(const LiveHeader& header, const LiveInterval& interval, int cols,
                              int rows) {
   if (cols <= 0 || rows <= 0) return "";
-  std::vector<std::string> lines = {HeaderLine(header), CountsLine(header, interval), ""};
+  std::vector<std::string> lines = {HeaderLine(header), CountsLine(header, interval)};
+  // What changed in the interval (a --dev disk that went away), before the table.
+  for (const std::string& n : interval.notes) lines.push_back("note: " + Printable(n));
+  lines.push_back("");
   const std::vector<std::string> table = GroupTable(interval, header.unit, cols);
   const std::vector<std::string> pane = ProcessPane(interval, header.unit, cols);
   const size_t body =
@@ -318,7 +321,9 @@ void WriteLiveJson(const LiveInterval& iv, const LiveHeader& header, std::ostrea
   out << "], \"counts\": {\"events\": " << c.events << ", \"lost\": " << c.lost
       << ", \"late\": " << c.late << ", \"unpaired\": " << c.unpaired
       << ", \"expired\": " << c.expired << ", \"inflight\": " << c.inflight
-      << "}, \"run\": {\"events\": " << header.total_events << ", \"lost\": " << header.total_lost
+      << "}, \"notes\": [";
+  for (size_t i = 0; i < iv.notes.size(); ++i) out << (i == 0 ? "" : ", ") << JsonString(iv.notes[i]);
+  out << "], \"run\": {\"events\": " << header.total_events << ", \"lost\": " << header.total_lost
       << ", \"late\": " << header.total_late << ", \"unpaired\": " << header.total_unpaired
       << "}}\n";
 }

@@ -67,6 +67,12 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& out, const 
   _exit(127);
 }
 
+// Turns request merging off on `loop` (queue/nomerges 2): two adjacent I/Os of fio would else
+// become one request now and then, and a count of requests would not equal fio's count of I/Os.
+void NoMerges(const ScratchLoop& loop) {
+  std::ofstream("/sys/block/" + loop.name() + "/queue/nomerges") << "2";
+}
+
 std::string Join(const std::vector<std::string>& argv) {
   std::string s;
   for (const std::string& a : argv) s += (s.empty() ? "" : " ") + a;
@@ -113,6 +119,7 @@ class LiveCommandTest : public ::testing::TestWithParam<std::string> {
 TEST_P(LiveCommandTest, MqDeadlineWithFsyncFlushesEqualsTheOfflineReportAndFiosCount) {
   ScratchLoop loop("mq-deadline");
   ASSERT_TRUE(loop.ok()) << loop.error();
+  NoMerges(loop);
   const std::string fio = dir_.File("fio.json");
   ExpectLiveEqualsOffline(
       {"--dev", loop.majmin(), "--", "fio", "--name=t", "--filename=" + loop.device(),
@@ -146,6 +153,7 @@ TEST_P(LiveCommandTest, DevFilteringShowsOnlyThatDiskAndEqualsTheOfflineReport) 
   ScratchLoop a("mq-deadline"), b("mq-deadline");
   ASSERT_TRUE(a.ok()) << a.error();
   ASSERT_TRUE(b.ok()) << b.error();
+  NoMerges(a);
   const std::string fio = dir_.File("fio.json");
   // Both disks busy at once; live watches only the first.
   ExpectLiveEqualsOffline(

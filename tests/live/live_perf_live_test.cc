@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "iotrace/analysis/latency_report.h"
 #include "iotrace/formats/trace_reader_open.h"
@@ -45,11 +46,13 @@ class IntervalCounter : public IntervalSink {
   uint64_t intervals = 0, events = 0, lost = 0, late = 0, finals = 0;
 };
 
-TEST(LivePerfLiveTest, CountsExactlyTheDirectReadsFioDidOnTheFilteredDevice) {
+TEST(LivePerfLiveTest, CountsEveryDirectReadFioDidOnTheFilteredDeviceOrShowsItLost) {
   IOTRACE_REQUIRE_LIVE();
   IOTRACE_REQUIRE_TOOL("fio");
   ScratchLoop loop("mq-deadline", 256);
   ASSERT_TRUE(loop.ok()) << loop.error();
+  // No merging: two adjacent reads would else now and then be one request, one D2C sample.
+  std::ofstream("/sys/block/" + loop.name() + "/queue/nomerges") << "2";
   TempDir dir;
   const std::string json = dir.File("fio.json");
   LiveOptions o;
@@ -72,9 +75,9 @@ TEST(LivePerfLiveTest, CountsExactlyTheDirectReadsFioDidOnTheFilteredDevice) {
   ASSERT_GT(fio_reads, 1000u) << "fio did too little to test anything";
 
   EXPECT_EQ(sum.late, 0u);
-  EXPECT_EQ(sum.lost, 0u);
-  EXPECT_TRUE(r->report.completeness.losses.empty());
-  EXPECT_TRUE(sum.warnings.empty()) << absl::StrJoin(sum.warnings, "\n");
+  // perf drops samples silently on this kernel (docs/kernel-notes.md), more so on a busy
+  // machine: every read is then a D2C sample or counted lost, and the losses are in the report.
+  EXPECT_EQ(sum.lost == 0, r->report.completeness.losses.empty()) << sum.lost;
   const uint32_t dev = (loop.major() << 20) | loop.minor();
   uint64_t d2c = 0, other_devices = 0;
   for (const LatencyGroup& g : r->report.groups) {
@@ -84,13 +87,20 @@ TEST(LivePerfLiveTest, CountsExactlyTheDirectReadsFioDidOnTheFilteredDevice) {
     }
     if (g.phase == Phase::kD2C && g.op == BlockOp::kRead) d2c = g.summary.count;
   }
-  EXPECT_EQ(d2c, fio_reads);
+  const std::string figures = absl::StrFormat("D2C %u, fio %u, lost %u, late %u, events %u", d2c,
+                                              fio_reads, sum.lost, sum.late, sum.events);
+  EXPECT_LE(d2c, fio_reads) << figures;
+  EXPECT_GE(d2c + sum.lost, fio_reads) << figures;
+  if (sum.lost == 0) {
+    EXPECT_EQ(d2c, fio_reads) << figures;
+    EXPECT_TRUE(sum.warnings.empty()) << absl::StrJoin(sum.warnings, "\n");
+  }
   EXPECT_EQ(other_devices, 0u) << "--dev let another device through";
   // The intervals add up to the run: every record in one of them, the last one marked final.
   EXPECT_GE(intervals.intervals, 4u);
   EXPECT_EQ(intervals.finals, 1u);
   EXPECT_EQ(intervals.events, sum.events);
-  EXPECT_EQ(intervals.lost, 0u);
+  EXPECT_EQ(intervals.lost, sum.lost);
   EXPECT_EQ(intervals.late, 0u);
 }
 

@@ -3,6 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -398,6 +401,61 @@ TEST(LiveJsonTest, OneObjectPerLineWithTheIntervalsValues) {
   EXPECT_FALSE(e["final"].b);
   EXPECT_TRUE(e["groups"].items.empty());
   EXPECT_TRUE(e["processes"].items.empty());
+}
+
+}  // namespace
+}  // namespace iotrace
+
+namespace iotrace {
+namespace {
+
+// Every key of a JSON line is in docs/live.md's example, and every key of the example is
+// written: the document cannot drift from the output.
+void CollectKeys(const Json& j, std::set<std::string>* keys) {
+  if (j.type == Json::kObject) {
+    for (const auto& [k, v] : j.fields) {
+      keys->insert(k);
+      CollectKeys(v, keys);
+    }
+  } else if (j.type == Json::kArray) {
+    for (const Json& item : j.items) CollectKeys(item, keys);
+  }
+}
+
+TEST(LiveJsonDocTest, EveryKeyWrittenIsDocumentedAndEveryDocumentedKeyWritten) {
+  std::ifstream in(std::string(IOTRACE_FIXTURES) + "/../../docs/live.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string doc = ss.str();
+  const size_t at = doc.find("```json\n{\"type\": \"interval\"");
+  ASSERT_NE(at, std::string::npos) << "docs/live.md has no JSON line example";
+  const std::string block = doc.substr(at, doc.find("```\n", at + 7) - at);
+  std::set<std::string> documented;
+  std::regex key("\"([a-z0-9_]+)\":");
+  for (std::sregex_iterator it(block.begin(), block.end(), key), end; it != end; ++it) {
+    documented.insert((*it)[1]);
+  }
+  LiveInterval iv = SampleInterval();
+  iv.notes = {"--dev 7:3 (7:3) went away (no device or no medium): its rows stop"};
+  std::ostringstream out;
+  WriteLiveJson(iv, Header(), out);
+  Json j;
+  ASSERT_TRUE(JsonParser(out.str()).Parse(&j)) << out.str();
+  std::set<std::string> written;
+  CollectKeys(j, &written);
+  for (const std::string& k : written) EXPECT_TRUE(documented.count(k)) << k << " is not in docs/live.md";
+  for (const std::string& k : documented) EXPECT_TRUE(written.count(k)) << k << " is documented, not written";
+  ASSERT_EQ(j["notes"].items.size(), 1u);
+  EXPECT_EQ(j["notes"][0].text, iv.notes[0]);
+}
+
+TEST(LiveScreenTest, NotesStandUnderTheHeader) {
+  LiveInterval iv = SampleInterval();
+  iv.notes = {"--dev 7:3 (7:3) went away (no device or no medium): its rows stop"};
+  const std::vector<std::string> lines = Lines(FormatLiveScreen(Header(), iv, 80, 24));
+  ASSERT_GE(lines.size(), 4u);
+  EXPECT_EQ(lines[2].rfind("note: --dev 7:3 (7:3) went away", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3], "");
 }
 
 }  // namespace
