@@ -87,8 +87,9 @@ TEST(LivePerfLiveTest, CountsEveryDirectReadFioDidOnTheFilteredDeviceOrShowsItLo
     }
     if (g.phase == Phase::kD2C && g.op == BlockOp::kRead) d2c = g.summary.count;
   }
-  const std::string figures = absl::StrFormat("D2C %u, fio %u, lost %u, late %u, events %u", d2c,
-                                              fio_reads, sum.lost, sum.late, sum.events);
+  const std::string figures =
+      absl::StrFormat("D2C %u, fio %u, lost %u, late %u, events %u; warnings: %s", d2c, fio_reads,
+                      sum.lost, sum.late, sum.events, absl::StrJoin(sum.warnings, "; "));
   EXPECT_LE(d2c, fio_reads) << figures;
   EXPECT_GE(d2c + sum.lost, fio_reads) << figures;
   if (sum.lost == 0) {
