@@ -55,29 +55,9 @@ int RecordCommand(const std::vector<std::string>& args) {
               }
               return absl::OkStatus();
             });
-  flags.Add("dev", 0, true, "DEV",
-            "only this disk (MAJ:MIN or /dev/NAME; repeatable), filtered in the kernel",
-            [&](const std::string& v) {
-              opt.devs.push_back(v);
-              return absl::OkStatus();
-            });
-  flags.Add("backend", 'b', true, "auto|perf|ftrace",
-            "capture backend (default auto: ftrace wherever it records, else perf)",
-            [&](const std::string& v) {
-              if (v == "auto") opt.backend = Backend::kAuto;
-              else if (v == "perf") opt.backend = Backend::kPerf;
-              else if (v == "ftrace") opt.backend = Backend::kFtrace;
-              else
-                return WithHint(absl::InvalidArgumentError(
-                                    absl::StrFormat("--backend: unknown backend '%s'", v)),
-                                "use auto, perf or ftrace");
-              return absl::OkStatus();
-            });
-  flags.Add("mmap-pages", 'm', true, "N",
-            "perf ring size per CPU in pages, a power of two (default 1024 = 4 MiB)",
-            [&](const std::string& v) { return ParseUint32Flag("--mmap-pages", v, &opt.mmap_pages); });
-  flags.Add("buffer-kb", 0, true, "KB", "ftrace buffer per CPU in KiB (default 8192)",
-            [&](const std::string& v) { return ParseUint32Flag("--buffer-kb", v, &opt.buffer_kb); });
+  AddDevFlag(flags, &opt.devs);
+  AddBackendFlag(flags, &opt.backend);
+  AddBufferFlags(flags, &opt.mmap_pages, &opt.buffer_kb);
   flags.Add("delay", 'D', true, "MS",
             "turn the events on this many ms after the start (the command starts at once); -1: "
             "only when --control says enable",
@@ -124,11 +104,7 @@ int RecordCommand(const std::vector<std::string>& args) {
               progress_latency = false;
               return absl::OkStatus();
             });
-  flags.Add("tracefs", 0, true, "DIR", "tracefs mount point (default: found in /proc/mounts)",
-            [&](const std::string& v) {
-              opt.tracefs_dir = v;
-              return absl::OkStatus();
-            });
+  AddTracefsFlag(flags, &opt.tracefs_dir);
   flags.Add("help", 'h', false, "", "show this help", [&](const std::string&) {
     help = true;
     return absl::OkStatus();

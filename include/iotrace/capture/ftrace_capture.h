@@ -52,6 +52,12 @@ struct FtraceInstanceSetup {
 };
 absl::StatusOr<FtraceInstanceSetup> SetUpFtraceInstance(FtraceCaptureOptions options);
 
+// Waits up to `timeout_ms` for one of `cpu_fds` (trace_pipe_raw) to pass the instance's
+// buffer_percent or one of `watched` (signalfds, the control channel) to become readable.
+// True when a watched fd is readable. Both ftrace runs wait so.
+absl::StatusOr<bool> WaitForFtraceData(const std::vector<int>& watched,
+                                       const std::vector<int>& cpu_fds, int timeout_ms);
+
 struct FtraceCpuResult {
   int cpu = 0;
   CpuBufferStats stats;        // per_cpu/cpuN/stats after the final flush
