@@ -9,6 +9,7 @@
 #include "iotrace/analysis/latency_report.h"
 #include "iotrace/analysis/live_window.h"
 #include "iotrace/base/status.h"
+#include "iotrace/live/ftrace_source.h"
 #include "iotrace/live/live_merger.h"
 #include "iotrace/live/live_source.h"
 #include "iotrace/sys/device_names.h"
@@ -36,10 +37,7 @@ class PageQueueSource : public LiveSource {
       Stream& s = streams_.emplace_back(layout);
       s.cpu = static_cast<uint32_t>(cpu);
     }
-    if (!formats_.empty()) {
-      const FieldInfo* pid = formats_.front().FindField("common_pid");
-      if (pid != nullptr && pid->size == 4) pid_offset_ = pid->offset;
-    }
+    pid_offset_ = CommonPidOffset(formats_);
   }
   void Push(size_t i, ByteView pages) {
     streams_[i].chunks.emplace_back(reinterpret_cast<const char*>(pages.data), pages.size);
@@ -61,15 +59,8 @@ class PageQueueSource : public LiveSource {
     FtraceRecord rec;
     for (;;) {
       if (s.on_page && s.walker.Next(&rec)) {
-        const ByteView p = rec.payload;
-        if (p.size < 8 || p.size < pid_offset_ + 4) continue;
-        event->ts = rec.ts;
-        event->cpu = s.cpu;
-        std::memcpy(&event->type, p.data, 2);
-        std::memcpy(&event->pid, p.data + pid_offset_, 4);
-        event->tid = event->pid;
-        event->payload = p;
-        return true;
+        if (FtraceRecordToEvent(rec, s.cpu, pid_offset_, event)) return true;
+        continue;
       }
       // The next page: of the chunk being walked, or of the next chunk (the one walked is done
       // with only now: the merge's records of it were handed on).
