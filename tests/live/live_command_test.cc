@@ -279,3 +279,40 @@ TEST(LiveCommandErrorsTest, TheReadPathGivesTheSameFiguresAsTheMappedOne) {
 
 }  // namespace
 }  // namespace iotrace::live
+
+namespace iotrace::live {
+namespace {
+
+// record's progress line carries the device time of the busiest disks, from the live engine,
+// unless --no-progress-latency.
+TEST(RecordProgressLatencyLiveTest, TheProgressLineShowsD2CPerDiskAndCanBeTurnedOff) {
+  IOTRACE_REQUIRE_LIVE();
+  IOTRACE_REQUIRE_TOOL("fio");
+  ScratchLoop loop("none");
+  ASSERT_TRUE(loop.ok()) << loop.error();
+  TempDir dir;
+  const std::vector<std::string> fio = {"--", "fio", "--name=t", "--filename=" + loop.device(),
+                                        "--rw=randread", "--bs=4k", "--direct=1", "--iodepth=8",
+                                        "--ioengine=libaio", "--time_based=1", "--runtime=4",
+                                        "--output=/dev/null"};
+  std::vector<std::string> on = {Binary(), "record", "--backend", "ftrace", "--progress",
+                                 "--dev", loop.device(), "-o", dir.File("a.dat")};
+  on.insert(on.end(), fio.begin(), fio.end());
+  CommandResult r = RunCmd(on);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      r.err, m, std::regex("D2C p50/p99 " + loop.name() + " ([0-9.]+)(ns|us|ms|s)/([0-9.]+)")))
+      << r.err;
+  std::vector<std::string> off = {Binary(), "record", "--backend", "ftrace", "--progress",
+                                  "--no-progress-latency", "--dev", loop.device(), "-o",
+                                  dir.File("b.dat")};
+  off.insert(off.end(), fio.begin(), fio.end());
+  r = RunCmd(off);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(" written "), std::string::npos) << "no progress line:\n" << r.err;
+  EXPECT_EQ(r.err.find("D2C p50/p99"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace iotrace::live
