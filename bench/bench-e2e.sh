@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end comparison of iotrace with what users would run instead (perf record, perf record
-# -B, trace-cmd record, bpftrace; perf script, trace-cmd report, btt), on the same fio workload
+# -B, trace-cmd record, bpftrace; bpftrace's biolatency against iotrace live; perf script,
+# trace-cmd report, btt), on the same fio workload
 # on a scratch loop device, interleaved, several repetitions. Prints one table (medians and
 # min..max) with the ratios against each peer and the targets of issue 6, and writes the raw
 # numbers next to it. See bench/README.md for what every column means.
@@ -10,7 +11,7 @@
 #   BENCH_REPS=6              repetitions of the recording runs (all tools, interleaved, a
 #                             no-tracer run before and after every tracer run)
 #   BENCH_REPORT_EVENTS=3000000  at least this many events in the recording that is reported on
-#   BENCH_REPORT_REPS=3       repetitions of each report timing
+#   BENCH_REPORT_REPS=3       repetitions of each report timing (0: no report phase at all)
 #   BENCH_OUT=build/bench-e2e where table.md and raw.csv go
 #   BENCH_TOOLS="..."         record-phase tools to run (default: all of them)
 #   BENCH_NICE=-10            nice value of this script and all it starts (fio, tracers,
@@ -26,7 +27,8 @@ reps=${BENCH_REPS:-6}
 report_events=${BENCH_REPORT_EVENTS:-3000000}
 report_reps=${BENCH_REPORT_REPS:-3}
 out_dir=${BENCH_OUT:-$repo/build/bench-e2e}
-all_tools="none perf perf-B trace-cmd bpftrace iotrace-perf iotrace-ftrace iotrace"
+all_tools="none perf perf-B trace-cmd bpftrace iotrace-perf iotrace-ftrace iotrace
+           bpftrace-biolatency iotrace-live iotrace-live-read"
 tools=${BENCH_TOOLS:-$all_tools}
 events=(block:block_rq_insert block:block_rq_issue block:block_rq_complete
         block:block_rq_requeue block:block_rq_merge)
@@ -45,7 +47,11 @@ renice -n "${BENCH_NICE:--10}" -p $$ >/dev/null
 bash scripts/install-deps.sh bpftrace blktrace time
 bash scripts/ensure-tracefs.sh
 log "building iotrace (scripts/build.sh)"
-bash scripts/build.sh >/dev/null
+if [ "$report_reps" -eq 0 ]; then
+  bash scripts/build.sh --binary-only >/dev/null  # handoff_benchmark is for the report phase
+else
+  bash scripts/build.sh >/dev/null
+fi
 iotrace=$repo/build/iotrace
 tracefs=/sys/kernel/tracing
 
@@ -91,7 +97,7 @@ trap 'exit 129' HUP
 mkdir -p "$out_dir"
 raw=$out_dir/raw.csv
 table=$out_dir/table.md
-echo "phase,rep,seq,tool,status,reason,ios,iops,events,lost,file_bytes,window_s,busy_s,foreign_s,own_cpu_s,vcsw,ivcsw,rss_kb,wall_s,user_s,sys_s" >"$raw"
+echo "phase,rep,seq,tool,status,reason,ios,iops,events,lost,file_bytes,window_s,busy_s,foreign_s,own_cpu_s,vcsw,ivcsw,rss_kb,wall_s,user_s,sys_s,late" >"$raw"
 
 # The scratch disk: sparse backing file under /tmp, mq-deadline.
 truncate -s 1G "$work/disk.img"
@@ -122,6 +128,20 @@ tracepoint:block:block_rq_complete {
 END { clear(@start); }
 EOF
 
+# bpftrace's biolatency (what users run to watch disk latency, the peer of iotrace live): the
+# issue time of each request in a map, the issue-to-complete time of each completion into a
+# log2 histogram (us) that is printed and emptied every second. Plus the event count, as above.
+cat >"$work/biolatency.bt" <<'EOF'
+tracepoint:block:block_rq_issue { @issued[args->dev, args->sector] = nsecs; @n = count(); }
+tracepoint:block:block_rq_complete {
+  $t = @issued[args->dev, args->sector];
+  if ($t) { @us = hist((nsecs - $t) / 1000); delete(@issued[args->dev, args->sector]); }
+  @n = count();
+}
+interval:s:1 { time("%H:%M:%S\n"); print(@us); clear(@us); }
+END { clear(@issued); clear(@us); }
+EOF
+
 fio_pid=""
 fio_job() {  # fio_job OUTPUT.json [extra fio args...]
   local out=$1 rc=0; shift
@@ -143,7 +163,7 @@ csv_row() {  # csv_row phase rep seq tool status reason key=value...
 import csv, sys
 cols = ["phase","rep","seq","tool","status","reason","ios","iops","events","lost","file_bytes",
         "window_s","busy_s","foreign_s","own_cpu_s","vcsw","ivcsw","rss_kb","wall_s","user_s",
-        "sys_s"]
+        "sys_s","late"]
 path, phase, rep, seq, tool, status, reason, *kv = sys.argv[1:]
 row = dict.fromkeys(cols, "")
 row.update(phase=phase, rep=rep, seq=seq, tool=tool, status=status,
@@ -175,6 +195,14 @@ if ! "$iotrace" record -b ftrace -d 0.2 --no-progress -o "$work/probe.dat" >/dev
   reason[iotrace-ftrace]="$(grep -m1 'error' "$work/ftrace_probe.txt" || tail -1 "$work/ftrace_probe.txt")"
 fi
 rm -f "$work/probe.dat"
+[ -n "${reason[bpftrace]:-}" ] && reason[bpftrace-biolatency]=${reason[bpftrace]}
+for ingest in mmap read; do
+  tool=iotrace-live; [ "$ingest" = read ] && tool=iotrace-live-read
+  if ! "$iotrace" live -b ftrace --ingest "$ingest" -d 0.2 >/dev/null \
+         2>"$work/live_probe.txt"; then
+    reason[$tool]="$(grep -m1 'error' "$work/live_probe.txt" || tail -1 "$work/live_probe.txt")"
+  fi
+done
 
 # ------------------------------------------------------------------- record phase
 # tool_cmd TOOL OUT READY: the tracer's command line (tracer + gate), in the array `cmd`.
@@ -194,6 +222,14 @@ tool_cmd() {
     iotrace-ftrace) cmd=("$iotrace" record -b ftrace --no-progress -o "$out" -- "$work/gate.sh" "$ready") ;;
     # Default settings: --backend auto picks the backend after its own check.
     iotrace) cmd=("$iotrace" record --no-progress -o "$out" -- "$work/gate.sh" "$ready") ;;
+    bpftrace-biolatency) cmd=(bpftrace -c "/bin/sh $work/gate.sh $ready" "$work/biolatency.bt") ;;
+    # live's intervals and final report (text, as a user redirecting `iotrace live` gets
+    # them) to /dev/null; its stderr, with the run's summary line, to the run's file. sh
+    # execs into live, so /usr/bin/time measures live itself.
+    iotrace-live|iotrace-live-read)
+      local ingest=mmap; [ "$tool" = iotrace-live-read ] && ingest=read
+      cmd=(sh -c 'exec "$@" >/dev/null' live "$iotrace" live -b ftrace --ingest "$ingest" -I 1
+           -- "$work/gate.sh" "$ready") ;;
     *) die "unknown tool $tool" ;;
   esac
 }
@@ -213,7 +249,7 @@ perf_counts() {
 # tool does not report it). Reads the tool's own output only.
 tool_counts() {
   local tool=$1 out=$2 err=$3
-  ev=0; lost=""
+  ev=0; lost=""; late=""
   case $tool in
     none) ev=0 ;;
     perf|perf-B) read -r ev lost < <(perf_counts "$out") ;;
@@ -222,8 +258,13 @@ tool_counts() {
       lost=$(trace-cmd report --stat -i "$out" 2>/dev/null |
              awk -F: '/^(overrun|commit overrun|dropped events):/ {s += $2} END {print s + 0}')
       ;;
-    bpftrace)
+    bpftrace|bpftrace-biolatency)
       ev=$(sed -n 's/^@n: \([0-9]*\)$/\1/p' "$err" | tail -1) ;;
+    iotrace-live|iotrace-live-read)
+      # "iotrace live: ftrace backend, mmap, 5.2 s, N events paired, L lost, T late; ..."
+      read -r ev lost late < <(sed -n \
+        's/^iotrace live: .*, \([0-9]*\) events paired, \([0-9]*\) lost, \([0-9]*\) late;.*/\1 \2 \3/p' \
+        "$err" | tail -1) || true ;;
     iotrace-perf|iotrace-ftrace|iotrace)
       # summary table: "  total  recorded  kernel-count  ring-lost  dropped-silent"
       read -r ev lost < <(awk '$1 == "total" {print $2, $4 + $5}' "$err" | tail -1) || true ;;
@@ -261,7 +302,7 @@ record_run() {  # record_run REP TOOL
   cpu1=$(python3 "$repo/bench/e2e_cpu.py" $$)
   rm_instance
   if [ ! -s "$work/fio.json" ]; then na_record "$rep" "$tool" "fio failed"; return; fi
-  local ios iops ev lost size=""
+  local ios iops ev lost late size=""
   ios=$(fio_field "$work/fio.json" total_ios)
   iops=$(fio_field "$work/fio.json" iops)
   tool_counts "$tool" "$out" "$err"
@@ -281,8 +322,8 @@ record_run() {  # record_run REP TOOL
   window=$(calc "$t1 - $t0")
   csv_row record "$rep" "$run_seq" "$tool" ok "" ios="$ios" iops="$iops" events="$ev" lost="$lost" \
     file_bytes="$size" window_s="$window" busy_s="$busy" foreign_s="$foreign" \
-    own_cpu_s="$own" vcsw="$w" ivcsw="$c" rss_kb="$m"
-  log "  $tool: $(printf '%.0f' "$iops") IOPS, $ev events, lost ${lost:-n/a}, ${window}s, machine busy ${busy}s (others ${foreign}s), own CPU ${own}s"
+    own_cpu_s="$own" vcsw="$w" ivcsw="$c" rss_kb="$m" late="$late"
+  log "  $tool: $(printf '%.0f' "$iops") IOPS, $ev events, lost ${lost:-n/a}${late:+, late $late}, ${window}s, machine busy ${busy}s (others ${foreign}s), own CPU ${own}s"
   if [ "$tool" = iotrace ]; then log "    $(grep -o 'recording with the [a-z]* backend ([^)]*)' "$err" | head -1)"; fi
   rm -f "$out"
 }
@@ -313,128 +354,137 @@ for rep in $(seq 1 "$reps"); do
 done
 
 # ------------------------------------------------------------------- report phase
-# One recording of >= BENCH_REPORT_EVENTS events taken by perf record -B and trace-cmd at the
-# same time (the same I/Os in both files), then every reader on them from page cache.
-log "report phase: recording >= $report_events events with perf record -B and trace-cmd"
-pd=$work/report.perf.data
-td=$work/report.trace.dat
-ios_wanted=$(( report_events / 3 + report_events / 50 + 1000 ))
-ev_args=(); for e in "${events[@]}"; do ev_args+=(-e "$e"); done
-big_ok=1
-perf record -B "${ev_args[@]}" -a -o "$pd" -- "$work/gate.sh" "$work/ready.p" \
-  >"$work/big.perf.err" 2>&1 &
-running=($!)
-# --file-version 6: every reader walks the same uncompressed bytes (trace-cmd 3.1.6 writes
-# zstd-compressed v7 by default, which iotrace first inflates into a temporary file).
-trace-cmd record -d --no-filter -B "$tc_instance" --file-version 6 "${ev_args[@]}" -o "$td" \
-  "$work/gate.sh" "$work/ready.t" >"$work/big.tc.err" 2>&1 &
-running+=($!)
-for _ in $(seq 600); do
-  if [ -s "$work/ready.p" ] && [ -s "$work/ready.t" ]; then break; fi
-  sleep 0.1
-done
-if [ -s "$work/ready.p" ] && [ -s "$work/ready.t" ]; then
-  fio_job "$work/fio.big.json" --io_size=$(( ios_wanted * 4096 )) || big_ok=0
-else
-  big_ok=0
-fi
-for f in "$work/ready.p" "$work/ready.t"; do
-  if [ -s "$f" ]; then kill -TERM "$(cat "$f")" 2>/dev/null || true; fi
-  rm -f "$f"
-done
-for pid in "${running[@]}"; do stop_tracer "$pid"; done
-running=()
-rm_instance
-if [ "$big_ok" != 1 ]; then
-  die "the report-phase recording failed: $(tail -3 "$work/big.perf.err" "$work/big.tc.err")"
-fi
-
-# Events in each file, by the tools that wrote them; the btt input is made from trace.dat.
-read -r pd_events _ < <(perf_counts "$pd")
-log "converting trace.dat to blktrace format for btt (not timed)"
-td_events=0
-if command -v btt >/dev/null; then
-  trace-cmd report -t -i "$td" 2>/dev/null |
-    python3 "$repo/bench/blktrace_from_text.py" "$work/report.blktrace" 2>"$work/convert.err" || true
-  td_events=$(sed -n 's/^blktrace_from_text: \([0-9]*\) events.*/\1/p' "$work/convert.err")
-else
-  td_events=$(trace-cmd report -i "$td" 2>/dev/null | grep -c ' block_rq_' || true)
-fi
-log "perf.data: $pd_events events, $(stat -c %s "$pd") bytes; trace.dat: $td_events events, $(stat -c %s "$td") bytes"
-
-report_run() {  # report_run REP TOOL EVENTS FILE command...
-  local rep=$1 tool=$2 ev=$3 file=$4; shift 4
-  local tim=$work/report.time err=$work/report.err t0 t1 rc=0
-  cat "$file" >/dev/null  # from page cache, always
-  t0=$(now_s)
-  /usr/bin/time -f "%U %S %M" -o "$tim" "$@" >/dev/null 2>"$err" || rc=$?
-  t1=$(now_s)
-  if [ "$rc" -ne 0 ]; then
-    local why
-    why=$(grep -m1 -i 'error' "$err" || tail -1 "$err")
-    log "  $tool: n/a: exit $rc: $why"
-    csv_row report "$rep" "" "$tool" n/a "exit $rc: $why"
-    return
-  fi
-  local u s m
-  read -r u s m < <(tail -1 "$tim")
-  local wall; wall=$(calc "$t1 - $t0")
-  csv_row report "$rep" "" "$tool" ok "" events="$ev" file_bytes="$(stat -c %s "$file")" \
-    wall_s="$wall" user_s="$u" sys_s="$s" rss_kb="$m"
-  log "  $tool: ${wall}s wall, ${m} KiB peak RSS"
-}
-
-# The cross-CPU round trip of one cache line (bench/handoff_benchmark.cc), in ns: on a VM it
-# moves with where the hypervisor runs the vCPUs, and with it whether pairing on a thread of its
-# own pays (`iotrace report --threads auto` decides that as it runs; --threads 1 never does).
-cross_cpu_rt() {
-  "$repo/build/handoff_benchmark" --benchmark_filter=RoundTrip --benchmark_min_time=0.2 \
-    --benchmark_format=csv 2>/dev/null | awk -F, '/BM_CrossCpuRoundTrip/ {printf "%.0f", $3}'
-}
-# How iotrace reads each file by default (two time ranges, or one pass and why): not timed.
-read_plan() {
-  IOTRACE_REPORT_PLAN=1 "$iotrace" report -i "$1" 2>&1 >/dev/null |
-    sed -n 's/^iotrace: read plan: //p' | head -1
-}
-pd_plan=$(read_plan "$pd")
-td_plan=$(read_plan "$td")
-log "iotrace report read plan: perf.data: ${pd_plan:-n/a}; trace.dat: ${td_plan:-n/a}"
-round_trips=()
-for rep in $(seq 1 "$report_reps"); do
-  log "report repetition $rep/$report_reps"
-  rt=$(cross_cpu_rt || true)
-  round_trips+=("${rt:-n/a}")
-  log "  cross-CPU round trip: ${rt:-n/a} ns"
-  report_run "$rep" cat-perfdata "$pd_events" "$pd" cat "$pd"
-  report_run "$rep" perf-script "$pd_events" "$pd" perf script -i "$pd"
-  report_run "$rep" iotrace-report-perfdata "$pd_events" "$pd" "$iotrace" report -i "$pd"
-  report_run "$rep" iotrace-report-perfdata-t1 "$pd_events" "$pd" "$iotrace" report -i "$pd" \
-    --threads 1
-  report_run "$rep" cat-tracedat "$td_events" "$td" cat "$td"
-  report_run "$rep" trace-cmd-report "$td_events" "$td" trace-cmd report -i "$td"
-  report_run "$rep" iotrace-report-tracedat "$td_events" "$td" "$iotrace" report -i "$td"
-  report_run "$rep" iotrace-report-tracedat-t1 "$td_events" "$td" "$iotrace" report -i "$td" \
-    --threads 1
-  if command -v btt >/dev/null && [ -s "$work/report.blktrace" ]; then
-    mkdir -p "$work/btt"
-    # From inside the work dir: btt writes its *_iops_fp.dat / *_mbps_fp.dat to the current one.
-    report_run "$rep" btt "$td_events" "$work/report.blktrace" \
-      env -C "$work/btt" btt -i "$work/report.blktrace" -o "$work/btt/out"
+# (BENCH_REPORT_REPS=0: none, for runs of the recording phase alone.)
+pd_events=0; td_events=0; round_trips=(); pd_plan=""; td_plan=""
+if [ "$report_reps" -gt 0 ]; then
+  # One recording of >= BENCH_REPORT_EVENTS events taken by perf record -B and trace-cmd at the
+  # same time (the same I/Os in both files), then every reader on them from page cache.
+  log "report phase: recording >= $report_events events with perf record -B and trace-cmd"
+  pd=$work/report.perf.data
+  td=$work/report.trace.dat
+  ios_wanted=$(( report_events / 3 + report_events / 50 + 1000 ))
+  ev_args=(); for e in "${events[@]}"; do ev_args+=(-e "$e"); done
+  big_ok=1
+  perf record -B "${ev_args[@]}" -a -o "$pd" -- "$work/gate.sh" "$work/ready.p" \
+    >"$work/big.perf.err" 2>&1 &
+  running=($!)
+  # --file-version 6: every reader walks the same uncompressed bytes (trace-cmd 3.1.6 writes
+  # zstd-compressed v7 by default, which iotrace first inflates into a temporary file).
+  trace-cmd record -d --no-filter -B "$tc_instance" --file-version 6 "${ev_args[@]}" -o "$td" \
+    "$work/gate.sh" "$work/ready.t" >"$work/big.tc.err" 2>&1 &
+  running+=($!)
+  for _ in $(seq 600); do
+    if [ -s "$work/ready.p" ] && [ -s "$work/ready.t" ]; then break; fi
+    sleep 0.1
+  done
+  if [ -s "$work/ready.p" ] && [ -s "$work/ready.t" ]; then
+    fio_job "$work/fio.big.json" --io_size=$(( ios_wanted * 4096 )) || big_ok=0
   else
-    csv_row report "$rep" "" btt n/a "btt is not installed or its input could not be made"
+    big_ok=0
   fi
-done
+  for f in "$work/ready.p" "$work/ready.t"; do
+    if [ -s "$f" ]; then kill -TERM "$(cat "$f")" 2>/dev/null || true; fi
+    rm -f "$f"
+  done
+  for pid in "${running[@]}"; do stop_tracer "$pid"; done
+  running=()
+  rm_instance
+  if [ "$big_ok" != 1 ]; then
+    die "the report-phase recording failed: $(tail -3 "$work/big.perf.err" "$work/big.tc.err")"
+  fi
+
+  # Events in each file, by the tools that wrote them; the btt input is made from trace.dat.
+  read -r pd_events _ < <(perf_counts "$pd")
+  log "converting trace.dat to blktrace format for btt (not timed)"
+  td_events=0
+  if command -v btt >/dev/null; then
+    trace-cmd report -t -i "$td" 2>/dev/null |
+      python3 "$repo/bench/blktrace_from_text.py" "$work/report.blktrace" 2>"$work/convert.err" || true
+    td_events=$(sed -n 's/^blktrace_from_text: \([0-9]*\) events.*/\1/p' "$work/convert.err")
+  else
+    td_events=$(trace-cmd report -i "$td" 2>/dev/null | grep -c ' block_rq_' || true)
+  fi
+  log "perf.data: $pd_events events, $(stat -c %s "$pd") bytes; trace.dat: $td_events events, $(stat -c %s "$td") bytes"
+
+  report_run() {  # report_run REP TOOL EVENTS FILE command...
+    local rep=$1 tool=$2 ev=$3 file=$4; shift 4
+    local tim=$work/report.time err=$work/report.err t0 t1 rc=0
+    cat "$file" >/dev/null  # from page cache, always
+    t0=$(now_s)
+    /usr/bin/time -f "%U %S %M" -o "$tim" "$@" >/dev/null 2>"$err" || rc=$?
+    t1=$(now_s)
+    if [ "$rc" -ne 0 ]; then
+      local why
+      why=$(grep -m1 -i 'error' "$err" || tail -1 "$err")
+      log "  $tool: n/a: exit $rc: $why"
+      csv_row report "$rep" "" "$tool" n/a "exit $rc: $why"
+      return
+    fi
+    local u s m
+    read -r u s m < <(tail -1 "$tim")
+    local wall; wall=$(calc "$t1 - $t0")
+    csv_row report "$rep" "" "$tool" ok "" events="$ev" file_bytes="$(stat -c %s "$file")" \
+      wall_s="$wall" user_s="$u" sys_s="$s" rss_kb="$m"
+    log "  $tool: ${wall}s wall, ${m} KiB peak RSS"
+  }
+
+  # The cross-CPU round trip of one cache line (bench/handoff_benchmark.cc), in ns: on a VM it
+  # moves with where the hypervisor runs the vCPUs, and with it whether pairing on a thread of its
+  # own pays (`iotrace report --threads auto` decides that as it runs; --threads 1 never does).
+  cross_cpu_rt() {
+    "$repo/build/handoff_benchmark" --benchmark_filter=RoundTrip --benchmark_min_time=0.2 \
+      --benchmark_format=csv 2>/dev/null | awk -F, '/BM_CrossCpuRoundTrip/ {printf "%.0f", $3}'
+  }
+  # How iotrace reads each file by default (two time ranges, or one pass and why): not timed.
+  read_plan() {
+    IOTRACE_REPORT_PLAN=1 "$iotrace" report -i "$1" 2>&1 >/dev/null |
+      sed -n 's/^iotrace: read plan: //p' | head -1
+  }
+  pd_plan=$(read_plan "$pd")
+  td_plan=$(read_plan "$td")
+  log "iotrace report read plan: perf.data: ${pd_plan:-n/a}; trace.dat: ${td_plan:-n/a}"
+  round_trips=()
+  for rep in $(seq 1 "$report_reps"); do
+    log "report repetition $rep/$report_reps"
+    rt=$(cross_cpu_rt || true)
+    round_trips+=("${rt:-n/a}")
+    log "  cross-CPU round trip: ${rt:-n/a} ns"
+    report_run "$rep" cat-perfdata "$pd_events" "$pd" cat "$pd"
+    report_run "$rep" perf-script "$pd_events" "$pd" perf script -i "$pd"
+    report_run "$rep" iotrace-report-perfdata "$pd_events" "$pd" "$iotrace" report -i "$pd"
+    report_run "$rep" iotrace-report-perfdata-t1 "$pd_events" "$pd" "$iotrace" report -i "$pd" \
+      --threads 1
+    report_run "$rep" cat-tracedat "$td_events" "$td" cat "$td"
+    report_run "$rep" trace-cmd-report "$td_events" "$td" trace-cmd report -i "$td"
+    report_run "$rep" iotrace-report-tracedat "$td_events" "$td" "$iotrace" report -i "$td"
+    report_run "$rep" iotrace-report-tracedat-t1 "$td_events" "$td" "$iotrace" report -i "$td" \
+      --threads 1
+    if command -v btt >/dev/null && [ -s "$work/report.blktrace" ]; then
+      mkdir -p "$work/btt"
+      # From inside the work dir: btt writes its *_iops_fp.dat / *_mbps_fp.dat to the current one.
+      report_run "$rep" btt "$td_events" "$work/report.blktrace" \
+        env -C "$work/btt" btt -i "$work/report.blktrace" -o "$work/btt/out"
+    else
+      csv_row report "$rep" "" btt n/a "btt is not installed or its input could not be made"
+    fi
+  done
+fi
 
 # ------------------------------------------------------------------------- table
+if [ "$report_reps" -gt 0 ]; then
+  report_desc="report phase on $pd_events events (perf.data) / $td_events events (trace.dat), \
+$report_reps repetitions; cross-CPU round trip before each report repetition: ${round_trips[*]} \
+ns; iotrace report read plan: perf.data ${pd_plan:-n/a}, trace.dat ${td_plan:-n/a}."
+else
+  report_desc="no report phase (BENCH_REPORT_REPS=0)."
+fi
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 header="Machine: $(nproc) CPUs ($cpu_model), kernel $(uname -r); $(fio --version), \
 $(perf --version 2>/dev/null), trace-cmd $(trace-cmd --version 2>/dev/null | awk 'NF {print $3; exit}'), \
 $(bpftrace --version 2>/dev/null || echo 'no bpftrace'), iotrace $(git -C "$repo" rev-parse --short HEAD). \
 fio 4k randread iodepth 16 libaio direct on a loop device (mq-deadline), pinned to CPU 0, \
-${seconds}s per run, $reps repetitions interleaved, a no-tracer run before and after each tracer run; report phase on $pd_events events \
-(perf.data) / $td_events events (trace.dat), $report_reps repetitions; cross-CPU round trip \
-before each report repetition: ${round_trips[*]} ns; iotrace report read plan: perf.data \
-${pd_plan:-n/a}, trace.dat ${td_plan:-n/a}. $(date -u '+%Y-%m-%d %H:%M UTC')."
+${seconds}s per run, $reps repetitions interleaved, a no-tracer run before and after each tracer run; $report_desc \
+$(date -u '+%Y-%m-%d %H:%M UTC')."
 python3 "$repo/bench/e2e_table.py" "$raw" --header "$header" >"$table"
 cat "$table"
 log "table: $table; raw numbers: $raw"

@@ -138,6 +138,57 @@ class Verdicts(unittest.TestCase):
         self.assertEqual(verdict_row(text, "ftrace")[3], "met")
 
 
+def live_repetitions(n, live_ns, record_ns, biolatency_ns):
+    """n repetitions of none, X, none for iotrace live, iotrace record ftrace (3 events per I/O)
+    and bpftrace's biolatency (it counts 2 events per I/O: issue and complete), each adding
+    the given ns per event of its own count."""
+    rows, seq = [], 0
+    for rep in range(1, n + 1):
+        seq += 1
+        rows.append(run(rep, seq, "none", 18.0))
+        for tool, added, per_io in (("iotrace-live", live_ns, 3),
+                                    ("iotrace-ftrace", record_ns, 3),
+                                    ("bpftrace-biolatency", biolatency_ns, 2)):
+            seq += 1
+            rows.append(run(rep, seq, tool, 18.0 + per_io * added / 1000,
+                            events=per_io * 100000, own=0.01))
+            seq += 1
+            rows.append(run(rep, seq, "none", 18.0))
+    return rows
+
+
+def live_row(text, peer):
+    for line in text.splitlines():
+        if line.startswith("| iotrace live (mmap): added CPU/") and f"/ {peer}'s" in line:
+            return [c.strip() for c in line.strip("|").split("|")]
+    raise AssertionError(f"no live target row against {peer}")
+
+
+class LiveTargets(unittest.TestCase):
+    def test_against_record_the_target_is_1_2x(self):
+        text = table(write_csv(live_repetitions(6, 330, 300, 1000)))
+        row = live_row(text, "iotrace record ftrace")
+        self.assertEqual(row[1], "1.1x")
+        self.assertEqual(row[3], "met")
+        self.assertIn("added CPU/event - 1.2 x iotrace record ftrace's", text)
+        row = live_row(table(write_csv(live_repetitions(6, 390, 300, 1000))),
+                       "iotrace record ftrace")
+        self.assertEqual(row[1], "1.3x")
+        self.assertEqual(row[3], "NOT met")
+
+    def test_against_biolatency_per_io(self):
+        # 300 ns x 3 events against 1000 ns x 2 events per I/O: 0.45x per I/O (0.3x per event
+        # of each tool's own count), so not met at 0.4x.
+        row = live_row(table(write_csv(live_repetitions(6, 300, 300, 1000))),
+                       "bpftrace biolatency")
+        self.assertEqual(row[0], "iotrace live (mmap): added CPU/I/O / bpftrace biolatency's")
+        self.assertEqual(row[1], "0.45x")
+        self.assertEqual(row[3], "NOT met")
+        row = live_row(table(write_csv(live_repetitions(6, 200, 300, 1000))),
+                       "bpftrace biolatency")
+        self.assertEqual(row[3], "met")
+
+
 def tearDownModule():
     for path in TEMP_FILES:
         os.unlink(path)
