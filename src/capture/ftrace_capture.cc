@@ -149,20 +149,28 @@ absl::Status FtraceCapture::Start() {
 
 absl::Status FtraceCapture::Pause() { return instance_->SetTracingOn(false); }
 
-absl::StatusOr<bool> FtraceCapture::Wait(int timeout_ms) {
+absl::StatusOr<bool> WaitForFtraceData(const std::vector<int>& watched,
+                                       const std::vector<int>& cpu_fds, int timeout_ms) {
   std::vector<pollfd> fds;
-  fds.reserve(cpu_state_.size() + watched_.size());
-  for (int w : watched_) fds.push_back({w, POLLIN, 0});
-  for (const Cpu& c : cpu_state_) fds.push_back({c.raw.get(), POLLIN, 0});
+  fds.reserve(cpu_fds.size() + watched.size());
+  for (int w : watched) fds.push_back({w, POLLIN, 0});
+  for (int c : cpu_fds) fds.push_back({c, POLLIN, 0});
   int n = ::poll(fds.data(), fds.size(), timeout_ms);
   if (n < 0) {
     if (errno == EINTR) return false;
     return ErrnoError(errno, "poll", "trace_pipe_raw");
   }
-  for (size_t i = 0; i < watched_.size(); ++i) {
+  for (size_t i = 0; i < watched.size(); ++i) {
     if (fds[i].revents & POLLIN) return true;
   }
   return false;
+}
+
+absl::StatusOr<bool> FtraceCapture::Wait(int timeout_ms) {
+  std::vector<int> raw;
+  raw.reserve(cpu_state_.size());
+  for (const Cpu& c : cpu_state_) raw.push_back(c.raw.get());
+  return WaitForFtraceData(watched_, raw, timeout_ms);
 }
 
 void FtraceCapture::SwitchToDiscard(const absl::Status& why) {
@@ -311,6 +319,11 @@ absl::Status FtraceCapture::Stop() {
     if (status.ok()) status = s;
   }
   return status;
+}
+
+uint64_t FtraceCapture::StoredBytes(size_t index) const {
+  const off_t end = ::lseek(cpu_state_[index].out, 0, SEEK_CUR);
+  return end < 0 ? 0 : static_cast<uint64_t>(end);
 }
 
 uint64_t FtraceCapture::bytes_moved() const {

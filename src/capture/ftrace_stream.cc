@@ -1,7 +1,6 @@
 #include "iotrace/capture/ftrace_stream.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -127,19 +126,10 @@ absl::Status FtraceStream::Start() { return instance_->SetTracingOn(true); }
 absl::Status FtraceStream::Pause() { return instance_->SetTracingOn(false); }
 
 absl::StatusOr<bool> FtraceStream::Wait(int timeout_ms) {
-  std::vector<pollfd> fds;
-  fds.reserve(cpu_state_.size() + watched_.size());
-  for (int w : watched_) fds.push_back({w, POLLIN, 0});
-  for (const Cpu& c : cpu_state_) fds.push_back({c.raw.get(), POLLIN, 0});
-  int n = ::poll(fds.data(), fds.size(), timeout_ms);
-  if (n < 0) {
-    if (errno == EINTR) return false;
-    return ErrnoError(errno, "poll", "trace_pipe_raw");
-  }
-  for (size_t i = 0; i < watched_.size(); ++i) {
-    if (fds[i].revents & POLLIN) return true;
-  }
-  return false;
+  std::vector<int> raw;
+  raw.reserve(cpu_state_.size());
+  for (const Cpu& c : cpu_state_) raw.push_back(c.raw.get());
+  return WaitForFtraceData(watched_, raw, timeout_ms);
 }
 
 ByteView FtraceStream::ReaderPage(const Cpu& c) const {

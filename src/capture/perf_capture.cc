@@ -1,11 +1,13 @@
 #include "iotrace/capture/perf_capture.h"
 
+#include <dirent.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/numbers.h"
@@ -214,14 +216,22 @@ absl::Status PerfCapture::DrainAll(
     const int cpu = cpus_[c];
     IOTRACE_RETURN_IF_ERROR(rings_[c]->Drain(
         [&](ByteView a, ByteView b) { return sink(cpu, a, b); }, &ring_counts_[c]));
-    const size_t ncpu = cpus_.size();
-    for (size_t e = 0; e < events_.size(); ++e) {
-      counts_[e * ncpu + c].samples = ring_counts_[c].samples.size() > e
-                                          ? ring_counts_[c].samples[e]
-                                          : 0;
-    }
+    CountSamples(c);
   }
   return absl::OkStatus();
+}
+
+void PerfCapture::CountSamples(size_t c) {
+  const size_t ncpu = cpus_.size();
+  for (size_t e = 0; e < events_.size(); ++e) {
+    counts_[e * ncpu + c].samples = ring_counts_[c].samples.size() > e
+                                        ? ring_counts_[c].samples[e]
+                                        : 0;
+  }
+}
+
+void PerfCapture::CountReadSamples() {
+  for (size_t c = 0; c < rings_.size(); ++c) CountSamples(c);
 }
 
 absl::Status PerfCapture::ReadCounts() {
@@ -249,6 +259,43 @@ uint64_t PerfCapture::bad_headers() const {
   uint64_t total = 0;
   for (const RingCounts& rc : ring_counts_) total += rc.bad_headers;
   return total;
+}
+
+std::vector<PerfEventSpec> PerfEventSpecs(const PerfCapture& capture) {
+  std::vector<PerfEventSpec> specs;
+  for (const CapturedEvent& ce : capture.events()) {
+    PerfEventSpec spec;
+    spec.attr = ce.attr;
+    spec.name = ce.name;
+    spec.ids = ce.ids;
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+absl::Status WriteExistingComms(PerfDataWriter* writer, const CapturedEvent& first_event,
+                                int first_cpu) {
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return absl::OkStatus();
+  while (dirent* e = readdir(proc)) {
+    int pid = atoi(e->d_name);
+    if (pid <= 0) continue;
+    auto comm = ReadFileToString(absl::StrFormat("/proc/%d/comm", pid));
+    if (!comm.ok()) continue;
+    std::string name = *comm;
+    while (!name.empty() && name.back() == '\n') name.pop_back();
+    perf::SampleId id;
+    id.pid = id.tid = static_cast<uint32_t>(pid);
+    id.id = first_event.ids[0];
+    id.cpu = static_cast<uint32_t>(first_cpu);
+    absl::Status s = writer->AppendComm(pid, pid, name, id);
+    if (!s.ok()) {
+      closedir(proc);
+      return s;
+    }
+  }
+  closedir(proc);
+  return absl::OkStatus();
 }
 
 }  // namespace iotrace

@@ -9,7 +9,9 @@ PerfRing::PerfRing(void* base, size_t page_size, size_t data_size, std::vector<u
     : meta_(static_cast<perf_event_mmap_page*>(base)),
       data_(static_cast<uint8_t*>(base) + page_size),
       data_size_(data_size),
-      ids_(std::move(ids)) {
+      ids_(std::move(ids)),
+      read_(meta_->data_tail),
+      head_(read_) {
   scratch_.samples.assign(ids_.size(), 0);
 }
 
@@ -99,6 +101,77 @@ absl::Status PerfRing::Drain(absl::FunctionRef<absl::Status(ByteView, ByteView)>
   // Release: the kernel may overwrite the space only after our reads are done.
   __atomic_store_n(&meta_->data_tail, head, __ATOMIC_RELEASE);
   return absl::OkStatus();
+}
+
+bool PerfRing::ReadRecord(ByteView* record, RingCounts* counts) {
+  if (read_ == head_) {
+    // Acquire, as in Drain: the record bytes are read after data_head.
+    head_ = Head();
+    if (read_ == head_) return false;
+  }
+  const uint64_t avail = head_ - read_;
+  const size_t mask = data_size_ - 1;
+  const size_t off = read_ & mask;
+  const size_t to_end = data_size_ - off;
+  // The kernel keeps records 8-aligned, so a header straddles the end only when the positions
+  // it started from were not (a data_tail left so by someone else): gathered then.
+  perf_event_header h;
+  if (to_end >= sizeof(h)) {
+    std::memcpy(&h, data_ + off, sizeof(h));
+  } else {
+    std::memcpy(&h, data_ + off, to_end);
+    std::memcpy(reinterpret_cast<uint8_t*>(&h) + to_end, data_, sizeof(h) - to_end);
+  }
+  if (avail < sizeof(h) || h.size < sizeof(h) || (h.size & 7) != 0 || h.size > avail) {
+    // The kernel only publishes whole records: the ring is corrupt. Nothing after this point
+    // can be framed; skip what is readable so that the kernel can go on.
+    ++counts->bad_headers;
+    counts->bytes += avail;
+    read_ = head_;
+    return false;
+  }
+  if (h.size <= to_end) {
+    *record = ByteView(data_ + off, h.size);
+  } else {
+    wrapped_.resize(h.size);
+    std::memcpy(wrapped_.data(), data_ + off, to_end);
+    std::memcpy(wrapped_.data() + to_end, data_, h.size - to_end);
+    *record = ByteView(wrapped_.data(), h.size);
+  }
+  read_ += h.size;
+  ++counts->records;
+  counts->bytes += h.size;
+  if (counts->samples.size() < ids_.size()) counts->samples.resize(ids_.size());
+  if (h.type == PERF_RECORD_SAMPLE && h.size >= 16) {
+    uint64_t id;
+    std::memcpy(&id, record->data + 8, 8);
+    size_t i = 0;
+    while (i < ids_.size() && ids_[i] != id) ++i;
+    if (i < ids_.size()) {
+      ++counts->samples[i];
+    } else {
+      ++counts->other_samples;
+    }
+  } else if (h.type == PERF_RECORD_LOST && h.size >= 24) {
+    uint64_t lost;
+    std::memcpy(&lost, record->data + 16, 8);
+    ++counts->lost_records;
+    counts->lost_events += lost;
+  }
+  return true;
+}
+
+void PerfRing::Release(uint64_t position) {
+  // Release: the kernel may overwrite the space only after our reads of it are done.
+  __atomic_store_n(&meta_->data_tail, position, __ATOMIC_RELEASE);
+}
+
+void PerfRing::View(uint64_t from, uint64_t to, ByteView* first, ByteView* second) const {
+  const size_t start = from & (data_size_ - 1);
+  const uint64_t len = to - from;
+  const size_t first_len = len <= data_size_ - start ? len : data_size_ - start;
+  *first = ByteView(data_ + start, first_len);
+  *second = ByteView(data_, len - first_len);
 }
 
 }  // namespace iotrace

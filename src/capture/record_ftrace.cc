@@ -1,6 +1,11 @@
 #include "record_backends.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 #include <memory>
 #include <optional>
 
@@ -16,7 +21,9 @@ namespace {
 
 class FtraceRun : public RunningCapture {
  public:
-  explicit FtraceRun(FtraceCapture& cap) : cap_(cap) {}
+  FtraceRun(FtraceCapture& cap, RecordTap* tap) : cap_(cap), tap_(tap) {
+    fed_.assign(cap.cpus().size(), 0);
+  }
   absl::Status WatchFd(int fd) override {
     cap_.WatchFd(fd);
     return absl::OkStatus();
@@ -30,6 +37,7 @@ class FtraceRun : public RunningCapture {
   absl::Status Drain(bool check) override {
     IOTRACE_ASSIGN_OR_RETURN(uint64_t moved, cap_.DrainOnce());
     (void)moved;
+    if (tap_ != nullptr) Feed();
     if (check) {
       lost_ = 0;
       for (size_t i = 0; i < cap_.cpus().size(); ++i) {
@@ -44,13 +52,36 @@ class FtraceRun : public RunningCapture {
     p.events_known = false;
     p.bytes = cap_.bytes_moved();
     p.ring_lost = lost_;
+    if (tap_ != nullptr) p.latency = tap_->Progress(MonotonicNs());
     return p;
   }
   bool disk_full() const override { return cap_.disk_full(); }
   void Abandon() override { (void)cap_.Finish(); }
 
  private:
+  // Hands the tap what each CPU stored since the last drain, read back from the output.
+  void Feed() {
+    const uint32_t page = cap_.layout().page_size;
+    for (size_t i = 0; i < fed_.size(); ++i) {
+      const uint64_t stored = cap_.StoredBytes(i) / page * page;
+      while (fed_[i] < stored) {
+        const size_t want = static_cast<size_t>(std::min<uint64_t>(stored - fed_[i], kFeedBytes));
+        buf_.resize(kFeedBytes);
+        const ssize_t n = ::pread(cap_.StoredFd(i), buf_.data(), want, static_cast<off_t>(fed_[i]));
+        if (n <= 0) break;
+        const size_t whole = static_cast<size_t>(n) / page * page;
+        if (whole == 0) break;
+        tap_->OnPages(i, ByteView(buf_.data(), whole));
+        fed_[i] += whole;
+      }
+    }
+  }
+  static constexpr size_t kFeedBytes = 256 << 10;
+
   FtraceCapture& cap_;
+  RecordTap* tap_;
+  std::vector<uint64_t> fed_;
+  std::string buf_;
   uint64_t lost_ = 0;
 };
 
@@ -72,7 +103,16 @@ absl::StatusOr<int> RecordWithFtrace(const RecordOptions& opt, const std::string
     child.emplace(std::move(c));
   }
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<FtraceCapture> cap, FtraceCapture::Create(fopt));
-  FtraceRun run(*cap);
+  RecordTap* tap = opt.tap;
+  if (tap != nullptr) {
+    absl::Status began = tap->Begin(cap->events(), cap->layout(), cap->cpus());
+    if (!began.ok()) {
+      std::fprintf(stderr, "iotrace: warning: no latency on the progress line: %s\n",
+                   std::string(began.message()).c_str());
+      tap = nullptr;
+    }
+  }
+  FtraceRun run(*cap, tap);
   IOTRACE_ASSIGN_OR_RETURN(
       const uint64_t start_ns,
       StartRecording(opt, run, signals, child ? &*child : nullptr, control, *summary));

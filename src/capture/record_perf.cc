@@ -1,6 +1,5 @@
 #include "record_backends.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,33 +21,6 @@
 
 namespace iotrace {
 namespace {
-
-// Process names for every running process, so that perf script and iotrace report can name
-// the pids seen in samples (exec'd later ones come from the kernel's COMM records).
-absl::Status WriteExistingComms(PerfDataWriter* writer, const CapturedEvent& first_event,
-                                int first_cpu) {
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return absl::OkStatus();
-  while (dirent* e = readdir(proc)) {
-    int pid = atoi(e->d_name);
-    if (pid <= 0) continue;
-    auto comm = ReadFileToString(absl::StrFormat("/proc/%d/comm", pid));
-    if (!comm.ok()) continue;
-    std::string name = *comm;
-    while (!name.empty() && name.back() == '\n') name.pop_back();
-    perf::SampleId id;
-    id.pid = id.tid = static_cast<uint32_t>(pid);
-    id.id = first_event.ids[0];
-    id.cpu = static_cast<uint32_t>(first_cpu);
-    absl::Status s = writer->AppendComm(pid, pid, name, id);
-    if (!s.ok()) {
-      closedir(proc);
-      return s;
-    }
-  }
-  closedir(proc);
-  return absl::OkStatus();
-}
 
 uint64_t FileSize(const std::string& path) {
   struct stat st;
@@ -176,14 +148,7 @@ absl::StatusOr<int> RecordWithPerf(const RecordOptions& opt, const std::string& 
     IOTRACE_ASSIGN_OR_RETURN(GatedChild c, GatedChild::Start(opt.command, opt.output == "-"));
     child.emplace(std::move(c));
   }
-  std::vector<PerfEventSpec> specs;
-  for (const CapturedEvent& ce : cap->events()) {
-    PerfEventSpec spec;
-    spec.attr = ce.attr;
-    spec.name = ce.name;
-    spec.ids = ce.ids;
-    specs.push_back(std::move(spec));
-  }
+  std::vector<PerfEventSpec> specs = PerfEventSpecs(*cap);
   HostInfo host = ThisMachine(opt.argv);
   host.nr_cpus_online = static_cast<uint32_t>(cap->cpus().size());
   PerfWriterOptions wopt;

@@ -1,5 +1,8 @@
 #include "record_progress.h"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 
@@ -18,11 +21,17 @@ void ProgressLine::Update(double seconds, const CaptureProgress& p) {
   last_s_ = seconds;
   last_events_ = p.events;
   last_bytes_ = p.bytes;
-  std::fprintf(stderr, "\r\033[K[%6.1fs] %s  %9s written  lost %llu (ring %llu, silent %llu)",
-               seconds, rate.c_str(), HumanBytes(p.bytes).c_str(),
-               static_cast<unsigned long long>(p.ring_lost + p.silent),
-               static_cast<unsigned long long>(p.ring_lost),
-               static_cast<unsigned long long>(p.silent));
+  std::string line = absl::StrFormat(
+      "[%6.1fs] %s  %9s written  lost %llu (ring %llu, silent %llu)%s%s", seconds, rate,
+      HumanBytes(p.bytes), static_cast<unsigned long long>(p.ring_lost + p.silent),
+      static_cast<unsigned long long>(p.ring_lost), static_cast<unsigned long long>(p.silent),
+      p.latency.empty() ? "" : "  ", p.latency);
+  // A line longer than the terminal would wrap, and \r would then rewrite only its last row.
+  winsize ws{};
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 && line.size() >= ws.ws_col) {
+    line.resize(ws.ws_col - 1);
+  }
+  std::fprintf(stderr, "\r\033[K%s", line.c_str());
   shown_ = true;
 }
 

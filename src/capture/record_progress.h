@@ -4,6 +4,7 @@
 #define IOTRACE_CAPTURE_RECORD_PROGRESS_H_
 
 #include <cstdint>
+#include <string>
 
 namespace iotrace {
 
@@ -14,6 +15,7 @@ struct CaptureProgress {
   uint64_t bytes = 0;        // bytes written to the output
   uint64_t ring_lost = 0;    // reported lost so far
   uint64_t silent = 0;       // silently dropped so far (perf)
+  std::string latency;       // RecordTap::Progress: device time per disk ("" for none)
 };
 
 class ProgressLine {

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "iotrace/capture/record.h"
+#include "iotrace/cli/flags.h"
 
 namespace iotrace {
 
@@ -19,6 +21,14 @@ inline constexpr int kExitUsage = 2;
 // Returns kExitUsage for a usage error (IsUsageError: the status says so wherever it was made,
 // base/status.h), else kExitRuntime.
 int ReportError(const absl::Status& status);
+
+// The flags `record` and `live` share, each with the same name, text and checks (capture_flags.cc):
+// --dev (repeatable, filtered in the kernel), -b/--backend, -m/--mmap-pages and --buffer-kb,
+// --tracefs.
+void AddDevFlag(FlagParser& flags, std::vector<std::string>* devs);
+void AddBackendFlag(FlagParser& flags, Backend* backend);
+void AddBufferFlags(FlagParser& flags, uint32_t* mmap_pages, uint32_t* buffer_kb);
+void AddTracefsFlag(FlagParser& flags, std::string* tracefs_dir);
 
 }  // namespace iotrace
 

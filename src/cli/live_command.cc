@@ -41,6 +41,8 @@ class IntervalPrinter : public IntervalSink {
   }
 
   void OnInterval(const LiveInterval& iv, const LiveRunSummary& s) override {
+    header_.backend = s.backend;
+    header_.ingest = s.ingest;
     header_.elapsed_s = s.seconds;
     header_.total_events = s.events;
     header_.total_lost = s.lost;
@@ -109,12 +111,7 @@ int LiveCommand(const std::vector<std::string>& args) {
   std::string report_path;
   bool help = false;
   FlagParser flags;
-  flags.Add("dev", 0, true, "DEV",
-            "only this disk (MAJ:MIN or /dev/NAME; repeatable), filtered in the kernel",
-            [&](const std::string& v) {
-              opt.devs.push_back(v);
-              return absl::OkStatus();
-            });
+  AddDevFlag(flags, &opt.devs);
   flags.Add("interval", 'I', true, "SECONDS", "length of an interval (default 1)",
             [&](const std::string& v) { return ParseSecondsFlag("--interval", v, &opt.interval_s); });
   flags.Add("count", 'c', true, "N", "stop after N intervals",
@@ -178,18 +175,7 @@ int LiveCommand(const std::vector<std::string>& args) {
               report_path = v;
               return absl::OkStatus();
             });
-  flags.Add("backend", 'b', true, "auto|perf|ftrace",
-            "capture backend (default auto: ftrace wherever it records, else perf)",
-            [&](const std::string& v) {
-              if (v == "auto") opt.backend = Backend::kAuto;
-              else if (v == "perf") opt.backend = Backend::kPerf;
-              else if (v == "ftrace") opt.backend = Backend::kFtrace;
-              else
-                return WithHint(absl::InvalidArgumentError(
-                                    absl::StrFormat("--backend: unknown backend '%s'", v)),
-                                "use auto, perf or ftrace");
-              return absl::OkStatus();
-            });
+  AddBackendFlag(flags, &opt.backend);
   flags.Add("ingest", 0, true, "auto|mmap|read",
             "ftrace: how the ring buffer is read (default auto: memory-mapped where the kernel "
             "allows it, Linux 6.10+, else read())",
@@ -203,16 +189,8 @@ int LiveCommand(const std::vector<std::string>& args) {
                                 "use auto, mmap or read");
               return absl::OkStatus();
             });
-  flags.Add("buffer-kb", 0, true, "KB", "ftrace buffer per CPU in KiB (default 8192)",
-            [&](const std::string& v) { return ParseUint32Flag("--buffer-kb", v, &opt.buffer_kb); });
-  flags.Add("mmap-pages", 'm', true, "N",
-            "perf ring size per CPU in pages, a power of two (default 1024 = 4 MiB)",
-            [&](const std::string& v) { return ParseUint32Flag("--mmap-pages", v, &opt.mmap_pages); });
-  flags.Add("tracefs", 0, true, "DIR", "tracefs mount point (default: found in /proc/mounts)",
-            [&](const std::string& v) {
-              opt.tracefs_dir = v;
-              return absl::OkStatus();
-            });
+  AddBufferFlags(flags, &opt.mmap_pages, &opt.buffer_kb);
+  AddTracefsFlag(flags, &opt.tracefs_dir);
   flags.Add("help", 'h', false, "", "show this help", [&](const std::string&) {
     help = true;
     return absl::OkStatus();

@@ -1,4 +1,6 @@
 // iotrace record: flags -> RecordOptions -> RunRecord, then the summary table.
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "iotrace/base/status.h"
 #include "iotrace/capture/record.h"
 #include "iotrace/cli/flags.h"
+#include "iotrace/live/record_latency.h"
 
 namespace iotrace {
 
@@ -52,29 +55,9 @@ int RecordCommand(const std::vector<std::string>& args) {
               }
               return absl::OkStatus();
             });
-  flags.Add("dev", 0, true, "DEV",
-            "only this disk (MAJ:MIN or /dev/NAME; repeatable), filtered in the kernel",
-            [&](const std::string& v) {
-              opt.devs.push_back(v);
-              return absl::OkStatus();
-            });
-  flags.Add("backend", 'b', true, "auto|perf|ftrace",
-            "capture backend (default auto: ftrace wherever it records, else perf)",
-            [&](const std::string& v) {
-              if (v == "auto") opt.backend = Backend::kAuto;
-              else if (v == "perf") opt.backend = Backend::kPerf;
-              else if (v == "ftrace") opt.backend = Backend::kFtrace;
-              else
-                return WithHint(absl::InvalidArgumentError(
-                                    absl::StrFormat("--backend: unknown backend '%s'", v)),
-                                "use auto, perf or ftrace");
-              return absl::OkStatus();
-            });
-  flags.Add("mmap-pages", 'm', true, "N",
-            "perf ring size per CPU in pages, a power of two (default 1024 = 4 MiB)",
-            [&](const std::string& v) { return ParseUint32Flag("--mmap-pages", v, &opt.mmap_pages); });
-  flags.Add("buffer-kb", 0, true, "KB", "ftrace buffer per CPU in KiB (default 8192)",
-            [&](const std::string& v) { return ParseUint32Flag("--buffer-kb", v, &opt.buffer_kb); });
+  AddDevFlag(flags, &opt.devs);
+  AddBackendFlag(flags, &opt.backend);
+  AddBufferFlags(flags, &opt.mmap_pages, &opt.buffer_kb);
   flags.Add("delay", 'D', true, "MS",
             "turn the events on this many ms after the start (the command starts at once); -1: "
             "only when --control says enable",
@@ -113,11 +96,15 @@ int RecordCommand(const std::vector<std::string>& args) {
               opt.progress = 0;
               return absl::OkStatus();
             });
-  flags.Add("tracefs", 0, true, "DIR", "tracefs mount point (default: found in /proc/mounts)",
-            [&](const std::string& v) {
-              opt.tracefs_dir = v;
+  bool progress_latency = true;
+  flags.Add("no-progress-latency", 0, false, "",
+            "leave the device time (D2C p50/p99 per disk, ftrace backend) off the progress line: "
+            "it reads back every page stored, which costs CPU",
+            [&](const std::string&) {
+              progress_latency = false;
               return absl::OkStatus();
             });
+  AddTracefsFlag(flags, &opt.tracefs_dir);
   flags.Add("help", 'h', false, "", "show this help", [&](const std::string&) {
     help = true;
     return absl::OkStatus();
@@ -148,6 +135,10 @@ int RecordCommand(const std::vector<std::string>& args) {
   opt.argv = {"iotrace", "record"};
   opt.argv.insert(opt.argv.end(), args.begin(), args.end());
 
+  // The progress line's latency figures, when there is a progress line to show them on.
+  RecordLatency latency;
+  const bool progress_shown = opt.progress < 0 ? isatty(STDERR_FILENO) == 1 : opt.progress > 0;
+  if (progress_shown && progress_latency) opt.tap = &latency;
   RecordSummary summary;
   absl::StatusOr<int> result = RunRecord(opt, &summary);
   if (!summary.events.empty()) std::fputs(FormatRecordSummary(summary).c_str(), stderr);

@@ -9,6 +9,25 @@
 
 namespace iotrace {
 
+uint32_t CommonPidOffset(const std::vector<EventFormat>& formats) {
+  if (formats.empty()) return 4;
+  const FieldInfo* pid = formats.front().FindField("common_pid");
+  return pid != nullptr && pid->size == 4 ? pid->offset : 4;
+}
+
+bool FtraceRecordToEvent(const FtraceRecord& rec, uint32_t cpu, uint32_t pid_offset,
+                         RawEvent* event) {
+  const ByteView p = rec.payload;
+  if (p.size < 8 || p.size < pid_offset + 4) return false;
+  event->ts = rec.ts;
+  event->cpu = cpu;
+  std::memcpy(&event->type, p.data, 2);
+  std::memcpy(&event->pid, p.data + pid_offset, 4);
+  event->tid = event->pid;
+  event->payload = p;
+  return true;
+}
+
 absl::StatusOr<std::unique_ptr<FtraceLiveSource>> FtraceLiveSource::Create(
     FtraceStreamOptions options) {
   std::unique_ptr<FtraceLiveSource> s(new FtraceLiveSource());
@@ -20,10 +39,7 @@ absl::StatusOr<std::unique_ptr<FtraceLiveSource>> FtraceLiveSource::Create(
     Stream& st = s->streams_.emplace_back(s->stream_->layout());
     st.cpu = static_cast<uint32_t>(cpu);
   }
-  if (!s->formats_.empty()) {
-    const FieldInfo* pid = s->formats_.front().FindField("common_pid");
-    if (pid != nullptr && pid->size == 4) s->pid_offset_ = pid->offset;
-  }
+  s->pid_offset_ = CommonPidOffset(s->formats_);
   return s;
 }
 
@@ -38,18 +54,9 @@ absl::StatusOr<bool> FtraceLiveSource::Next(size_t i, RawEvent* event, EventSink
   FtraceRecord rec;
   for (;;) {
     if (s.on_page && s.walker.Next(&rec)) {
-      const ByteView p = rec.payload;
-      if (p.size < 8 || p.size < pid_offset_ + 4) {
-        ++problems_;
-        continue;
-      }
-      event->ts = rec.ts;
-      event->cpu = s.cpu;
-      std::memcpy(&event->type, p.data, 2);
-      std::memcpy(&event->pid, p.data + pid_offset_, 4);
-      event->tid = event->pid;
-      event->payload = p;
-      return true;
+      if (FtraceRecordToEvent(rec, s.cpu, pid_offset_, event)) return true;
+      ++problems_;
+      continue;
     }
     if (s.on_page && s.walker.problem() != FtracePageProblem::kNone) ++problems_;
     ByteView page;

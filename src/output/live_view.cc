@@ -1,5 +1,6 @@
 #include "iotrace/output/live_view.h"
 
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -140,7 +141,10 @@ std::vector<std::string> ProcessPane(const LiveInterval& iv, TimeUnit unit, int 
 std::string FormatLiveScreen(const LiveHeader& header, const LiveInterval& interval, int cols,
                              int rows) {
   if (cols <= 0 || rows <= 0) return "";
-  std::vector<std::string> lines = {HeaderLine(header), CountsLine(header, interval), ""};
+  std::vector<std::string> lines = {HeaderLine(header), CountsLine(header, interval)};
+  // What changed in the interval (a --dev disk that went away), before the table.
+  for (const std::string& n : interval.notes) lines.push_back("note: " + Printable(n));
+  lines.push_back("");
   const std::vector<std::string> table = GroupTable(interval, header.unit, cols);
   const std::vector<std::string> pane = ProcessPane(interval, header.unit, cols);
   const size_t body =
@@ -171,6 +175,8 @@ std::string FormatLiveScreen(const LiveHeader& header, const LiveInterval& inter
   }
   lines.insert(lines.end(), pane.begin(), pane.begin() + pane_n);
   if (lines.size() > static_cast<size_t>(rows)) lines.resize(rows);
+  // A blank line at the bottom separates nothing (and would end the text in a newline).
+  while (!lines.empty() && lines.back().empty()) lines.pop_back();
   std::string out;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (i != 0) out += '\n';
@@ -239,6 +245,11 @@ absl::Status LiveTerminal::WriteAll(std::string_view bytes) {
     const ssize_t n = write(fd_, bytes.data(), bytes.size());
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN) {
+        // Another process may have left the terminal non-blocking: wait until it takes more.
+        struct pollfd pfd = {fd_, POLLOUT, 0};
+        if (poll(&pfd, 1, -1) >= 0 || errno == EINTR) continue;
+      }
       return ErrnoError(errno, "write", "the live view to the terminal");
     }
     bytes.remove_prefix(static_cast<size_t>(n));
@@ -269,7 +280,7 @@ void WriteLiveCsv(const LiveInterval& iv, std::ostream& out) {
 
 void WriteLiveJson(const LiveInterval& iv, const LiveHeader& header, std::ostream& out) {
   out << "{\"type\": \"interval\", \"index\": " << iv.index
-      << ", \"start_s\": " << JsonDouble(iv.start_s) << ", \"length_s\": " << JsonDouble(iv.length_s)
+      << ", \"interval_start_s\": " << JsonDouble(iv.start_s) << ", \"length_s\": " << JsonDouble(iv.length_s)
       << ", \"final\": " << (iv.final ? "true" : "false")
       << ", \"elapsed_s\": " << JsonDouble(header.elapsed_s) << ", \"groups\": [";
   for (size_t i = 0; i < iv.groups.size(); ++i) {
@@ -284,8 +295,8 @@ void WriteLiveJson(const LiveInterval& iv, const LiveHeader& header, std::ostrea
         << ", \"max_ns\": " << s.max_ns << ", \"sum_ns\": " << s.sum_ns << ", \"buckets\": [";
     for (size_t b = 0; b < g.buckets.size(); ++b) {
       const LatencyBucket& bucket = g.buckets[b];
-      out << (b == 0 ? "" : ", ") << "[" << bucket.lo_ns << ", " << bucket.hi_ns << ", "
-          << bucket.count << "]";
+      out << (b == 0 ? "" : ", ") << "{\"lo_ns\": " << bucket.lo_ns << ", \"hi_ns\": "
+          << bucket.hi_ns << ", \"count\": " << bucket.count << "}";
     }
     out << "]}";
   }
@@ -310,7 +321,9 @@ void WriteLiveJson(const LiveInterval& iv, const LiveHeader& header, std::ostrea
   out << "], \"counts\": {\"events\": " << c.events << ", \"lost\": " << c.lost
       << ", \"late\": " << c.late << ", \"unpaired\": " << c.unpaired
       << ", \"expired\": " << c.expired << ", \"inflight\": " << c.inflight
-      << "}, \"run\": {\"events\": " << header.total_events << ", \"lost\": " << header.total_lost
+      << "}, \"notes\": [";
+  for (size_t i = 0; i < iv.notes.size(); ++i) out << (i == 0 ? "" : ", ") << JsonString(iv.notes[i]);
+  out << "], \"run\": {\"events\": " << header.total_events << ", \"lost\": " << header.total_lost
       << ", \"late\": " << header.total_late << ", \"unpaired\": " << header.total_unpaired
       << "}}\n";
 }

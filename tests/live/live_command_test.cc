@@ -67,6 +67,12 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& out, const 
   _exit(127);
 }
 
+// Turns request merging off on `loop` (queue/nomerges 2): two adjacent I/Os of fio would else
+// become one request now and then, and a count of requests would not equal fio's count of I/Os.
+void NoMerges(const ScratchLoop& loop) {
+  std::ofstream("/sys/block/" + loop.name() + "/queue/nomerges") << "2";
+}
+
 std::string Join(const std::vector<std::string>& argv) {
   std::string s;
   for (const std::string& a : argv) s += (s.empty() ? "" : " ") + a;
@@ -113,6 +119,7 @@ class LiveCommandTest : public ::testing::TestWithParam<std::string> {
 TEST_P(LiveCommandTest, MqDeadlineWithFsyncFlushesEqualsTheOfflineReportAndFiosCount) {
   ScratchLoop loop("mq-deadline");
   ASSERT_TRUE(loop.ok()) << loop.error();
+  NoMerges(loop);
   const std::string fio = dir_.File("fio.json");
   ExpectLiveEqualsOffline(
       {"--dev", loop.majmin(), "--", "fio", "--name=t", "--filename=" + loop.device(),
@@ -146,6 +153,7 @@ TEST_P(LiveCommandTest, DevFilteringShowsOnlyThatDiskAndEqualsTheOfflineReport) 
   ScratchLoop a("mq-deadline"), b("mq-deadline");
   ASSERT_TRUE(a.ok()) << a.error();
   ASSERT_TRUE(b.ok()) << b.error();
+  NoMerges(a);
   const std::string fio = dir_.File("fio.json");
   // Both disks busy at once; live watches only the first.
   ExpectLiveEqualsOffline(
@@ -267,6 +275,43 @@ TEST(LiveCommandErrorsTest, TheReadPathGivesTheSameFiguresAsTheMappedOne) {
     EXPECT_NE(r.err.find(std::string("ftrace backend, ") + ingest), std::string::npos) << r.err;
     EXPECT_EQ(GroupCount(dir.File("r.json"), loop.name(), "read", "D2C"), 5000u) << ingest;
   }
+}
+
+}  // namespace
+}  // namespace iotrace::live
+
+namespace iotrace::live {
+namespace {
+
+// record's progress line carries the device time of the busiest disks, from the live engine,
+// unless --no-progress-latency.
+TEST(RecordProgressLatencyLiveTest, TheProgressLineShowsD2CPerDiskAndCanBeTurnedOff) {
+  IOTRACE_REQUIRE_LIVE();
+  IOTRACE_REQUIRE_TOOL("fio");
+  ScratchLoop loop("none");
+  ASSERT_TRUE(loop.ok()) << loop.error();
+  TempDir dir;
+  const std::vector<std::string> fio = {"--", "fio", "--name=t", "--filename=" + loop.device(),
+                                        "--rw=randread", "--bs=4k", "--direct=1", "--iodepth=8",
+                                        "--ioengine=libaio", "--time_based=1", "--runtime=4",
+                                        "--output=/dev/null"};
+  std::vector<std::string> on = {Binary(), "record", "--backend", "ftrace", "--progress",
+                                 "--dev", loop.device(), "-o", dir.File("a.dat")};
+  on.insert(on.end(), fio.begin(), fio.end());
+  CommandResult r = RunCmd(on);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      r.err, m, std::regex("D2C p50/p99 " + loop.name() + " ([0-9.]+)(ns|us|ms|s)/([0-9.]+)")))
+      << r.err;
+  std::vector<std::string> off = {Binary(), "record", "--backend", "ftrace", "--progress",
+                                  "--no-progress-latency", "--dev", loop.device(), "-o",
+                                  dir.File("b.dat")};
+  off.insert(off.end(), fio.begin(), fio.end());
+  r = RunCmd(off);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find(" written "), std::string::npos) << "no progress line:\n" << r.err;
+  EXPECT_EQ(r.err.find("D2C p50/p99"), std::string::npos) << r.err;
 }
 
 }  // namespace

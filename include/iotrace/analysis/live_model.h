@@ -42,7 +42,8 @@ struct LiveIntervalCounts {
   uint64_t events = 0;      // block events paired
   uint64_t lost = 0;        // events the kernel lost (ring overrun, dropped, perf LOST)
   uint64_t late = 0;        // events that arrived behind the watermark (not paired)
-  uint64_t unpaired = 0;    // events and requests that could not be paired (see MatchStats)
+  uint64_t unpaired = 0;    // issues without an insert, completions without an issue, requeues
+                            // of requests never seen issued (MatchStats)
   uint64_t expired = 0;     // requests given up: idle past --expiry, or the table full
   uint64_t inflight = 0;    // requests tracked at the end of the interval
 };

@@ -52,6 +52,12 @@ struct FtraceInstanceSetup {
 };
 absl::StatusOr<FtraceInstanceSetup> SetUpFtraceInstance(FtraceCaptureOptions options);
 
+// Waits up to `timeout_ms` for one of `cpu_fds` (trace_pipe_raw) to pass the instance's
+// buffer_percent or one of `watched` (signalfds, the control channel) to become readable.
+// True when a watched fd is readable. Both ftrace runs wait so.
+absl::StatusOr<bool> WaitForFtraceData(const std::vector<int>& watched,
+                                       const std::vector<int>& cpu_fds, int timeout_ms);
+
 struct FtraceCpuResult {
   int cpu = 0;
   CpuBufferStats stats;        // per_cpu/cpuN/stats after the final flush
@@ -122,6 +128,12 @@ class FtraceCapture {
 
   // Progress while recording.
   uint64_t bytes_moved() const;
+  // What CPU `index` (of cpus()) has in the output so far: whole pages from offset 0 of `fd`
+  // (readable with pread), `bytes` of them. The layout of its pages.
+  int StoredFd(size_t index) const { return cpu_state_[index].out; }
+  uint64_t StoredBytes(size_t index) const;
+  const FtracePageLayout& layout() const { return layout_; }
+  const std::vector<TraceEventInfo>& events() const { return options_.events; }
   bool disk_full() const { return disk_full_; }
   // The instance's live stats for one CPU (index in cpus()).
   absl::StatusOr<CpuBufferStats> ReadCpuStats(size_t index) const;

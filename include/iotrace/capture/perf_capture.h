@@ -18,6 +18,7 @@
 #include "iotrace/base/bytes.h"
 #include "iotrace/base/fd.h"
 #include "iotrace/capture/perf_ring.h"
+#include "iotrace/formats/perf_data_writer.h"
 #include "iotrace/sys/tracefs.h"
 
 namespace iotrace {
@@ -72,6 +73,25 @@ class PerfCapture {
   // Drains every CPU's ring into `sink` (ring bytes, at most two pieces per ring).
   absl::Status DrainAll(absl::FunctionRef<absl::Status(int cpu, ByteView, ByteView)> sink);
 
+  // In-place reading, for the live engine (instead of DrainAll): the next record of the ring
+  // of cpus()[c], see PerfRing::ReadRecord; its header is counted into the ring's books.
+  bool ReadRecord(size_t c, ByteView* record) {
+    return rings_[c]->ReadRecord(record, &ring_counts_[c]);
+  }
+  // Hands the space of ring c's records read so far back to the kernel; the views ReadRecord
+  // gave end here.
+  void Release(size_t c) { rings_[c]->Release(); }
+  // The same up to `position` only, and a view of the bytes not handed back yet (PerfRing's).
+  void Release(size_t c, uint64_t position) { rings_[c]->Release(position); }
+  void View(size_t c, uint64_t from, uint64_t to, ByteView* first, ByteView* second) const {
+    rings_[c]->View(from, to, first, second);
+  }
+  // Brings the books' samples up to the records read in place so far (DrainAll does it itself).
+  void CountReadSamples();
+  // Ring c's read position and the kernel's write position (PerfRing::read_position, Head).
+  uint64_t read_position(size_t c) const { return rings_[c]->read_position(); }
+  uint64_t head(size_t c) const { return rings_[c]->Head(); }
+
   // Reads every fd's count and PERF_FORMAT_LOST into the books.
   absl::Status ReadCounts();
 
@@ -87,6 +107,8 @@ class PerfCapture {
 
  private:
   PerfCapture() = default;
+  // Copies ring c's sample counts into the books.
+  void CountSamples(size_t c);
 
   std::vector<CapturedEvent> events_;
   std::vector<int> cpus_;
@@ -101,6 +123,14 @@ class PerfCapture {
 // The perf_event_attr iotrace records a tracepoint with (see PerfCapture).
 perf_event_attr TracepointAttr(uint32_t tracepoint_id, int clockid, uint32_t wakeup_bytes,
                                bool track_comm);
+
+// The perf.data side of a capture (record, and live with -o): the writer's specs of its events,
+// and the names of every running process as COMM records, so that perf script and iotrace
+// report can name the pids seen in samples (exec'd later ones come from the kernel's COMM
+// records).
+std::vector<PerfEventSpec> PerfEventSpecs(const PerfCapture& capture);
+absl::Status WriteExistingComms(PerfDataWriter* writer, const CapturedEvent& first_event,
+                                int first_cpu);
 
 
 }  // namespace iotrace

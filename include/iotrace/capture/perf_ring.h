@@ -1,6 +1,8 @@
 // One perf_event mmap ring (a metadata page + 2^n data pages), drained without decoding: its
 // readable bytes go to a sink in at most two pieces (split at the wrap), and only the record
-// headers are looked at, to count samples per event id and the kernel's LOST records.
+// headers are looked at, to count samples per event id and the kernel's LOST records. Or read
+// in place, a record at a time (the live engine): records stay where the kernel wrote them
+// until the reader hands their space back.
 #ifndef IOTRACE_CAPTURE_PERF_RING_H_
 #define IOTRACE_CAPTURE_PERF_RING_H_
 
@@ -45,6 +47,27 @@ class PerfRing {
   absl::Status Drain(absl::FunctionRef<absl::Status(ByteView, ByteView)> sink,
                      RingCounts* counts);
 
+  // In-place reading (the live engine), instead of Drain (the two do not mix on one ring).
+  // Takes the next whole record past the read position and counts its header as Drain does.
+  // `record` views the ring where the record lies; a record that wraps around the ring's end is
+  // copied into the ring's own buffer (the only copy). The view stays valid until the next
+  // ReadRecord or Release: the kernel gets the space back only through Release. False when the
+  // kernel has written no record past the read position (or the ring is corrupt: then what is
+  // readable is skipped and counted in bad_headers).
+  bool ReadRecord(ByteView* record, RingCounts* counts);
+  // Hands the space of every record read so far back to the kernel (data_tail, release order).
+  void Release() { Release(read_); }
+  // Hands back the space before `position`: a record boundary no later than the read position
+  // (the records before it are done with, those after it may still be in use).
+  void Release(uint64_t position);
+  // The ring's bytes from `from` to `to` (positions of records read, not yet handed back), in
+  // place: `second` is the part after the wrap, empty when nothing wraps.
+  void View(uint64_t from, uint64_t to, ByteView* first, ByteView* second) const;
+  // Where the next ReadRecord reads, and where the kernel writes next, as positions since the
+  // ring's start (data_tail and data_head are of the same kind).
+  uint64_t read_position() const { return read_; }
+  uint64_t Head() const { return __atomic_load_n(&meta_->data_head, __ATOMIC_ACQUIRE); }
+
   size_t data_size() const { return data_size_; }
 
  private:
@@ -53,6 +76,11 @@ class PerfRing {
   size_t data_size_;
   std::vector<uint64_t> ids_;
   RingCounts scratch_;  // one drain's counts, sized once: no allocation per drain
+  // In-place reading: the read position, data_head as last loaded (reloaded only when the read
+  // position reaches it), and the copy of a record that wraps (a record is at most 64 KiB).
+  uint64_t read_ = 0;
+  uint64_t head_ = 0;
+  std::vector<uint8_t> wrapped_;
 };
 
 }  // namespace iotrace

@@ -10,6 +10,8 @@
 
 #include "absl/status/statusor.h"
 #include "iotrace/base/bytes.h"
+#include "iotrace/formats/ftrace_page.h"
+#include "iotrace/sys/tracefs.h"
 
 namespace iotrace {
 
@@ -18,6 +20,23 @@ const char* BackendName(Backend b);
 
 // The events `iotrace record` takes by default: what the report needs to pair requests.
 const std::vector<std::string>& DefaultRecordEvents();
+
+// Sees what a recording stores while it runs, for the progress line's latency figures (the live
+// engine's: live/record_latency.h). The ftrace backend hands it every page it stored, read back
+// from the output (a copy per page); the perf backend hands it nothing. Called on the run loop's
+// thread.
+class RecordTap {
+ public:
+  virtual ~RecordTap() = default;
+  // Before the first pages: the events recorded, the sub-buffer layout, the CPUs recorded.
+  virtual absl::Status Begin(const std::vector<TraceEventInfo>& events,
+                             const FtracePageLayout& layout, const std::vector<int>& cpus) = 0;
+  // Whole pages of the CPU at `index` (of `cpus`), in the order they were stored.
+  virtual void OnPages(size_t index, ByteView pages) = 0;
+  // The figures for the progress line ("" when there is nothing to show yet); `now_ns` is
+  // CLOCK_MONOTONIC's, the recording's trace clock.
+  virtual std::string Progress(uint64_t now_ns) = 0;
+};
 
 struct RecordOptions {
   std::vector<std::string> events = DefaultRecordEvents();
@@ -34,6 +53,7 @@ struct RecordOptions {
   int64_t delay_ms = 0;                 // events enabled after this long; -1: by --control
   std::string control;                  // --control spec ("" = none), see record_control.h
   std::vector<std::string> argv;        // the whole command line, stored in the file
+  RecordTap* tap = nullptr;             // the progress line's latency figures (not owned)
 };
 
 // One row of the end-of-run table.

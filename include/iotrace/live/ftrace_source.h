@@ -14,6 +14,13 @@
 
 namespace iotrace {
 
+// Where common_pid lies in the records of `formats` (4 when they do not say).
+uint32_t CommonPidOffset(const std::vector<EventFormat>& formats);
+// The RawEvent of one record of a sub-buffer of `cpu`, in place; false when the record is too
+// short to hold the common header.
+bool FtraceRecordToEvent(const FtraceRecord& rec, uint32_t cpu, uint32_t pid_offset,
+                         RawEvent* event);
+
 class FtraceLiveSource : public LiveSource {
  public:
   static absl::StatusOr<std::unique_ptr<FtraceLiveSource>> Create(FtraceStreamOptions options);
