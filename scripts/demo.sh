@@ -48,3 +48,11 @@ bin="$PWD/build/iotrace"
       --output="$work/fio.txt")
 echo >&2
 (cd "$work" && "$bin" report)
+
+echo >&2
+echo "demo: the same fio watched live, 3 intervals of 1 s (on a terminal 'iotrace live' redraws" \
+     "one screen in place; piped, it appends each interval)" >&2
+"$bin" live --dev "$loop" -c 3 --report "$work/live-report.txt" -- \
+  fio --name=demo --filename="$loop" --rw=randrw --rwmixread=70 --bs=4k --iodepth=16 \
+      --ioengine=$engine --direct=1 --runtime=10 --time_based --size=256M \
+      --output="$work/fio-live.txt" | cat
