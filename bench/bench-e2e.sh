@@ -28,7 +28,7 @@ report_events=${BENCH_REPORT_EVENTS:-3000000}
 report_reps=${BENCH_REPORT_REPS:-3}
 out_dir=${BENCH_OUT:-$repo/build/bench-e2e}
 all_tools="none perf perf-B trace-cmd bpftrace iotrace-perf iotrace-ftrace iotrace
-           bpftrace-biolatency iotrace-live iotrace-live-read"
+           bpftrace-biolatency iotrace-live iotrace-live-read iotrace-live-d2c"
 tools=${BENCH_TOOLS:-$all_tools}
 events=(block:block_rq_insert block:block_rq_issue block:block_rq_complete
         block:block_rq_requeue block:block_rq_merge)
@@ -203,6 +203,7 @@ for ingest in mmap read; do
     reason[$tool]="$(grep -m1 'error' "$work/live_probe.txt" || tail -1 "$work/live_probe.txt")"
   fi
 done
+[ -n "${reason[iotrace-live]:-}" ] && reason[iotrace-live-d2c]=${reason[iotrace-live]}
 
 # ------------------------------------------------------------------- record phase
 # tool_cmd TOOL OUT READY: the tracer's command line (tracer + gate), in the array `cmd`.
@@ -229,6 +230,10 @@ tool_cmd() {
     iotrace-live|iotrace-live-read)
       local ingest=mmap; [ "$tool" = iotrace-live-read ] && ingest=read
       cmd=(sh -c 'exec "$@" >/dev/null' live "$iotrace" live -b ftrace --ingest "$ingest" -I 1
+           -- "$work/gate.sh" "$ready") ;;
+    # D2C alone, as biolatency shows it: live turns on only issue, complete and requeue.
+    iotrace-live-d2c)
+      cmd=(sh -c 'exec "$@" >/dev/null' live "$iotrace" live -b ftrace --phases d2c -I 1
            -- "$work/gate.sh" "$ready") ;;
     *) die "unknown tool $tool" ;;
   esac
@@ -260,7 +265,7 @@ tool_counts() {
       ;;
     bpftrace|bpftrace-biolatency)
       ev=$(sed -n 's/^@n: \([0-9]*\)$/\1/p' "$err" | tail -1) ;;
-    iotrace-live|iotrace-live-read)
+    iotrace-live|iotrace-live-read|iotrace-live-d2c)
       # "iotrace live: ftrace backend, mmap, 5.2 s, N events paired, L lost, T late; ..."
       read -r ev lost late < <(sed -n \
         's/^iotrace live: .*, \([0-9]*\) events paired, \([0-9]*\) lost, \([0-9]*\) late;.*/\1 \2 \3/p' \

@@ -31,6 +31,7 @@ RECORD_TOOLS = [
     ("bpftrace-biolatency", "bpftrace biolatency (in-kernel D2C histogram, printed every 1 s)"),
     ("iotrace-live", "iotrace live --backend ftrace (mmap ingest, -I 1, text)"),
     ("iotrace-live-read", "iotrace live --backend ftrace --ingest read (-I 1, text)"),
+    ("iotrace-live-d2c", "iotrace live --backend ftrace --phases d2c (issue, complete, requeue only)"),
 ]
 REPORT_TOOLS = [
     ("cat-perfdata", "cat perf.data >/dev/null (floor)"),
@@ -341,6 +342,8 @@ def main():
                   "<= 0.4x", factor=0.4, metric="added_io", command="iotrace live", unit="I/O")
     record_target("(mmap)", "iotrace-live", "iotrace-ftrace", "iotrace record ftrace",
                   "<= 1.2x", factor=1.2, command="iotrace live")
+    record_target("--phases d2c", "iotrace-live-d2c", "bpftrace-biolatency", "bpftrace biolatency",
+                  "<= 0.4x", factor=0.4, metric="added_io", command="iotrace live", unit="I/O")
     # The two targets together: live within 1.2x of recording and within 0.4x of biolatency
     # can both hold only if recording itself adds at most 1/3 of what biolatency adds per I/O.
     line("iotrace record ftrace: added CPU/I/O / bpftrace biolatency's (context)",

@@ -144,8 +144,15 @@ int LiveCommand(const std::vector<std::string>& args) {
               return absl::OkStatus();
             });
   flags.Add("phases", 0, true, "LIST",
-            "phases to show each interval, comma-separated (default all: i2d,d2c,i2c,q2d,q2c)",
-            [&](const std::string& v) { return ParsePhases(v, &opt.window.phases); });
+            "phases to show, comma-separated: i2d, d2c, i2c, q2d, q2c; only the tracepoints they need are "
+            "enabled (d2c alone: block_rq_issue and _complete, as biolatency; q2d/q2c add "
+            "block_bio_queue). Default: i2d, d2c, i2c from record's default events",
+            [&](const std::string& v) {
+              IOTRACE_RETURN_IF_ERROR(ParsePhases(v, &opt.window.phases));
+              // Only the tracepoints these phases need: fewer events, less cost.
+              opt.events = LiveEventsForPhases(opt.window.phases);
+              return absl::OkStatus();
+            });
   flags.Add("top", 0, true, "N", "rows of the top processes (default 10)",
             [&](const std::string& v) {
               uint32_t n = 0;

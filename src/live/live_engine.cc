@@ -115,6 +115,19 @@ struct Marks {
 
 }  // namespace
 
+std::vector<std::string> LiveEventsForPhases(unsigned phases) {
+  std::vector<std::string> events = {"block:block_rq_issue", "block:block_rq_complete",
+                                     "block:block_rq_requeue"};
+  if ((phases & (PhaseBit(Phase::kI2D) | PhaseBit(Phase::kI2C))) != 0) {
+    events.push_back("block:block_rq_insert");
+    events.push_back("block:block_rq_merge");
+  }
+  if ((phases & (PhaseBit(Phase::kQ2D) | PhaseBit(Phase::kQ2C))) != 0) {
+    events.push_back("block:block_bio_queue");
+  }
+  return events;
+}
+
 absl::Status ValidateLiveOptions(const LiveOptions& o) {
   if (!(o.interval_s >= 0.01) || o.interval_s > 86400) {
     return WithHint(absl::InvalidArgumentError(absl::StrFormat(
@@ -148,7 +161,7 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
   IOTRACE_ASSIGN_OR_RETURN(std::string tracefs, FindTracefs(o.tracefs_dir));
   // From here on iotrace changes things: Ctrl-C and SIGTERM end the run through the cleanup.
   SignalGuard signals;
-  auto events = ResolveEvents(tracefs, DefaultRecordEvents());
+  auto events = ResolveEvents(tracefs, o.events.empty() ? DefaultRecordEvents() : o.events);
   if (!events.ok()) return events.status();
 
   LiveResult result;

@@ -316,3 +316,36 @@ TEST(RecordProgressLatencyLiveTest, TheProgressLineShowsD2CPerDiskAndCanBeTurned
 
 }  // namespace
 }  // namespace iotrace::live
+
+namespace iotrace::live {
+namespace {
+
+// --phases d2c turns on only issue, complete and requeue: the report has D2C alone, exact.
+TEST(LivePhasesLiveTest, D2COnlyTracesWhatD2CNeedsAndCountsEveryRequest) {
+  IOTRACE_REQUIRE_LIVE();
+  IOTRACE_REQUIRE_TOOL("fio");
+  IOTRACE_REQUIRE_TOOL("python3");
+  ScratchLoop loop("mq-deadline");
+  ASSERT_TRUE(loop.ok()) << loop.error();
+  NoMerges(loop);
+  TempDir dir;
+  CommandResult r = RunCmd({Binary(), "live", "--backend", "ftrace", "--phases", "d2c",
+                            "--format", "json", "--report", dir.File("r.json"), "--dev",
+                            loop.majmin(), "--", "fio", "--name=t",
+                            "--filename=" + loop.device(), "--rw=randread", "--bs=4k",
+                            "--direct=1", "--iodepth=8", "--ioengine=libaio",
+                            "--number_ios=6000", "--output=/dev/null"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  CommandResult phases = Sh(
+      "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+      "print(sorted(set(g[\"phase\"] for g in d[\"groups\"])), d[\"completeness\"][\"events\"])' " +
+      dir.File("r.json"));
+  ASSERT_EQ(phases.exit_code, 0) << phases.err;
+  EXPECT_EQ(phases.out.rfind("['D2C']", 0), 0u) << phases.out;
+  EXPECT_EQ(GroupCount(dir.File("r.json"), loop.name(), "read", "D2C"), 6000u);
+  // Two events a request on this disk: no insert was traced.
+  EXPECT_EQ(CountLines(r.out, "\"phase\": \"I2D\""), 0u);
+}
+
+}  // namespace
+}  // namespace iotrace::live

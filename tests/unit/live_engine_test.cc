@@ -1,6 +1,7 @@
 // The live engine's parts that need no kernel: the merge up to a watermark (LiveMerger) over a
 // fake source, the interval window (LiveWindow), and the page walker following a sub-buffer
 // that the kernel is still filling (FtracePageWalker::Refresh).
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -10,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "iotrace/analysis/live_window.h"
 #include "iotrace/formats/ftrace_page.h"
+#include "iotrace/live/live_engine.h"
 #include "iotrace/live/live_merger.h"
 #include "iotrace/live/live_source.h"
 
@@ -249,6 +251,24 @@ TEST(LiveWindowTest, SmallHistogramPercentilesStayWithinTheirBucket) {
   h.Reset();
   EXPECT_EQ(h.count(), 0u);
   EXPECT_EQ(h.ValueAtPercentile(50), 0u);
+}
+
+}  // namespace
+}  // namespace iotrace
+
+namespace iotrace {
+namespace {
+
+TEST(LiveEventsForPhasesTest, OnlyTheTracepointsThePhasesNeed) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(LiveEventsForPhases(PhaseBit(Phase::kD2C)),
+            (V{"block:block_rq_issue", "block:block_rq_complete", "block:block_rq_requeue"}));
+  EXPECT_EQ(LiveEventsForPhases(PhaseBit(Phase::kI2C)),
+            (V{"block:block_rq_issue", "block:block_rq_complete", "block:block_rq_requeue",
+               "block:block_rq_insert", "block:block_rq_merge"}));
+  const V q = LiveEventsForPhases(PhaseBit(Phase::kQ2C) | PhaseBit(Phase::kD2C));
+  EXPECT_EQ(q.back(), "block:block_bio_queue");
+  EXPECT_EQ(std::count(q.begin(), q.end(), "block:block_rq_insert"), 0);
 }
 
 }  // namespace

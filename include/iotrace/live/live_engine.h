@@ -19,6 +19,9 @@
 namespace iotrace {
 
 struct LiveOptions {
+  // The tracepoints to enable ("" : record's defaults, DefaultRecordEvents()); --phases asks for
+  // those its phases need (LiveEventsForPhases).
+  std::vector<std::string> events;
   std::vector<std::string> devs;      // --dev: filtered in the kernel, as record does
   double interval_s = 1;              // -I
   uint64_t count = 0;                 // -c: intervals; 0: no bound
@@ -73,6 +76,12 @@ struct LiveResult {
   LatencyReport report;
   LiveRunSummary summary;
 };
+
+// The tracepoints the phases `phases` (PhaseBit()s) need, and no more: issue, complete and
+// requeue always (D2C, and requeues re-issue); insert and merge for I2D and I2C; bio_queue for
+// Q2D and Q2C. Fewer events cost the kernel less: `--phases d2c` traces two per request, as
+// biolatency does.
+std::vector<std::string> LiveEventsForPhases(unsigned phases);
 
 // Checks the options alone (usage errors), before anything is touched.
 absl::Status ValidateLiveOptions(const LiveOptions& options);
