@@ -474,7 +474,9 @@ inline void LatencyReportBuilder::Record(const RequestSample& s, unsigned phases
   }
   // Only the set phases, lowest first (the order of the loop over all phases this replaces).
   if (!windowed_) {
-    if (tap_ != nullptr) [[unlikely]] tap_->OnSample(s, phases);
+    if (!taps_.empty()) [[unlikely]] {
+      for (SampleTap* t : taps_) t->OnSample(s, phases);
+    }
     // What the loop below does when no sample is outside the window and there are no intervals.
     for (unsigned bits = phases; bits != 0; bits &= bits - 1) {
       const int p = std::countr_zero(bits);
@@ -509,7 +511,9 @@ inline void LatencyReportBuilder::Record(const RequestSample& s, unsigned phases
       g->current->Record(latency);
     }
   }
-  if (tap_ != nullptr && recorded != 0) [[unlikely]] tap_->OnSample(s, recorded);
+  if (!taps_.empty() && recorded != 0) [[unlikely]] {
+    for (SampleTap* t : taps_) t->OnSample(s, recorded);
+  }
 }
 
 void LatencyReportBuilder::FinishCoverage(const ReadStats& reader_stats, LatencyReport* r) const {

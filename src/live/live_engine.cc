@@ -211,7 +211,10 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
                            LatencyReportBuilder::Create(source->formats(), ro));
   DeviceNames names(o.sysfs_root);
   LiveWindow window(o.window, &names);
-  builder->set_sample_tap(&window);
+  builder->add_sample_tap(&window);
+  if (o.observer != nullptr) {
+    for (SampleTap* t : o.observer->Taps()) builder->add_sample_tap(t);
+  }
   Feed feed(builder.get());
   LiveMerger merger(source.get(), &feed);
   DeviceWatch watch(o.devs, o.sysfs_root);
@@ -261,6 +264,21 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
     sum.cpu_s = CpuSeconds() - cpu_start;
     if (sink != nullptr) sink->OnInterval(iv, sum);
     ++index;
+  };
+
+  auto observe = [&](bool final) {
+    if (o.observer == nullptr) return;
+    LivePoll p;
+    p.elapsed_s = (MonotonicNs() - t0) / 1e9;
+    p.match = builder->matcher().stats();
+    p.devices = builder->matcher().devices();
+    p.tracked = builder->matcher().tracked();
+    p.events = merger.delivered();
+    p.lost = source->LostSoFar();
+    p.late = merger.late();
+    p.backend = source->backend();
+    p.final = final;
+    o.observer->OnPoll(p);
   };
 
   absl::Status failure;
@@ -319,6 +337,7 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
     if (!failure.ok() || counted_out) break;
     failure = merger.DeliverBefore(watermark);
     if (!failure.ok()) break;
+    observe(false);
   }
   if (stop_ns == 0) stop_ns = MonotonicNs();
   // Tracing off; what the buffers hold now is all there is. Intervals that ended before the stop
@@ -335,6 +354,7 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
   }
   if (failure.ok()) failure = merger.DeliverBefore(~uint64_t{0});
   if (failure.ok()) emit(std::max(stop_ns, t0 + index * interval_ns), true);
+  if (failure.ok()) observe(true);
   auto end = source->Finish(&feed);
   if (child) {
     if (sum.stop_signal != 0 || child->Poll()) {

@@ -138,7 +138,7 @@ absl::Status RecordLatency::Begin(const std::vector<TraceEventInfo>& events,
   wo.phases = PhaseBit(Phase::kD2C);
   wo.top_processes = 0;
   st->window = std::make_unique<LiveWindow>(wo, st->names.get());
-  st->builder->set_sample_tap(st->window.get());
+  st->builder->add_sample_tap(st->window.get());
   st->feed = std::make_unique<Feed>(st->builder.get());
   st->merger = std::make_unique<LiveMerger>(st->source.get(), st->feed.get());
   state_ = std::move(st);

@@ -55,11 +55,11 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
     if (sink != nullptr) decoder_.set_decode_comm(true);  // the sink may look at it
   }
 
-  // Every sample recorded is also shown to `tap` (may be null); the names of processes are
-  // decoded for it.
-  void set_sample_tap(SampleTap* tap) {
-    tap_ = tap;
-    if (tap != nullptr) decoder_.set_decode_comm(true);
+  // Every sample recorded is also shown to `tap` (not owned; live's interval window, its
+  // metrics), after the taps added before it; the names of processes are decoded for them.
+  void add_sample_tap(SampleTap* tap) {
+    taps_.push_back(tap);
+    decoder_.set_decode_comm(true);
   }
 
   void OnEvent(const RawEvent& event) override;
@@ -195,7 +195,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   ReportOptions options_;
   DeviceNames names_;
   BlockEventSink* block_sink_ = nullptr;
-  SampleTap* tap_ = nullptr;
+  std::vector<SampleTap*> taps_;
   std::vector<std::pair<uint32_t, std::string>> format_names_;  // id -> "system:name"
 
   // Reading thread.

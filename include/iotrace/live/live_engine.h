@@ -11,12 +11,36 @@
 
 #include "absl/status/statusor.h"
 #include "iotrace/analysis/live_model.h"
+#include "iotrace/analysis/latency_report.h"
 #include "iotrace/analysis/live_window.h"
+#include "iotrace/analysis/match_stats.h"
 #include "iotrace/analysis/report.h"
 #include "iotrace/capture/ftrace_stream.h"
 #include "iotrace/capture/record.h"
 
 namespace iotrace {
+
+// The run after a poll round, for exporters (--listen, --textfile).
+struct LivePoll {
+  double elapsed_s = 0;
+  MatchStats match;                        // the matcher's counters so far
+  std::vector<DeviceMatchStats> devices;   // per device
+  size_t tracked = 0;                                    // requests tracked now
+  uint64_t events = 0;                                   // records paired so far
+  uint64_t lost = 0;                                     // the kernel's loss counters
+  uint64_t late = 0;
+  std::string backend;
+  bool final = false;                                    // the run's last poll
+};
+
+// Watches a run: gives the report builder its taps before tracing starts, and sees every poll
+// round on the engine's thread (it must not block: exporters publish a snapshot and return).
+class LiveObserver {
+ public:
+  virtual ~LiveObserver() = default;
+  virtual std::vector<SampleTap*> Taps() = 0;
+  virtual void OnPoll(const LivePoll& poll) = 0;
+};
 
 struct LiveOptions {
   // The tracepoints to enable ("" : record's defaults, DefaultRecordEvents()); --phases asks for
@@ -44,6 +68,7 @@ struct LiveOptions {
   size_t max_inflight = 131072;
   std::string sysfs_root = "/sys";
   std::vector<std::string> argv;      // the command line, stored in the file
+  LiveObserver* observer = nullptr;   // not owned
 };
 
 // What the run shows at its end, besides the report.
