@@ -201,7 +201,7 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
   sum.output = o.output;
 
   ReportOptions ro;
-  ro.input = o.output.empty() ? "live" : o.output;
+  ro.input = "live";
   ro.threads = 1;
   ro.samples_at_each_stage = true;
   ro.expiry_s = o.expiry_s;
@@ -391,8 +391,9 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
   stats.records = merger.delivered();
   stats.events = merger.delivered();
   result.report = builder->Finish(stats);
-  result.report.input = ro.input;
-  result.report.file_format = "live (" + sum.backend + ", " + sum.ingest + ")";
+  // "live (ftrace, mmap, 2 CPUs)" where report names the file and its format.
+  result.report.input = "live";
+  result.report.file_format = sum.backend + ", " + sum.ingest;
   result.report.nr_cpus = source->nr_cpus();
   return result;
 }
