@@ -444,6 +444,29 @@ TEST(MetricsServerTest, ClientsThatConnectAndSayNothingAreClosedAndDoNotBlockOth
   for (UniqueFd& fd : silent) EXPECT_EQ(ReadUntilClosed(fd.get()), "");
 }
 
+TEST(MetricsServerTest, ClientThatDoesNotReadTheResponseIsCutOff) {
+  MetricsServer::Options options;
+  options.write_timeout = std::chrono::milliseconds(1000);
+  options.threads = 2;
+  const std::string big(32 << 20, 'm');
+  auto server = StartServer(
+      [&](const MetricsServer::Request&) {
+        return MetricsServer::Response{200, std::string(kTextContentType), big};
+      },
+      options);
+  ASSERT_NE(server, nullptr);
+  const int port = server->address().port;
+  UniqueFd stuck = Connect(port);
+  ASSERT_TRUE(stuck.valid());
+  ASSERT_TRUE(SendAll(stuck.get(), "GET /metrics HTTP/1.1\r\n\r\n"));
+  // The response fills the socket buffers; the server waits write_timeout, then gives up.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  const std::string got = ReadUntilClosed(stuck.get(), std::chrono::seconds(5));
+  EXPECT_EQ(StatusOf(got), 200);
+  EXPECT_LT(got.size(), big.size());
+  EXPECT_EQ(Exchange(port, "GET / HTTP/1.1\r\n\r\n").substr(0, 12), "HTTP/1.1 200");
+}
+
 TEST(MetricsServerTest, ManyConcurrentClients) {
   std::atomic<int> calls{0};
   auto server = StartServer([&](const MetricsServer::Request& r) {
