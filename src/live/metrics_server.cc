@@ -114,8 +114,8 @@ absl::StatusOr<ListenAddress> ParseListen(std::string_view spec_text) {
   int port = 0;
   if (port_text.find_first_not_of("0123456789") != absl::string_view::npos ||
       !absl::SimpleAtoi(port_text, &port) || port < 1 || port > 65535) {
-    return BadListen(spec, absl::StrCat("the port must be a number from 1 to 65535, not '",
-                                        port_text, "'"));
+    return BadListen(
+        spec, absl::StrCat("the port must be a number from 1 to 65535, not '", port_text, "'"));
   }
   return ListenAddress{host.empty() ? "127.0.0.1" : std::string(host), port};
 }
@@ -255,42 +255,44 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Bind(const ListenA
     const int on = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
   });
-  const auto ms = [](std::chrono::milliseconds d) {
-    return std::pair<time_t, time_t>(d.count() / 1000, d.count() % 1000 * 1000);
-  };
-  server->set_read_timeout(ms(options.read_timeout).first, ms(options.read_timeout).second);
-  server->set_write_timeout(ms(options.write_timeout).first, ms(options.write_timeout).second);
+  const auto seconds = [](std::chrono::milliseconds d) { return d.count() / 1000; };
+  const auto micros = [](std::chrono::milliseconds d) { return d.count() % 1000 * 1000; };
+  server->set_read_timeout(seconds(options.read_timeout), micros(options.read_timeout));
+  server->set_write_timeout(seconds(options.write_timeout), micros(options.write_timeout));
   // One request a connection: an idle keep-alive connection would hold one of the few threads
   // between scrapes.
   server->set_keep_alive_max_count(1);
   server->set_keep_alive_timeout(std::max<time_t>(1, options.idle_timeout.count()));
   // Every request is answered here, before cpp-httplib would read a body: none is ever read.
-  server->set_pre_routing_handler([handler = std::move(handler),
-                                   max_header_bytes = options.max_header_bytes](
-                                      const httplib::Request& req, httplib::Response& res) {
-    // cpp-httplib 0.11 caps the request line and each header line at 8 KiB, not their number.
-    size_t header_bytes = req.method.size() + req.target.size() + req.version.size() + 4;
-    for (const auto& [name, value] : req.headers) header_bytes += name.size() + value.size() + 4;
-    if (header_bytes > max_header_bytes) {
-      res.status = 431;
-      res.set_content("request header fields too large\n", "text/plain; charset=utf-8");
-    } else if (req.method != "GET" && req.method != "HEAD") {
-      res.status = 405;
-      res.set_header("Allow", "GET, HEAD");
-      res.set_content("method not allowed: iotrace serves GET /metrics\n",
-                      "text/plain; charset=utf-8");
-    } else if (req.path == "/metrics") {
-      Response out = handler(Request{req.path, req.get_header_value("Accept")});
-      res.status = out.status;
-      res.set_content(std::move(out.body), out.content_type);
-    } else if (req.path == "/") {
-      res.set_content(kIndexPage, "text/html; charset=utf-8");
-    } else {
-      res.status = 404;
-      res.set_content("not found: iotrace serves /metrics\n", "text/plain; charset=utf-8");
-    }
-    return httplib::Server::HandlerResponse::Handled;
-  });
+  server->set_pre_routing_handler(
+      [handler = std::move(handler), max_header_bytes = options.max_header_bytes](
+          const httplib::Request& req, httplib::Response& res) {
+        // cpp-httplib 0.11 caps the request line and each header line at 8 KiB, not their
+        // number: it reads every header a client sends (each read within read_timeout) before
+        // this runs. Here such a request is at least refused.
+        size_t header_bytes = req.method.size() + req.target.size() + req.version.size() + 4;
+        for (const auto& [name, value] : req.headers)
+          header_bytes += name.size() + value.size() + 4;
+        if (header_bytes > max_header_bytes) {
+          res.status = 431;
+          res.set_content("request header fields too large\n", "text/plain; charset=utf-8");
+        } else if (req.method != "GET" && req.method != "HEAD") {
+          res.status = 405;
+          res.set_header("Allow", "GET, HEAD");
+          res.set_content("method not allowed: iotrace serves GET /metrics\n",
+                          "text/plain; charset=utf-8");
+        } else if (req.path == "/metrics") {
+          Response out = handler(Request{req.path, req.get_header_value("Accept")});
+          res.status = out.status;
+          res.set_content(std::move(out.body), out.content_type);
+        } else if (req.path == "/") {
+          res.set_content(kIndexPage, "text/html; charset=utf-8");
+        } else {
+          res.status = 404;
+          res.set_content("not found: iotrace serves /metrics\n", "text/plain; charset=utf-8");
+        }
+        return httplib::Server::HandlerResponse::Handled;
+      });
 
   ListenAddress bound = address;
   errno = 0;
@@ -307,14 +309,14 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Bind(const ListenA
     const std::string where = address.ToString();
     switch (err) {
       case EADDRINUSE:
-        return WithHint(absl::UnavailableError(absl::StrCat(where, " is in use (another exporter?)")),
-                        absl::StrCat("pick another port, or see what listens there: ss -ltnp "
-                                     "'sport = :",
-                                     address.port, "'"));
+        return WithHint(
+            absl::UnavailableError(absl::StrCat(where, " is in use (another exporter?)")),
+            absl::StrCat("pick another port, or see what listens there: ss -ltnp "
+                         "'sport = :",
+                         address.port, "'"));
       case EADDRNOTAVAIL:
-        return WithHint(absl::UnavailableError(
-                            absl::StrCat("listen on ", where, ": ", address.host,
-                                         " is not an address of this machine")),
+        return WithHint(absl::UnavailableError(absl::StrCat("listen on ", where, ": ", address.host,
+                                                            " is not an address of this machine")),
                         "use one from `ip addr`, 127.0.0.1, or 0.0.0.0 for every interface");
       case EACCES:
         return WithHint(ErrnoError(err, "listen on", where),
@@ -324,11 +326,16 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Bind(const ListenA
                         : absl::UnavailableError(absl::StrCat("listen on ", where, ": failed"));
     }
   }
-  if (!server->SetBacklog(kBacklog)) return ErrnoError(errno, "listen on", bound.ToString());
+  if (!server->SetBacklog(kBacklog)) {
+    const int err = errno;
+    server->CloseListener();
+    return ErrnoError(err, "listen on", bound.ToString());
+  }
   auto pool = std::make_unique<ConnectionPool>(options.threads, options.max_waiting_connections);
   ConnectionPool* pool_ptr = pool.get();
   server->new_task_queue = [pool_ptr] {
-    return new PoolHandle([pool_ptr](std::function<void()> job) { pool_ptr->Enqueue(std::move(job)); });
+    return new PoolHandle(
+        [pool_ptr](std::function<void()> job) { pool_ptr->Enqueue(std::move(job)); });
   };
   return std::unique_ptr<MetricsServer>(
       new MetricsServer(std::move(bound), std::move(pool), std::move(server)));

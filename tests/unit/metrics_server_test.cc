@@ -65,7 +65,8 @@ std::string ReadUntilClosed(int fd, std::chrono::milliseconds limit = std::chron
   std::string out;
   const auto deadline = Clock::now() + limit;
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) break;
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
@@ -339,8 +340,7 @@ TEST(MetricsServerTest, BindsIpv6Loopback) {
   auto server = MetricsServer::Bind({"::1", 0}, FakeMetrics);
   if (!server.ok()) GTEST_SKIP() << "no IPv6 loopback here: " << server.status();
   EXPECT_GT((*server)->address().port, 0);
-  EXPECT_EQ((*server)->address().ToString(),
-            "[::1]:" + std::to_string((*server)->address().port));
+  EXPECT_EQ((*server)->address().ToString(), "[::1]:" + std::to_string((*server)->address().port));
 }
 
 TEST(MetricsServerTest, MalformedRequestLineGetsAnErrorAndTheServerGoesOn) {
@@ -398,9 +398,8 @@ TEST(MetricsServerTest, RequestBodiesAreNotRead) {
   auto server = StartServer();
   ASSERT_NE(server, nullptr);
   const auto start = Clock::now();
-  const std::string response =
-      Exchange(server->address().port,
-               "GET /metrics HTTP/1.1\r\nContent-Length: 1000000000\r\n\r\nabc");
+  const std::string response = Exchange(
+      server->address().port, "GET /metrics HTTP/1.1\r\nContent-Length: 1000000000\r\n\r\nabc");
   EXPECT_EQ(StatusOf(response), 200) << response;
   EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(500));
 }
