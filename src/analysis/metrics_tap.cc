@@ -6,6 +6,18 @@
 #include <string_view>
 
 namespace iotrace {
+
+// The native bounds within one power of two at one schema s, as frexp mantissas in [0.5, 1):
+// 2^(j/2^s - 1) for j = 0..2^s-1, as client_golang's nativeHistogramBounds. `first` cuts
+// [0.5, 1) into 2^(s+1) equal steps, each narrower than any bucket, and holds for each the first
+// bound at or above its start: the bucket of a mantissa is then that bound or the next one, found
+// without client_golang's binary search (8 unpredictable branches at schema 8).
+struct NativeSchema {
+  std::vector<double> bounds;
+  std::vector<uint16_t> first;
+  int shift = 0;  // a mantissa's 52 bits >> shift: its step
+};
+
 namespace {
 
 constexpr unsigned kRequestEnd =
@@ -14,51 +26,67 @@ constexpr unsigned kRequestEnd =
 // Prometheus's label values, in Phase order (PhaseName's are upper case, for the report).
 constexpr std::string_view kPhaseLabel[kPhaseCount] = {"i2d", "d2c", "i2c", "q2d", "q2c"};
 
-// The native bounds within one power of two, per schema, as frexp mantissas in [0.5, 1):
-// 2^(j/2^s - 1) for j = 0..2^s-1, as client_golang's nativeHistogramBounds.
-struct NativeBounds {
-  std::array<std::vector<double>, kMaxNativeSchema + 1> by_schema;
-  NativeBounds() {
+struct NativeSchemas {
+  std::array<NativeSchema, kMaxNativeSchema + 1> by_schema;
+  NativeSchemas() {
     for (int s = 0; s <= kMaxNativeSchema; ++s) {
+      NativeSchema& schema = by_schema[s];
       const int n = 1 << s;
-      for (int j = 0; j < n; ++j) by_schema[s].push_back(std::exp2(double(j) / n - 1.0));
+      for (int j = 0; j < n; ++j) schema.bounds.push_back(std::exp2(double(j) / n - 1.0));
+      const int steps = 2 * n;
+      schema.shift = 52 - (s + 1);
+      for (int t = 0; t < steps; ++t) {
+        const double start = 0.5 + 0.5 * t / steps;
+        schema.first.push_back(static_cast<uint16_t>(
+            std::lower_bound(schema.bounds.begin(), schema.bounds.end(), start) -
+            schema.bounds.begin()));
+      }
     }
   }
 };
 
-const std::vector<double>& BoundsOf(int schema) {
-  static const NativeBounds bounds;
-  return bounds.by_schema[schema];
+const NativeSchema& SchemaOf(int schema) {
+  static const NativeSchemas schemas;
+  return schemas.by_schema[schema];
 }
 
-// client_golang's findBucket for a positive value: the first bound at or above the mantissa,
-// plus the buckets of the powers of two below. An exact power of two has mantissa 0.5, which
-// bound 0 matches: it closes the bucket below, as "upper-inclusive" asks.
-int32_t NativeIndex(double seconds, const std::vector<double>& bounds) {
-  int exp = 0;
-  const double frac = std::frexp(seconds, &exp);
-  const auto at = std::lower_bound(bounds.begin(), bounds.end(), frac);
-  return static_cast<int32_t>(at - bounds.begin()) +
-         (exp - 1) * static_cast<int32_t>(bounds.size());
+// Both buckets of a positive value.
+struct Buckets {
+  int32_t native;
+  int classic;
+};
+
+// The native index as client_golang's findBucket: frexp's mantissa (in [0.5, 1)) and exponent,
+// the first bound at or above the mantissa, plus the buckets of the powers of two below. An
+// exact power of two has mantissa 0.5, which bound 0 matches: it closes the bucket below, as
+// "upper-inclusive" asks. The classic index is the schema-0 one, (2^(i-1), 2^i], counted from
+// 2^kClassicMinExponent and clamped. frexp is read off the bits: `seconds` is a positive normal
+// double (a latency of 1 ns is 1e-9 s, far from the subnormals).
+Buckets Locate(double seconds, const NativeSchema& schema) {
+  const uint64_t bits = std::bit_cast<uint64_t>(seconds);
+  const int exp = static_cast<int>(bits >> 52) - 1022;
+  const uint64_t mantissa = bits & ((uint64_t{1} << 52) - 1);
+  const double frac = std::bit_cast<double>(mantissa | uint64_t{1022} << 52);
+  const size_t n = schema.bounds.size();
+  size_t j = schema.first[mantissa >> schema.shift];
+  if (j < n && schema.bounds[j] < frac) ++j;  // the step holds at most one bound
+  const int power = exp - (mantissa == 0 ? 1 : 0);
+  return {static_cast<int32_t>(j) + (exp - 1) * static_cast<int32_t>(n),
+          std::clamp(power - kClassicMinExponent, 0, kClassicBounds)};
 }
 
 }  // namespace
 
 int32_t NativeBucketIndex(double seconds, int schema) {
-  return NativeIndex(seconds, BoundsOf(schema));
+  return Locate(seconds, SchemaOf(schema)).native;
 }
 
 int ClassicBucketIndex(double seconds) {
-  if (seconds <= 0) return 0;
-  // At schema 0 a native bucket is one power of two: (2^(i-1), 2^i], the classic buckets' shape.
-  const int i = NativeBucketIndex(seconds, 0);
-  return std::clamp(i - kClassicMinExponent, 0, kClassicBounds);
+  return seconds <= 0 ? 0 : Locate(seconds, SchemaOf(0)).classic;
 }
 
 MetricsTap::MetricsTap(const MetricsTapOptions& options, DeviceNames* names)
-    : options_(options), names_(names) {
-  BoundsOf(options_.native_schema);  // built here, not on the first sample
-}
+    : options_(options), names_(names), native_(&SchemaOf(options.native_schema)) {}
 
 MetricsTap::~MetricsTap() = default;
 
@@ -84,9 +112,9 @@ void MetricsTap::Record(Series& series, uint64_t ns) const {
     ++series.zero_count;
     return;
   }
-  const double seconds = static_cast<double>(ns) / 1e9;
-  ++series.classic[ClassicBucketIndex(seconds)];
-  const int32_t index = NativeIndex(seconds, BoundsOf(options_.native_schema));
+  const Buckets at = Locate(static_cast<double>(ns) / 1e9, *native_);
+  ++series.classic[at.classic];
+  const int32_t index = at.native;
   std::vector<uint64_t>& counts = series.native;
   const int32_t size = static_cast<int32_t>(counts.size());
   if (size == 0 || index < series.native_lo || index >= series.native_lo + size) {

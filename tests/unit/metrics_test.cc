@@ -1,11 +1,13 @@
 // MetricsTap (the figures `iotrace live --listen` exports) and the Prometheus writers: bucket
 // indexes at their edges, exact sums, the series cap, the text format line by line, and the
 // protobuf format decoded by protoc against the published schema's field numbers.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -77,6 +79,37 @@ TEST(MetricsTest, NativeIndexBetweenPowersOfTwo) {
       const double n = 1 << schema;
       EXPECT_LT(std::exp2((i - 1) / n), v) << schema << " " << v;
       EXPECT_LE(v, std::exp2(i / n)) << schema << " " << v;
+    }
+  }
+}
+
+// client_golang's way, spelled out: frexp, then a binary search among 2^(j/2^s - 1).
+int32_t ReferenceNativeIndex(double v, int schema) {
+  const int n = 1 << schema;
+  std::vector<double> bounds;
+  for (int j = 0; j < n; ++j) bounds.push_back(std::exp2(double(j) / n - 1.0));
+  int exp = 0;
+  const double frac = std::frexp(v, &exp);
+  return static_cast<int32_t>(std::lower_bound(bounds.begin(), bounds.end(), frac) -
+                              bounds.begin()) +
+         (exp - 1) * n;
+}
+
+TEST(MetricsTest, NativeIndexAgreesWithClientGolangsSearch) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> log2_value(-30, 10);
+  for (int schema = kMinNativeSchema; schema <= kMaxNativeSchema; ++schema) {
+    SCOPED_TRACE(schema);
+    const int n = 1 << schema;
+    std::vector<double> values;
+    for (int i = 0; i < 20000; ++i) values.push_back(std::exp2(log2_value(rng)));
+    // At every bound of a few powers of two, and one ulp either side.
+    for (int i = -3 * n; i <= 3 * n; ++i) {
+      const double bound = std::exp2(double(i) / n);
+      values.insert(values.end(), {std::nextafter(bound, 0.0), bound, std::nextafter(bound, 8.0)});
+    }
+    for (double v : values) {
+      ASSERT_EQ(NativeBucketIndex(v, schema), ReferenceNativeIndex(v, schema)) << v;
     }
   }
 }

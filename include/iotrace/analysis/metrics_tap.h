@@ -26,13 +26,15 @@ struct MetricsTapOptions {
   size_t max_series = 1000;  // latency series (device x op x phase) told apart: --max-series
 };
 
-// Where one latency falls, in seconds (`seconds` > 0; 0 goes to the zero bucket).
+// Where one latency falls, in seconds: a positive normal double (0 goes to the zero bucket).
 // The native bucket at `schema`: i such that seconds lies in (2^((i-1)/2^s), 2^(i/2^s)]; found as
 // Prometheus's client_golang does (frexp, then the bounds of one power of two), so that an exact
 // power of two lands in the bucket it closes.
 int32_t NativeBucketIndex(double seconds, int schema);
 // The classic bucket (LatencySeries::classic): 0..kClassicBounds-1, or kClassicBounds for `over`.
 int ClassicBucketIndex(double seconds);
+
+struct NativeSchema;  // the bounds of one schema (metrics_tap.cc)
 
 class MetricsTap : public SampleTap {
  public:
@@ -69,6 +71,7 @@ class MetricsTap : public SampleTap {
 
   MetricsTapOptions options_;
   DeviceNames* names_;
+  const NativeSchema* native_;  // the native bounds at options_.native_schema
   std::vector<std::unique_ptr<Slot>> slots_;
   absl::flat_hash_map<uint32_t, Slot*> slot_index_;
   Slot* last_slot_ = nullptr;
