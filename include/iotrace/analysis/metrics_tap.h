@@ -45,7 +45,8 @@ class MetricsTap : public SampleTap {
 
   // Fills out->latency (by device name, then operation and phase in enum order),
   // out->requests (the same order) and out->series_dropped; leaves the other fields alone (the
-  // live engine's). Reuses the vectors' storage when `out` is reused.
+  // live engine's). Reuses the vectors' storage when `out` is reused. Not synchronized: call it
+  // between samples, on the thread that shows them; scrapes read the copy, never the tap.
   void Snapshot(MetricsSnapshot* out) const;
 
  private:
