@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git python3
   libtracefs-dev libtraceevent-dev libabsl-dev libzstd-dev zlib1g-dev libcpp-httplib-dev
-  libgtest-dev googletest libbenchmark-dev
+  libgtest-dev googletest libbenchmark-dev protobuf-compiler
   linux-perf trace-cmd fio util-linux e2fsprogs
 )
 extra=("$@")  # callers may ask for more (bench: bpftrace; fuzz: clang)

@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""`iotrace live --listen` against a real Prometheus (Debian's 2.42, native histograms on).
+
+usage: prometheus_live.py IOTRACE WORKDIR LOOPDEV...
+
+For each loop device one `iotrace live --listen` (as if on its own host: its own port, its own
+--textfile, its own -o recording), Prometheus scraping all of them every second (protobuf:
+native histograms with their classic buckets) and node_exporter's textfile collector (text:
+classic only). fio runs a known number of reads on every device; then the figures Prometheus
+holds are checked against `iotrace report` on the recordings:
+
+- the count of every device's read D2C series equals the report's count, and
+  histogram_count / histogram_sum of the native series equal _count / _sum;
+- histogram_quantile(0.99) over the native series lies within the native bucket width of the
+  report's p99, and over the classic buckets (the textfile's) within the report's classic bucket;
+- the textfile series carry the same counts as /metrics;
+- across the hosts: the native sum and `sum by (le)` of the classic buckets give the quantile of
+  the union, checked against the reports' buckets added up (the same bounds in every report).
+
+Prints one line per check; exits 1 when one fails, 77 when something it needs is missing.
+"""
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_http(url, seconds=20):
+    end = time.time() + seconds
+    while time.time() < end:
+        try:
+            with urllib.request.urlopen(url, timeout=1) as r:
+                return r.read()
+        except Exception:
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not answer in {seconds} s")
+
+
+class Prom:
+    def __init__(self, port):
+        self.base = f"http://127.0.0.1:{port}/api/v1/query?query="
+
+    def query(self, q):
+        with urllib.request.urlopen(self.base + urllib.parse.quote(q), timeout=5) as r:
+            d = json.load(r)
+        if d.get("status") != "success":
+            raise RuntimeError(f"{q}: {d}")
+        return d["data"]["result"]
+
+    def scalar(self, q):
+        res = self.query(q)
+        if len(res) != 1:
+            raise RuntimeError(f"{q}: {len(res)} series: {res}")
+        return float(res[0]["value"][1])
+
+
+def report(iotrace, files, out):
+    args = [iotrace, "report", "--format", "json"]
+    for f in files:
+        args += ["-i", f]
+    with open(out, "w") as o:
+        subprocess.run(args, stdout=o, check=True)
+    return json.load(open(out))
+
+
+def group(rep, device, op, phase):
+    for g in rep["groups"]:
+        if g["device"] == device and g["op"] == op and g["phase"] == phase:
+            return g
+    return None
+
+
+def native_width(value, schema):
+    """The width of the native bucket (base^(i-1), base^i] that holds `value` seconds."""
+    base = 2 ** (2 ** -schema)
+    i = math.ceil(math.log(value, base))
+    return base ** i - base ** (i - 1)
+
+
+def main():
+    if len(sys.argv) < 4:
+        print(__doc__)
+        return 2
+    iotrace, work, loops = sys.argv[1], sys.argv[2], sys.argv[3:]
+    for tool in ("prometheus", "prometheus-node-exporter", "fio"):
+        if shutil.which(tool) is None:
+            print(f"SKIP: {tool} is not installed")
+            return 77
+    procs = []
+    failures = []
+
+    def check(ok, what):
+        print(("ok   " if ok else "FAIL ") + what)
+        if not ok:
+            failures.append(what)
+
+    try:
+        tf_dir = os.path.join(work, "textfile")
+        os.makedirs(tf_dir, exist_ok=True)
+        hosts = []
+        for n, loop in enumerate(loops):
+            port = free_port()
+            rec = os.path.join(work, f"host{n}.dat")
+            log = open(os.path.join(work, f"host{n}.err"), "w")
+            p = subprocess.Popen(
+                [iotrace, "live", "--backend", "ftrace", "--listen", f"127.0.0.1:{port}",
+                 "--textfile", os.path.join(tf_dir, f"host{n}.prom"), "-o", rec, "--dev", loop,
+                 "--format", "json", "--report", os.path.join(work, f"host{n}.live.json")],
+                stdout=subprocess.DEVNULL, stderr=log)
+            procs.append(p)
+            hosts.append({"loop": loop, "name": os.path.basename(loop), "port": port, "rec": rec,
+                          "proc": p})
+        for h in hosts:
+            wait_http(f"http://127.0.0.1:{h['port']}/metrics")
+        node_port = free_port()
+        procs.append(subprocess.Popen(
+            ["prometheus-node-exporter", f"--web.listen-address=127.0.0.1:{node_port}",
+             "--collector.disable-defaults", "--collector.textfile",
+             f"--collector.textfile.directory={tf_dir}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        prom_port = free_port()
+        targets = ", ".join(f"'127.0.0.1:{h['port']}'" for h in hosts)
+        config = os.path.join(work, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                    "scrape_configs:\n"
+                    f"  - job_name: iotrace\n    static_configs:\n      - targets: [{targets}]\n"
+                    f"  - job_name: node\n    static_configs:\n"
+                    f"      - targets: ['127.0.0.1:{node_port}']\n")
+        procs.append(subprocess.Popen(
+            ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={work}/tsdb",
+             f"--web.listen-address=127.0.0.1:{prom_port}", "--enable-feature=native-histograms"],
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "prometheus.err"), "w")))
+        prom = Prom(prom_port)
+        wait_http(f"http://127.0.0.1:{prom_port}/-/ready", 30)
+        end = time.time() + 30
+        while time.time() < end:
+            up = prom.query('up')
+            if len(up) == len(hosts) + 1 and all(r["value"][1] == "1" for r in up):
+                break
+            time.sleep(0.5)
+        check(all(r["value"][1] == "1" for r in prom.query("up")), "every target is up")
+
+        fios = [subprocess.Popen(
+            ["fio", f"--name=h{n}", f"--filename={h['loop']}", "--rw=randread", "--bs=4k",
+             "--direct=1", "--iodepth=8", "--ioengine=libaio", f"--number_ios={20000 + 5000 * n}",
+             "--output=/dev/null"]) for n, h in enumerate(hosts)]
+        for f in fios:
+            f.wait()
+        time.sleep(4)  # a few scrapes of the final counts
+        for h in hosts:
+            h["proc"].send_signal(signal.SIGINT)
+        for h in hosts:
+            h["proc"].wait(timeout=30)
+        time.sleep(1)
+
+        schema = 3
+        reps = []
+        for n, h in enumerate(hosts):
+            rep = report(iotrace, [h["rec"]], os.path.join(work, f"host{n}.report.json"))
+            reps.append(rep)
+            g = group(rep, h["name"], "read", "D2C")
+            check(g is not None, f"{h['name']}: the report has read D2C")
+            if g is None:
+                continue
+            sel = f'{{job="iotrace",device="{h["name"]}",operation="read",phase="d2c"}}'
+            count = prom.scalar(f"iotrace_block_latency_seconds_count{sel}")
+            check(count == g["count"], f"{h['name']}: _count {count:.0f} = report {g['count']}")
+            hc = prom.scalar(f"histogram_count(iotrace_block_latency_seconds{sel})")
+            hs = prom.scalar(f"histogram_sum(iotrace_block_latency_seconds{sel})")
+            s = prom.scalar(f"iotrace_block_latency_seconds_sum{sel}")
+            check(hc == count, f"{h['name']}: histogram_count {hc:.0f} = _count {count:.0f}")
+            check(abs(hs - s) <= 1e-9 * max(1.0, s), f"{h['name']}: histogram_sum {hs} = _sum {s}")
+            check(abs(s - g["sum_ns"] / 1e9) <= 1e-6 * max(1.0, s),
+                  f"{h['name']}: _sum {s} = report {g['sum_ns'] / 1e9}")
+            p99 = g["p99_ns"] / 1e9
+            q = prom.scalar(f"histogram_quantile(0.99, iotrace_block_latency_seconds{sel})")
+            w = native_width(p99, schema)
+            check(abs(q - p99) <= w, f"{h['name']}: native p99 {q:.3e} s within {w:.2e} of "
+                                      f"report {p99:.3e} s")
+            tsel = f'{{job="node",device="{h["name"]}",operation="read",phase="d2c"}}'
+            tcount = prom.scalar(f"iotrace_block_latency_seconds_count{tsel}")
+            check(tcount == count, f"{h['name']}: textfile _count {tcount:.0f} = /metrics")
+            qc = prom.scalar("histogram_quantile(0.99, sum by (le) "
+                             f"(iotrace_block_latency_seconds_bucket{tsel}))")
+            lo, hi = 2.0 ** (math.ceil(math.log2(p99)) - 1), 2.0 ** math.ceil(math.log2(p99))
+            check(lo <= qc <= hi, f"{h['name']}: classic p99 {qc:.3e} s in the report's classic "
+                                  f"bucket ({lo:.3e}, {hi:.3e}]")
+        if len(hosts) > 1:
+            # The union: the reports' read D2C buckets added up (the same bounds in every report).
+            buckets, total = {}, 0
+            for h, rep in zip(hosts, reps):
+                g = group(rep, h["name"], "read", "D2C")
+                if g is None:
+                    continue
+                total += g["count"]
+                for b in g["buckets"]:
+                    key = (b["lo_ns"], b["hi_ns"])
+                    buckets[key] = buckets.get(key, 0) + b["count"]
+            sel = '{job="iotrace",operation="read",phase="d2c"}'
+            c = prom.scalar(f"sum(iotrace_block_latency_seconds_count{sel})")
+            check(c == total, f"all hosts: sum of _count {c:.0f} = reports {total}")
+            rank, seen, p99 = math.ceil(0.99 * total), 0, None
+            for (lo, hi), n in sorted(buckets.items()):
+                seen += n
+                if seen >= rank:
+                    p99 = (lo + hi) / 2 / 1e9
+                    break
+            q = prom.scalar(f"histogram_quantile(0.99, sum(iotrace_block_latency_seconds{sel}))")
+            w = native_width(p99, schema)
+            check(abs(q - p99) <= 2 * w, f"all hosts: native p99 of the sum {q:.3e} s near the "
+                                          f"union's {p99:.3e} s (2 native buckets: {2 * w:.2e})")
+            tsel = '{job="node",operation="read",phase="d2c"}'
+            qc = prom.scalar("histogram_quantile(0.99, sum by (le) "
+                             f"(iotrace_block_latency_seconds_bucket{tsel}))")
+            lo, hi = 2.0 ** (math.ceil(math.log2(p99)) - 1), 2.0 ** math.ceil(math.log2(p99))
+            check(lo <= qc <= hi, f"all hosts: classic p99 of sum by (le) {qc:.3e} s in "
+                                  f"({lo:.3e}, {hi:.3e}]")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+    print(f"{len(failures)} checks failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
