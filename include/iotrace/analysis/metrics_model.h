@@ -9,10 +9,18 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace iotrace {
+
+// Prometheus's text format 0.0.4, and its delimited protobuf (one length-prefixed MetricFamily
+// after another), the only format that carries native histograms: the Content-Type of each.
+inline constexpr std::string_view kTextContentType = "text/plain; version=0.0.4; charset=utf-8";
+inline constexpr std::string_view kProtobufContentType =
+    "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "
+    "encoding=delimited";
 
 // Classic buckets: `le` at the powers of two from 2^-20 s (about 954 ns) to 2^5 s (32 s), the
 // same on every host (so that `sum by (le)` across hosts is exact), plus +Inf.

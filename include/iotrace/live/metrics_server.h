@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "iotrace/analysis/metrics_model.h"
 
 namespace iotrace {
 
@@ -32,13 +33,6 @@ struct ListenAddress {
 absl::StatusOr<ListenAddress> ParseListen(std::string_view spec);
 
 enum class Exposition { kText, kProtobuf };
-
-// Prometheus's text format 0.0.4, and its delimited protobuf (one length-prefixed MetricFamily
-// after another), the only format that carries native histograms.
-inline constexpr std::string_view kTextContentType = "text/plain; version=0.0.4; charset=utf-8";
-inline constexpr std::string_view kProtobufContentType =
-    "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "
-    "encoding=delimited";
 
 struct ExpositionChoice {
   Exposition exposition = Exposition::kText;

@@ -12,10 +12,6 @@
 
 namespace iotrace {
 
-inline constexpr std::string_view kPrometheusTextType = "text/plain; version=0.0.4; charset=utf-8";
-inline constexpr std::string_view kPrometheusProtobufType =
-    "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "
-    "encoding=delimited";
 
 // Text format 0.0.4, no timestamps. Families with no series are left out, but for
 // iotrace_series_dropped_total, build info and the process's own two.
