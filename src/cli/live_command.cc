@@ -20,6 +20,8 @@
 #include "iotrace/base/status.h"
 #include "iotrace/cli/flags.h"
 #include "iotrace/live/live_engine.h"
+#include "iotrace/live/metrics_server.h"
+#include "metrics_export.h"
 #include "iotrace/output/live_view.h"
 #include "iotrace/output/report_format.h"
 
@@ -110,6 +112,10 @@ int LiveCommand(const std::vector<std::string>& args) {
   TimeUnit unit = TimeUnit::kUs;
   std::string report_path;
   bool help = false;
+  std::string listen_spec;
+  MetricsExportOptions metrics;
+  bool quiet = false;
+  bool format_given = false;
   FlagParser flags;
   AddDevFlag(flags, &opt.devs);
   flags.Add("interval", 'I', true, "SECONDS", "length of an interval (default 1)",
@@ -136,6 +142,7 @@ int LiveCommand(const std::vector<std::string>& args) {
             "text: redrawn in place on a terminal, appended elsewhere; csv: rows; json: one "
             "line per interval (default text)",
             [&](const std::string& v) {
+              format_given = true;
               if (!ParseOutputFormat(v, &format)) {
                 return WithHint(absl::InvalidArgumentError(
                                     absl::StrFormat("--format: unknown format '%s'", v)),
@@ -198,6 +205,49 @@ int LiveCommand(const std::vector<std::string>& args) {
             });
   AddBufferFlags(flags, &opt.mmap_pages, &opt.buffer_kb);
   AddTracefsFlag(flags, &opt.tracefs_dir);
+  flags.Add("listen", 0, true, "ADDR:PORT",
+            "serve Prometheus metrics at http://ADDR:PORT/metrics (':PORT' or 'PORT': on "
+            "127.0.0.1 only, as the metrics name devices and processes; docs/prometheus.md)",
+            [&](const std::string& v) {
+              listen_spec = v;
+              return absl::OkStatus();
+            });
+  flags.Add("textfile", 0, true, "FILE.prom",
+            "write the metrics (classic histograms) to FILE.prom every second, for "
+            "node_exporter's textfile collector (written aside, then renamed into place)",
+            [&](const std::string& v) {
+              metrics.textfile = v;
+              return absl::OkStatus();
+            });
+  flags.Add("native-schema", 0, true, "0..8",
+            "resolution of the native histograms (default 3: 8 buckets per power of two)",
+            [&](const std::string& v) {
+              uint32_t n = 0;
+              IOTRACE_RETURN_IF_ERROR(ParseUint32Flag("--native-schema", v, &n));
+              if (n > 8) {
+                return WithHint(absl::InvalidArgumentError(absl::StrFormat(
+                                    "--native-schema %s: a schema is 0 to 8", v)),
+                                "3 (the default) gives buckets 9% wide");
+              }
+              metrics.native_schema = static_cast<int>(n);
+              return absl::OkStatus();
+            });
+  flags.Add("max-series", 0, true, "N",
+            "latency series (device x op x phase) exported at most (default 1000; samples of "
+            "more are counted in iotrace_series_dropped_total)",
+            [&](const std::string& v) {
+              uint32_t n = 0;
+              IOTRACE_RETURN_IF_ERROR(ParseUint32Flag("--max-series", v, &n));
+              metrics.max_series = n;
+              return absl::OkStatus();
+            });
+  flags.Add("quiet", 'q', false, "",
+            "no view, no interval lines and no report at the end (an exporter that runs as a "
+            "daemon); the summary line and errors still go to standard error",
+            [&](const std::string&) {
+              quiet = true;
+              return absl::OkStatus();
+            });
   flags.Add("help", 'h', false, "", "show this help", [&](const std::string&) {
     help = true;
     return absl::OkStatus();
@@ -225,6 +275,27 @@ int LiveCommand(const std::vector<std::string>& args) {
   opt.argv = {"iotrace", "live"};
   opt.argv.insert(opt.argv.end(), args.begin(), args.end());
 
+  // The exporter binds its port before anything is traced: a port in use ends here.
+  std::unique_ptr<MetricsExport> exporter;
+  if (!listen_spec.empty() || !metrics.textfile.empty()) {
+    if (!listen_spec.empty()) {
+      absl::StatusOr<ListenAddress> address = ParseListen(listen_spec);
+      if (!address.ok()) return ReportError(AsUsageError(address.status()));
+      metrics.listen = *address;
+    }
+    absl::StatusOr<std::unique_ptr<MetricsExport>> created = MetricsExport::Create(metrics);
+    if (!created.ok()) return ReportError(created.status());
+    exporter = std::move(*created);
+    opt.observer = exporter.get();
+    exporter->Start();
+    if (!listen_spec.empty()) {
+      std::fprintf(stderr, "iotrace live: metrics at http://%s/metrics\n",
+                   exporter->address().c_str());
+    }
+  }
+  // An exporter off a terminal has no view unless a format was asked for.
+  if (exporter != nullptr && !format_given && isatty(STDOUT_FILENO) != 1) quiet = true;
+
   LiveHeader header;
   header.host = HostName();
   header.interval_s = opt.interval_s;
@@ -232,23 +303,23 @@ int LiveCommand(const std::vector<std::string>& args) {
   header.unit = unit;
   const bool terminal = isatty(STDOUT_FILENO) == 1;
   IntervalPrinter printer(format, terminal, header, std::cout);
-  absl::StatusOr<LiveResult> result = RunLive(opt, &printer);
+  absl::StatusOr<LiveResult> result = RunLive(opt, quiet ? nullptr : &printer);
   printer.Close();
   if (!result.ok()) return ReportError(result.status());
   const LiveRunSummary& s = result->summary;
 
   // The cumulative report, as `iotrace report` prints it.
   const std::string report = FormatReport(result->report, format, unit);
-  if (report_path.empty()) {
-    if (format == OutputFormat::kText) std::cout << "\n";
-    std::cout << report;
-    std::cout.flush();
-  } else {
+  if (!report_path.empty()) {
     std::ofstream f(report_path, std::ios::trunc);
     f << report;
     if (!f.good()) {
       return ReportError(absl::UnavailableError("could not write the report to " + report_path));
     }
+  } else if (!quiet) {  // a daemon's report goes nowhere unless asked for
+    if (format == OutputFormat::kText) std::cout << "\n";
+    std::cout << report;
+    std::cout.flush();
   }
   std::fprintf(stderr,
                "iotrace live: %s backend, %s, %.1f s, %s events paired, %s lost, %s late; "
@@ -263,6 +334,10 @@ int LiveCommand(const std::vector<std::string>& args) {
                  s.output.c_str(), HumanBytes(s.output_bytes).c_str(), s.output.c_str());
   }
   for (const std::string& w : s.warnings) std::fprintf(stderr, "iotrace: warning: %s\n", w.c_str());
+  if (exporter != nullptr && !exporter->textfile_error().ok()) {
+    std::fprintf(stderr, "iotrace: warning: --textfile: %s\n",
+                 std::string(exporter->textfile_error().message()).c_str());
+  }
   return s.exit_code;
 }
 

@@ -12,7 +12,6 @@
 
 namespace iotrace {
 
-
 // Text format 0.0.4, no timestamps. Families with no series are left out, but for
 // iotrace_series_dropped_total, build info and the process's own two.
 std::string PrometheusText(const MetricsSnapshot& snapshot);

@@ -1,0 +1,117 @@
+#include "metrics_export.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "iotrace/base/atomic_file.h"
+#include "iotrace/base/clock.h"
+#include "iotrace/base/status.h"
+#include "iotrace/output/prometheus_format.h"
+
+namespace iotrace {
+namespace {
+
+double ProcessCpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+uint64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MetricsExport>> MetricsExport::Create(
+    const MetricsExportOptions& options) {
+  std::unique_ptr<MetricsExport> e(new MetricsExport(options));
+  if (options.listen.has_value()) {
+    MetricsExport* self = e.get();
+    IOTRACE_ASSIGN_OR_RETURN(
+        e->server_, MetricsServer::Bind(*options.listen, [self](const MetricsServer::Request& r) {
+          return self->Serve(r);
+        }));
+  }
+  return e;
+}
+
+MetricsExport::MetricsExport(const MetricsExportOptions& options)
+    : options_(options),
+      names_(options.sysfs_root),
+      tap_(MetricsTapOptions{options.native_schema, options.max_series}, &names_),
+      current_(std::make_shared<const MetricsSnapshot>()) {}
+
+MetricsExport::~MetricsExport() {
+  if (server_ != nullptr) server_->Stop();
+}
+
+void MetricsExport::Start() {
+  if (server_ == nullptr) return;
+  // The run reads Ctrl-C, SIGTERM, SIGHUP and SIGCHLD from a signalfd, which works only when no
+  // thread takes them: the server's threads are born with them blocked.
+  sigset_t set, old;
+  sigemptyset(&set);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&set, s);
+  pthread_sigmask(SIG_BLOCK, &set, &old);
+  server_->Start();
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+std::string MetricsExport::address() const {
+  return server_ == nullptr ? "" : server_->address().ToString();
+}
+
+MetricsServer::Response MetricsExport::Serve(const MetricsServer::Request& request) {
+  MetricsServer::Response r;
+  std::shared_ptr<const MetricsSnapshot> snap = std::atomic_load(&current_);
+  const ExpositionChoice choice = ChooseExposition(request.accept);
+  r.content_type = std::string(choice.content_type);
+  r.body = choice.exposition == Exposition::kProtobuf ? PrometheusProtobuf(*snap)
+                                                      : PrometheusText(*snap);
+  return r;
+}
+
+void MetricsExport::OnPoll(const LivePoll& poll) {
+  const uint64_t now = MonotonicNs();
+  // A snapshot at most every 100 ms (scrapes come every second or so), and the last one.
+  if (!poll.final && now - last_publish_ns_ < kPublishEveryNs) return;
+  last_publish_ns_ = now;
+  auto snap = std::make_shared<MetricsSnapshot>();
+  tap_.Snapshot(snap.get());
+  snap->version = IOTRACE_VERSION;
+  snap->backend = poll.backend;
+  for (const DeviceMatchStats& d : poll.devices) {
+    snap->unpaired.push_back(
+        {names_.Label(d.dev), "issue_without_insert", d.issues_without_insert});
+  }
+  snap->unpaired.push_back({"", "complete_without_issue", poll.match.completes_without_issue});
+  snap->unpaired.push_back({"", "requeue_unmatched", poll.match.requeues_unmatched});
+  snap->inflight.push_back({"", poll.tracked});
+  snap->lost.push_back({"", "kernel", poll.lost});
+  snap->lost.push_back({"", "late", poll.late});
+  snap->process_cpu_seconds = ProcessCpuSeconds();
+  snap->process_resident_bytes = ResidentBytes();
+  std::shared_ptr<const MetricsSnapshot> published = std::move(snap);
+  std::atomic_store(&current_, published);
+  // The textfile once a second, and at the end.
+  if (!options_.textfile.empty() &&
+      (poll.final || now - last_textfile_ns_ >= 1'000'000'000)) {
+    last_textfile_ns_ = now;
+    absl::Status s = WriteFileAtomically(options_.textfile, PrometheusText(*published));
+    if (!s.ok() && textfile_error_.ok()) textfile_error_ = s;
+  }
+}
+
+}  // namespace iotrace
