@@ -32,6 +32,23 @@ uint64_t ResidentBytes() {
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
+// The run reads Ctrl-C, SIGTERM, SIGHUP and SIGCHLD from a signalfd, which works only when no
+// thread takes them: the server's threads (made at Bind and at Start) are born with them
+// blocked, while this is in scope.
+class RunSignalsBlocked {
+ public:
+  RunSignalsBlocked() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&set, s);
+    pthread_sigmask(SIG_BLOCK, &set, &old_);
+  }
+  ~RunSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+
+ private:
+  sigset_t old_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<MetricsExport>> MetricsExport::Create(
@@ -39,6 +56,7 @@ absl::StatusOr<std::unique_ptr<MetricsExport>> MetricsExport::Create(
   std::unique_ptr<MetricsExport> e(new MetricsExport(options));
   if (options.listen.has_value()) {
     MetricsExport* self = e.get();
+    RunSignalsBlocked blocked;
     IOTRACE_ASSIGN_OR_RETURN(
         e->server_, MetricsServer::Bind(*options.listen, [self](const MetricsServer::Request& r) {
           return self->Serve(r);
@@ -59,14 +77,8 @@ MetricsExport::~MetricsExport() {
 
 void MetricsExport::Start() {
   if (server_ == nullptr) return;
-  // The run reads Ctrl-C, SIGTERM, SIGHUP and SIGCHLD from a signalfd, which works only when no
-  // thread takes them: the server's threads are born with them blocked.
-  sigset_t set, old;
-  sigemptyset(&set);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&set, s);
-  pthread_sigmask(SIG_BLOCK, &set, &old);
+  RunSignalsBlocked blocked;
   server_->Start();
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 std::string MetricsExport::address() const {
