@@ -3,7 +3,8 @@
 # tracefs + loop devices; each skip prints its reason) and the benchmarks in smoke mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+# prometheus and node_exporter: the live test of live --listen against a real server.
+bash scripts/install-deps.sh prometheus prometheus-node-exporter
 bash scripts/ensure-tracefs.sh
 bash scripts/build.sh
 cd build

@@ -2,8 +2,11 @@
 // Live's cumulative report against `iotrace report` on the recording it wrote beside (-o), the
 // I/Os it counts against fio's own count, and every way a run ends (-- command, --count,
 // --duration, SIGINT, SIGTERM) leaving tracefs as it was.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -345,6 +348,35 @@ TEST(LivePhasesLiveTest, D2COnlyTracesWhatD2CNeedsAndCountsEveryRequest) {
   EXPECT_EQ(GroupCount(dir.File("r.json"), loop.name(), "read", "D2C"), 6000u);
   // Two events a request on this disk: no insert was traced.
   EXPECT_EQ(CountLines(r.out, "\"phase\": \"I2D\""), 0u);
+}
+
+}  // namespace
+}  // namespace iotrace::live
+
+namespace iotrace::live {
+namespace {
+
+// A --listen port that is taken is a one-line error before anything is traced.
+TEST(LiveListenLiveTest, APortInUseIsAOneLineErrorAndTouchesNothing) {
+  IOTRACE_REQUIRE_LIVE();
+  const int held = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(held, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ASSERT_EQ(bind(held, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(held, 1), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(held, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+  const auto before = TracefsSnapshot();
+  CommandResult r = RunCmd({Binary(), "live", "--listen", port, "-d", "1"});
+  close(held);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("iotrace: error: 127.0.0.1:" + port + " is in use"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(TracefsSnapshot(), before);
 }
 
 }  // namespace
