@@ -112,7 +112,8 @@ std::vector<std::string> LiveEventsForPhases(unsigned phases);
 absl::Status ValidateLiveOptions(const LiveOptions& options);
 
 // Runs until --duration, --count, the command's exit or a signal; every interval goes to `sink`
-// as it ends (the last one, maybe shorter, marked final).
+// as it ends (the last one, maybe shorter, marked final). Without a sink the intervals are not
+// kept at all (the run's report and the observer's figures are).
 absl::StatusOr<LiveResult> RunLive(const LiveOptions& options, IntervalSink* sink);
 
 }  // namespace iotrace
