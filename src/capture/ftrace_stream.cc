@@ -210,12 +210,6 @@ absl::StatusOr<CpuBufferStats> FtraceStream::ReadCpuStats(size_t index) const {
   return instance_->ReadCpuStats(cpus_[index]);
 }
 
-uint64_t FtraceStream::pages_taken() const {
-  uint64_t n = 0;
-  for (const Cpu& c : cpu_state_) n += c.result.pages;
-  return n;
-}
-
 absl::StatusOr<FtraceStreamResult> FtraceStream::Finish() {
   if (finished_) return absl::FailedPreconditionError("ftrace stream: Finish called twice");
   finished_ = true;

@@ -37,17 +37,6 @@ double CpuSeconds() {
          (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-// The merge's output: the report builder, and the count of records.
-class Feed : public EventSink {
- public:
-  explicit Feed(LatencyReportBuilder* builder) : builder_(builder) {}
-  void OnEvent(const RawEvent& event) override { builder_->OnEvent(event); }
-  void OnLoss(const LossRecord& loss) override { builder_->OnLoss(loss); }
-
- private:
-  LatencyReportBuilder* builder_;
-};
-
 // Events that found no request to pair with (merges of requests never seen are left out: without
 // block_bio_queue they are what every merge before insert looks like).
 uint64_t Unpaired(const MatchStats& m) {
@@ -216,8 +205,8 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
   if (o.observer != nullptr) {
     for (SampleTap* t : o.observer->Taps()) builder->add_sample_tap(t);
   }
-  Feed feed(builder.get());
-  LiveMerger merger(source.get(), &feed);
+  // The merge feeds the builder as a reader would (it is the EventSink).
+  LiveMerger merger(source.get(), builder.get());
   DeviceWatch watch(o.devs, o.sysfs_root);
   source->WatchFd(signals.fd());
 
@@ -229,7 +218,7 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
   if (child) {
     absl::Status s = child->Release();
     if (!s.ok()) {
-      (void)source->Finish(&feed);
+      (void)source->Finish(builder.get());
       return AsUsageError(WithHint(s, "check the command after --"));
     }
   }
@@ -267,15 +256,24 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
     ++index;
   };
 
+  // The kernel's loss counters for the observer: with ftrace a file per CPU to read, so at most
+  // twice a second (and at the end), not at every poll.
+  uint64_t observed_lost = 0;
+  uint64_t observed_lost_ns = 0;
   auto observe = [&](bool final) {
     if (o.observer == nullptr) return;
+    const uint64_t now = MonotonicNs();
+    if (final || now - observed_lost_ns >= 500'000'000) {
+      observed_lost = source->LostSoFar();
+      observed_lost_ns = now;
+    }
     LivePoll p;
-    p.elapsed_s = (MonotonicNs() - t0) / 1e9;
+    p.elapsed_s = (now - t0) / 1e9;
     p.match = builder->matcher().stats();
     p.devices = builder->matcher().devices();
     p.tracked = builder->matcher().tracked();
     p.events = merger.delivered();
-    p.lost = source->LostSoFar();
+    p.lost = observed_lost;
     p.late = merger.late();
     p.backend = source->backend();
     p.final = final;
@@ -356,7 +354,7 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
   if (failure.ok()) failure = merger.DeliverBefore(~uint64_t{0});
   if (failure.ok()) emit(std::max(stop_ns, t0 + index * interval_ns), true);
   if (failure.ok()) observe(true);
-  auto end = source->Finish(&feed);
+  auto end = source->Finish(builder.get());
   if (child) {
     if (sum.stop_signal != 0 || child->Poll()) {
       child->Wait();

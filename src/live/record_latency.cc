@@ -98,15 +98,6 @@ class PageQueueSource : public LiveSource {
   uint32_t pid_offset_ = 4;
 };
 
-class Feed : public EventSink {
- public:
-  explicit Feed(LatencyReportBuilder* b) : builder_(b) {}
-  void OnEvent(const RawEvent& e) override { builder_->OnEvent(e); }
-
- private:
-  LatencyReportBuilder* builder_;
-};
-
 }  // namespace
 
 struct RecordLatency::State {
@@ -114,7 +105,6 @@ struct RecordLatency::State {
   std::unique_ptr<LatencyReportBuilder> builder;
   std::unique_ptr<DeviceNames> names;
   std::unique_ptr<LiveWindow> window;
-  std::unique_ptr<Feed> feed;
   std::unique_ptr<LiveMerger> merger;
   uint64_t index = 0;
 };
@@ -139,8 +129,7 @@ absl::Status RecordLatency::Begin(const std::vector<TraceEventInfo>& events,
   wo.top_processes = 0;
   st->window = std::make_unique<LiveWindow>(wo, st->names.get());
   st->builder->add_sample_tap(st->window.get());
-  st->feed = std::make_unique<Feed>(st->builder.get());
-  st->merger = std::make_unique<LiveMerger>(st->source.get(), st->feed.get());
+  st->merger = std::make_unique<LiveMerger>(st->source.get(), st->builder.get());
   state_ = std::move(st);
   return absl::OkStatus();
 }
@@ -174,10 +163,5 @@ std::string RecordLatency::Progress(uint64_t now_ns) {
   for (size_t i = 0; i < parts.size(); ++i) out += (i == 0 ? " " : ", ") + parts[i];
   return out;
 }
-
-uint64_t RecordLatency::events() const {
-  return state_ == nullptr ? 0 : state_->merger->delivered();
-}
-uint64_t RecordLatency::late() const { return state_ == nullptr ? 0 : state_->merger->late(); }
 
 }  // namespace iotrace

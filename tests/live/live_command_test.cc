@@ -262,7 +262,7 @@ TEST(LiveCommandErrorsTest, ADeviceNumberWithNoDiskNowIsAWarningAndTheRunGoesOn)
       << r.err;
 }
 
-TEST(LiveCommandErrorsTest, TheReadPathGivesTheSameFiguresAsTheMappedOne) {
+TEST(LiveIngestLiveTest, TheReadPathGivesTheSameFiguresAsTheMappedOne) {
   IOTRACE_REQUIRE_LIVE();
   IOTRACE_REQUIRE_TOOL("fio");
   for (const char* ingest : {"read", "mmap"}) {

@@ -110,7 +110,6 @@ class FtraceStream {
 
   // The instance's live counters for one CPU.
   absl::StatusOr<CpuBufferStats> ReadCpuStats(size_t index) const;
-  uint64_t pages_taken() const;
 
   // Tracing off (if on), the counters read, the last pages written and the output assembled
   // (when there is one), the instance removed. Call after reading everything Next gives.

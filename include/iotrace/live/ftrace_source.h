@@ -38,9 +38,6 @@ class FtraceLiveSource : public LiveSource {
   uint64_t LostSoFar() override;
   absl::StatusOr<LiveSourceEnd> Finish(EventSink* losses) override;
 
-  const FtraceStream& stream() const { return *stream_; }
-  // Records too short to carry the common header, and pages whose walk met a problem.
-  uint64_t problems() const { return problems_; }
 
  private:
   struct Stream {

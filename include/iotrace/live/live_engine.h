@@ -27,7 +27,8 @@ struct LivePoll {
   std::vector<DeviceMatchStats> devices;   // per device
   size_t tracked = 0;                                    // requests tracked now
   uint64_t events = 0;                                   // records paired so far
-  uint64_t lost = 0;                                     // the kernel's loss counters
+  // The kernel's loss counters, read at most every 0.5 s (and at the run's last poll).
+  uint64_t lost = 0;
   uint64_t late = 0;
   std::string backend;
   bool final = false;                                    // the run's last poll

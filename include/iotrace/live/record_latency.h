@@ -31,9 +31,6 @@ class RecordLatency : public RecordTap {
   // (up to kSlackNs ago).
   std::string Progress(uint64_t now_ns) override;
 
-  uint64_t events() const;
-  uint64_t late() const;
-
  private:
   struct State;
   std::string sysfs_root_;
