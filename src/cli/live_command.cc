@@ -119,7 +119,9 @@ int LiveCommand(const std::vector<std::string>& args) {
   FlagParser flags;
   AddDevFlag(flags, &opt.devs);
   flags.Add("interval", 'I', true, "SECONDS", "length of an interval (default 1)",
-            [&](const std::string& v) { return ParseSecondsFlag("--interval", v, &opt.interval_s); });
+            [&](const std::string& v) {
+              return ParseSecondsFlag("--interval", v, &opt.interval_s);
+            });
   flags.Add("count", 'c', true, "N", "stop after N intervals",
             [&](const std::string& v) {
               if (!absl::SimpleAtoi(v, &opt.count) || opt.count == 0) {
@@ -151,8 +153,8 @@ int LiveCommand(const std::vector<std::string>& args) {
               return absl::OkStatus();
             });
   flags.Add("phases", 0, true, "LIST",
-            "phases to show, comma-separated: i2d, d2c, i2c, q2d, q2c; only the tracepoints they need are "
-            "enabled (d2c alone: block_rq_issue and _complete, as biolatency; q2d/q2c add "
+            "phases to show, comma-separated: i2d, d2c, i2c, q2d, q2c; only the tracepoints "
+            "they need are enabled (d2c alone: block_rq_issue and _complete, as biolatency; q2d/q2c add "
             "block_bio_queue). Default: i2d, d2c, i2c from record's default events",
             [&](const std::string& v) {
               IOTRACE_RETURN_IF_ERROR(ParsePhases(v, &opt.window.phases));
