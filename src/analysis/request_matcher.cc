@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <unordered_map>
 
 namespace iotrace {
 namespace {
@@ -71,6 +72,7 @@ void RequestMatcher::ExpireIn(RequestTable& t, uint64_t now) {
   while (now > t.expires_after()) {  // the table keeps its oldest entry's expiry time
     RequestEntry* oldest = t.Oldest();
     ++GivenUp(stats_.expired, oldest->state, oldest->last_ts, now);
+    ++DeviceFor(oldest->dev).stats.expired;
     RemoveRequest(t, oldest);
   }
 }
@@ -89,6 +91,7 @@ RequestEntry* RequestMatcher::AddEntry(const BlockEvent& e) {
   if (table_.full()) {
     RequestEntry* oldest = table_.Oldest();
     ++GivenUp(stats_.evicted, oldest->state, oldest->last_ts, e.ts);
+    ++DeviceFor(oldest->dev).stats.evicted;
     RemoveRequest(table_, oldest);
   }
   RequestEntry* ent = table_.Add(e.dev, e.sector, e.ts);
@@ -157,10 +160,10 @@ void RequestMatcher::OnEvent(const BlockEvent& e) {
       if (e.IsFlush()) OnFlush(d, e); else OnIssue(d, e);
       break;
     case BlockEventKind::kComplete:
-      if (e.IsFlush()) OnFlush(d, e); else OnComplete(e);
+      if (e.IsFlush()) OnFlush(d, e); else OnComplete(d, e);
       break;
     case BlockEventKind::kRequeue:
-      if (e.IsFlush()) OnFlush(d, e); else OnRequeue(e);
+      if (e.IsFlush()) OnFlush(d, e); else OnRequeue(d, e);
       break;
     case BlockEventKind::kMerge: OnMerge(e); break;
     case BlockEventKind::kBioQueue: OnBioQueue(e); break;
@@ -189,6 +192,7 @@ inline void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
         if (!KeepApart(ent)) {
           ++stats_.collisions;
           ++GivenUp(stats_.collided, ent->state, ent->last_ts, e.ts);
+          ++DeviceFor(ent->dev).stats.collided;
           RemoveRequest(table_, ent);
         }
         ent = nullptr;
@@ -219,6 +223,7 @@ inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
     if (!KeepApart(ent)) {
       ++stats_.collisions;
       ++GivenUp(stats_.collided, ent->state, ent->last_ts, e.ts);
+      ++d.stats.collided;
       RemoveRequest(table_, ent);
     }
     ent = nullptr;
@@ -258,7 +263,7 @@ inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
   ent->issued_before = true;
 }
 
-inline void RequestMatcher::OnComplete(const BlockEvent& e) {
+inline void RequestMatcher::OnComplete(Device& d, const BlockEvent& e) {
   if (e.error != 0) ++stats_.completion_errors;
   RequestEntry* ent = table_.Find(e.dev, e.sector);
   if (watching_ && !FitsInTable(e, ent)) [[unlikely]] {
@@ -281,11 +286,15 @@ inline void RequestMatcher::OnComplete(const BlockEvent& e) {
       ++stats_.flush_sequence_completions;
     } else {
       ++stats_.completes_without_issue;
+      ++d.stats.completes_without_issue;
     }
     return;
   }
   const bool issued = ent->state == RequestState::kIssued;
-  if (!issued) ++stats_.completes_without_issue;
+  if (!issued) {
+    ++stats_.completes_without_issue;
+    ++d.stats.completes_without_issue;
+  }
   if (e.nr_sector != 0 && e.nr_sector < ent->outstanding) {
     // Partial completion: the rest of the request now starts at sector + done.
     ++stats_.partial_completions;
@@ -345,11 +354,12 @@ bool RequestMatcher::CompleteOverlapped(const BlockEvent& e, const RequestEntry*
   return true;
 }
 
-void RequestMatcher::OnRequeue(const BlockEvent& e) {
+void RequestMatcher::OnRequeue(Device& d, const BlockEvent& e) {
   RequestEntry* ent = table_.Find(e.dev, e.sector);
   if (ent == nullptr) Touched(e.dev, e.sector, TouchKind::kOther);
   if (ent == nullptr || ent->state != RequestState::kIssued) {
     ++stats_.requeues_unmatched;
+    ++d.stats.requeues_unmatched;
     return;
   }
   ++stats_.requeues;
@@ -446,6 +456,7 @@ void RequestMatcher::OnFlush(Device& d, const BlockEvent& e) {
   while (!fifo.empty() && e.ts > fifo.front().last_ts &&
          e.ts - fifo.front().last_ts > options_.expiry_ns) {
     ++stats_.expired[StateIndex(fifo.front().state)];
+    ++d.stats.expired;
     fifo.erase(fifo.begin());
   }
   auto first_in = [&fifo](RequestState a, RequestState b) -> FlushSlot* {
@@ -457,6 +468,7 @@ void RequestMatcher::OnFlush(Device& d, const BlockEvent& e) {
   auto push = [&]() -> FlushSlot& {
     if (fifo.size() == options_.flush_depth) {
       ++stats_.evicted[StateIndex(fifo.front().state)];
+      ++d.stats.evicted;
       fifo.erase(fifo.begin());
     }
     FlushSlot slot;
@@ -514,6 +526,7 @@ void RequestMatcher::OnFlush(Device& d, const BlockEvent& e) {
       FlushSlot* f = first_in(RequestState::kIssued, RequestState::kIssued);
       if (f == nullptr) {
         ++stats_.completes_without_issue;
+        ++d.stats.completes_without_issue;
         break;
       }
       RequestSample s = sample_of(*f);
@@ -529,6 +542,7 @@ void RequestMatcher::OnFlush(Device& d, const BlockEvent& e) {
       FlushSlot* f = first_in(RequestState::kIssued, RequestState::kIssued);
       if (f == nullptr) {
         ++stats_.requeues_unmatched;
+        ++d.stats.requeues_unmatched;
         break;
       }
       ++stats_.requeues;
@@ -572,7 +586,18 @@ void RequestMatcher::Finish(uint64_t stale_before) {
 std::vector<DeviceMatchStats> RequestMatcher::devices() const {
   std::vector<DeviceMatchStats> out;
   out.reserve(devices_.size());
-  for (const auto& d : devices_) out.push_back(d->stats);
+  std::unordered_map<uint32_t, size_t> at;  // dev -> index in out
+  for (const auto& d : devices_) {
+    at.emplace(d->stats.dev, out.size());
+    out.push_back(d->stats);
+    out.back().tracked = d->flushes.size();
+  }
+  const auto count = [&](const RequestEntry& e) {
+    if (auto it = at.find(e.dev); it != at.end()) ++out[it->second].tracked;
+  };
+  table_.ForEach(count);
+  queued_.ForEach(count);
+  for (const RequestEntry& e : overlapped_) count(e);
   return out;
 }
 

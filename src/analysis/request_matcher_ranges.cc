@@ -76,11 +76,14 @@ void RequestMatcher::TakeOver(const Counts& at_cut, const Counts& earlier) {
   AddCounters(&stats_, earlier.stats, at_cut.stats);
   auto add = [this](const DeviceMatchStats& d, bool plus) {
     DeviceMatchStats& mine = DeviceFor(d.dev).stats;
-    for (int k = 0; k < kBlockEventKindCount; ++k) {
-      mine.events[k] = plus ? mine.events[k] + d.events[k] : mine.events[k] - d.events[k];
-    }
-    mine.issues_without_insert = plus ? mine.issues_without_insert + d.issues_without_insert
-                                      : mine.issues_without_insert - d.issues_without_insert;
+    const auto take = [plus](uint64_t& m, uint64_t v) { m = plus ? m + v : m - v; };
+    for (int k = 0; k < kBlockEventKindCount; ++k) take(mine.events[k], d.events[k]);
+    take(mine.issues_without_insert, d.issues_without_insert);
+    take(mine.completes_without_issue, d.completes_without_issue);
+    take(mine.requeues_unmatched, d.requeues_unmatched);
+    take(mine.expired, d.expired);
+    take(mine.evicted, d.evicted);
+    take(mine.collided, d.collided);
   };
   for (const DeviceMatchStats& d : at_cut.devices) add(d, false);
   for (const DeviceMatchStats& d : earlier.devices) add(d, true);

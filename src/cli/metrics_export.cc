@@ -69,7 +69,7 @@ MetricsExport::MetricsExport(const MetricsExportOptions& options)
     : options_(options),
       names_(options.sysfs_root),
       tap_(MetricsTapOptions{options.native_schema, options.max_series}, &names_),
-      current_(std::make_shared<const MetricsSnapshot>()) {}
+      current_(std::make_shared<Published>()) {}
 
 MetricsExport::~MetricsExport() {
   if (server_ != nullptr) server_->Stop();
@@ -85,13 +85,22 @@ std::string MetricsExport::address() const {
   return server_ == nullptr ? "" : server_->address().ToString();
 }
 
+const std::string& MetricsExport::Published::Text() {
+  std::call_once(text_once, [this] { text = PrometheusText(snapshot); });
+  return text;
+}
+
+const std::string& MetricsExport::Published::Protobuf() {
+  std::call_once(protobuf_once, [this] { protobuf = PrometheusProtobuf(snapshot); });
+  return protobuf;
+}
+
 MetricsServer::Response MetricsExport::Serve(const MetricsServer::Request& request) {
   MetricsServer::Response r;
-  std::shared_ptr<const MetricsSnapshot> snap = std::atomic_load(&current_);
+  std::shared_ptr<Published> published = std::atomic_load(&current_);
   const ExpositionChoice choice = ChooseExposition(request.accept);
   r.content_type = std::string(choice.content_type);
-  r.body = choice.exposition == Exposition::kProtobuf ? PrometheusProtobuf(*snap)
-                                                      : PrometheusText(*snap);
+  r.body = choice.exposition == Exposition::kProtobuf ? published->Protobuf() : published->Text();
   return r;
 }
 
@@ -100,28 +109,34 @@ void MetricsExport::OnPoll(const LivePoll& poll) {
   // A snapshot at most every 100 ms (scrapes come every second or so), and the last one.
   if (!poll.final && now - last_publish_ns_ < kPublishEveryNs) return;
   last_publish_ns_ = now;
-  auto snap = std::make_shared<MetricsSnapshot>();
-  tap_.Snapshot(snap.get());
+  auto published = std::make_shared<Published>();
+  MetricsSnapshot* snap = &published->snapshot;
+  tap_.Snapshot(snap);
   snap->version = IOTRACE_VERSION;
   snap->backend = poll.backend;
   for (const DeviceMatchStats& d : poll.devices) {
-    snap->unpaired.push_back(
-        {names_.Label(d.dev), "issue_without_insert", d.issues_without_insert});
+    const std::string device = names_.Label(d.dev);
+    for (const auto& [reason, count] :
+         {std::pair<const char*, uint64_t>{"issue_without_insert", d.issues_without_insert},
+          {"complete_without_issue", d.completes_without_issue},
+          {"requeue_unmatched", d.requeues_unmatched},
+          {"expired", d.expired},
+          {"evicted", d.evicted},
+          {"collided", d.collided}}) {
+      snap->unpaired.push_back({device, reason, count});
+    }
+    snap->inflight.push_back({device, d.tracked});
   }
-  snap->unpaired.push_back({"", "complete_without_issue", poll.match.completes_without_issue});
-  snap->unpaired.push_back({"", "requeue_unmatched", poll.match.requeues_unmatched});
-  snap->inflight.push_back({"", poll.tracked});
   snap->lost.push_back({"", "kernel", poll.lost});
   snap->lost.push_back({"", "late", poll.late});
   snap->process_cpu_seconds = ProcessCpuSeconds();
   snap->process_resident_bytes = ResidentBytes();
-  std::shared_ptr<const MetricsSnapshot> published = std::move(snap);
   std::atomic_store(&current_, published);
   // The textfile once a second, and at the end.
   if (!options_.textfile.empty() &&
       (poll.final || now - last_textfile_ns_ >= 1'000'000'000)) {
     last_textfile_ns_ = now;
-    absl::Status s = WriteFileAtomically(options_.textfile, PrometheusText(*published));
+    absl::Status s = WriteFileAtomically(options_.textfile, published->Text());
     if (!s.ok() && textfile_error_.ok()) textfile_error_ = s;
   }
 }

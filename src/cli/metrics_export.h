@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,13 +49,22 @@ class MetricsExport : public LiveObserver {
  private:
   static constexpr uint64_t kPublishEveryNs = 100'000'000;
   explicit MetricsExport(const MetricsExportOptions& options);
+  // A published snapshot and its expositions, each written by the first scrape that asks for
+  // it and then served as is: scrapers between two snapshots (100 ms) share one rendering.
+  struct Published {
+    MetricsSnapshot snapshot;
+    std::once_flag text_once, protobuf_once;
+    std::string text, protobuf;
+    const std::string& Text();
+    const std::string& Protobuf();
+  };
   MetricsServer::Response Serve(const MetricsServer::Request& request);
 
   MetricsExportOptions options_;
   DeviceNames names_;
   MetricsTap tap_;
   std::unique_ptr<MetricsServer> server_;
-  std::shared_ptr<const MetricsSnapshot> current_;  // std::atomic_load / atomic_store
+  std::shared_ptr<Published> current_;  // std::atomic_load / atomic_store
   uint64_t last_publish_ns_ = 0;
   uint64_t last_textfile_ns_ = 0;
   absl::Status textfile_error_;

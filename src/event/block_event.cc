@@ -15,8 +15,8 @@ constexpr std::string_view kKindNames[kBlockEventKindCount] = {
     "block_bio_backmerge",  "block_io_start",      "block_io_done",
 };
 
-constexpr std::string_view kOpNames[kBlockOpCount] = {"read", "write", "flush", "discard",
-                                                       "other"};
+constexpr std::string_view kOpNames[kBlockOpCount] = {"read",    "write",        "flush",
+                                                       "discard", "write_zeroes", "other"};
 
 constexpr std::string_view kProblemNames[kDecodeProblemCount] = {
     "short_record", "format_lacks_field", "rwbs_without_op"};
@@ -65,7 +65,7 @@ bool ParseRwbs(std::string_view rwbs, BlockOp* op, uint8_t* flags) {
   switch (s[i]) {
     case 'W':
       if (i + 1 < len && s[i + 1] == 'Z') {  // REQ_OP_WRITE_ZEROES
-        *op = BlockOp::kOther;
+        *op = BlockOp::kWriteZeroes;
         i += 2;
       } else {
         *op = BlockOp::kWrite;

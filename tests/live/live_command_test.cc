@@ -26,23 +26,6 @@
 namespace iotrace::live {
 namespace {
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// fio's count of I/Os it completed in one direction (the job's "read"/"write" total_ios).
-uint64_t FioIos(const std::string& json_path, const std::string& direction) {
-  const std::string text = Slurp(json_path);
-  size_t at = text.find("\"" + direction + "\"");
-  std::smatch m;
-  std::regex re("\"total_ios\"\\s*:\\s*(\\d+)");
-  std::string rest = at == std::string::npos ? "" : text.substr(at);
-  return std::regex_search(rest, m, re) ? std::stoull(m[1]) : 0;
-}
-
 // A count of the cumulative JSON report: the group's count, or 0.
 uint64_t GroupCount(const std::string& report_json, const std::string& device,
                     const std::string& op, const std::string& phase) {
@@ -52,6 +35,39 @@ uint64_t GroupCount(const std::string& report_json, const std::string& device,
       "g[\"op\"]==sys.argv[3] and g[\"phase\"]==sys.argv[4]))' " +
       report_json + " " + device + " " + op + " " + phase);
   return r.exit_code == 0 ? std::stoull(r.out) : ~uint64_t{0};
+}
+
+// A free port on 127.0.0.1 (bound, read and closed: free until someone else takes it).
+int FreeLoopbackPort() {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  const bool ok = bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+                  getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  close(s);
+  return ok ? ntohs(addr.sin_port) : -1;
+}
+
+// GET `path` from 127.0.0.1:`port` over HTTP/1.0: the whole response, "" when nothing answers.
+std::string HttpGet(int port, const std::string& path) {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  std::string out;
+  if (connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (write(s, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+      char buf[65536];
+      ssize_t n;
+      while ((n = read(s, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(s);
+  return out;
 }
 
 // Starts argv with its standard output and error into files; returns the pid.
@@ -239,6 +255,56 @@ TEST_P(LiveCommandTest, ADeviceThatGoesAwayMidRunIsSaidToHaveGone) {
   EXPECT_NE(Slurp(err).find("--dev " + majmin + " (" + majmin + ") went away"),
             std::string::npos)
       << Slurp(err);
+}
+
+// With --listen, a disk that goes away is said to have gone, scrapes go on being answered
+// (its series keep their last counts), and SIGTERM ends the run with tracefs clean (TearDown).
+TEST_P(LiveCommandTest, ADeviceThatGoesAwayWhileExportingKeepsServingAndEndsClean) {
+  auto loop = std::make_unique<ScratchLoop>("none");
+  ASSERT_TRUE(loop->ok()) << loop->error();
+  const std::string majmin = loop->majmin();
+  const std::string name = loop->name();
+  const int port = FreeLoopbackPort();
+  ASSERT_GT(port, 0);
+  const std::string err = dir_.File("err");
+  const std::string out = dir_.File("out.json");
+  pid_t pid = Spawn({Binary(), "live", "--backend", GetParam(), "--listen", std::to_string(port),
+                     "--quiet", "--format", "json", "--report", out, "--dev", majmin},
+                    "/dev/null", err);
+  ASSERT_GT(pid, 0);
+  std::string before;
+  for (int i = 0; i < 100 && before.find(" 200 ") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    before = HttpGet(port, "/metrics");
+  }
+  ASSERT_NE(before.find(" 200 "), std::string::npos) << Slurp(err);
+  ASSERT_TRUE(Sh("dd if=" + loop->device() + " of=/dev/null bs=4k count=64 iflag=direct 2>&1")
+                  .exit_code == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  loop.reset();  // detached
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const std::string after = HttpGet(port, "/metrics");
+  EXPECT_NE(after.find(" 200 "), std::string::npos) << after;
+  EXPECT_NE(after.find("iotrace_build_info{"), std::string::npos) << after;
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << Slurp(err);
+  // The last scrape holds what the report at the end counts (nothing happened in between).
+  const uint64_t reads = GroupCount(out, name, "read", "D2C");
+  ASSERT_NE(reads, ~uint64_t{0}) << Slurp(out);
+  ASSERT_GE(reads, 64u);
+  EXPECT_NE(after.find("iotrace_block_latency_seconds_count{device=\"" + name +
+                       "\",operation=\"read\",phase=\"d2c\"} " + std::to_string(reads) +
+                       "\n"),
+            std::string::npos)
+      << after;
+  EXPECT_NE(Slurp(err).find("--dev " + majmin + " (" + majmin + ") went away"),
+            std::string::npos)
+      << Slurp(err);
+  EXPECT_NE(Slurp(err).find("stopped by SIGTERM"), std::string::npos) << Slurp(err);
+  EXPECT_EQ(HttpGet(port, "/metrics"), "");  // the port is closed
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, LiveCommandTest, ::testing::Values("ftrace", "perf"),

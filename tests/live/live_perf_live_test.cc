@@ -20,19 +20,7 @@
 namespace iotrace::live {
 namespace {
 
-// fio's count of reads it completed ("total_ios" of the job's "read" section).
-uint64_t FioReads(const std::string& json_path) {
-  std::ifstream in(json_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  const size_t at = text.find("\"read\"");
-  std::smatch m;
-  const std::string rest = at == std::string::npos ? "" : text.substr(at);
-  return std::regex_search(rest, m, std::regex("\"total_ios\"\\s*:\\s*(\\d+)"))
-             ? std::stoull(m[1])
-             : 0;
-}
+uint64_t FioReads(const std::string& json_path) { return FioIos(json_path, "read"); }
 
 class IntervalCounter : public IntervalSink {
  public:

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 namespace iotrace::live {
@@ -163,6 +164,23 @@ size_t CountLines(const std::string& text, const std::string& needle) {
   std::string line;
   while (std::getline(in, line)) n += line.find(needle) != std::string::npos;
   return n;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+uint64_t FioIos(const std::string& json_path, const std::string& direction) {
+  const std::string text = Slurp(json_path);
+  const size_t at = text.find("\"" + direction + "\"");
+  std::smatch m;
+  const std::string rest = at == std::string::npos ? "" : text.substr(at);
+  return std::regex_search(rest, m, std::regex("\"total_ios\"\\s*:\\s*(\\d+)"))
+             ? std::stoull(m[1])
+             : 0;
 }
 
 }  // namespace iotrace::live

@@ -81,6 +81,13 @@ std::string Binary();
 // Counts lines of `text` containing `needle`.
 size_t CountLines(const std::string& text, const std::string& needle);
 
+// A whole file as a string ("" when it cannot be read).
+std::string Slurp(const std::string& path);
+
+// fio's count of I/Os it completed in one direction ("total_ios" of the job's "read" or
+// "write" section of its --output-format=json), 0 when absent.
+uint64_t FioIos(const std::string& json_path, const std::string& direction);
+
 }  // namespace iotrace::live
 
 #endif  // IOTRACE_TESTS_LIVE_LIVE_UTIL_H_

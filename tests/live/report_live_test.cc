@@ -28,20 +28,6 @@ std::vector<std::string> Fio(const ScratchLoop& loop, const std::string& json_ou
           "--number_ios=" + std::to_string(kIos), "--output-format=json", "--output=" + json_out};
 }
 
-// fio's count of I/Os it completed in one direction ("total_ios" of the job's "read" or
-// "write" section).
-uint64_t FioIos(const std::string& json_path, const std::string& direction) {
-  std::ifstream in(json_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
-  size_t at = text.find("\"" + direction + "\"");
-  std::smatch m;
-  std::regex re("\"total_ios\"\\s*:\\s*(\\d+)");
-  std::string rest = at == std::string::npos ? "" : text.substr(at);
-  return std::regex_search(rest, m, re) ? std::stoull(m[1]) : 0;
-}
-
 uint64_t FioReads(const std::string& json_path) { return FioIos(json_path, "read"); }
 
 // Rows of a summary CSV: "dev,device,op,phase" -> count.

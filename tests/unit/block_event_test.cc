@@ -41,8 +41,8 @@ TEST(BlockEventTest, ParsesRwbsAsBlkFillRwbsWritesIt) {
       {"DE", true, BlockOp::kDiscard, 0},
       {"DS", true, BlockOp::kDiscard, kBlockFlagSync},
       {"N", true, BlockOp::kOther, 0},
-      {"WZ", true, BlockOp::kOther, 0},
-      {"WZS", true, BlockOp::kOther, kBlockFlagSync},
+      {"WZ", true, BlockOp::kWriteZeroes, 0},
+      {"WZS", true, BlockOp::kWriteZeroes, kBlockFlagSync},
       {"ZA", true, BlockOp::kOther, 0},
       {"ZRA", true, BlockOp::kOther, 0},  // zone reset all, not readahead
       {"ZR", true, BlockOp::kOther, 0},

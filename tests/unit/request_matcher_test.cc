@@ -325,6 +325,45 @@ TEST_F(RequestMatcherTest, RequeueOfUnknownRequestIsCounted) {
   EXPECT_EQ(matcher_.stats().requeues_unmatched, 1u);
 }
 
+TEST(RequestMatcherDeviceTest, UnpairedReasonsAndRequestsTrackedAreCountedPerDevice) {
+  RecordingSink sink;
+  MatcherOptions o;
+  o.max_entries = 2;  // the third request on the table evicts the oldest
+  RequestMatcher m(o, &sink);
+  constexpr uint32_t kLoop1 = kLoop0 + 1;
+  for (const BlockEvent& e : std::vector<BlockEvent>{
+           Complete(1, 500, 8, "W", kLoop1),                          // complete without issue
+           Ev(BlockEventKind::kRequeue, 2, 600, 8, "W", kLoop0),      // requeue unmatched
+           Insert(3, 64, 8, "W", kLoop0), Insert(4, 64, 8, "W", kLoop0),  // collided (loop0)
+           Insert(5, 128, 8, "W", kLoop1),                            // table: 64@0, 128@1
+           Insert(6, 256, 8, "W", kLoop1),                            // evicts 64@loop0
+           Issue(7, 256, 8, "W", kLoop1),
+           Ev(BlockEventKind::kInsert, 8, 0, 0, "FF", kLoop0),        // a flush waiting
+       }) {
+    m.OnEvent(e);
+  }
+  uint64_t collided = 0, evicted = 0;
+  for (uint64_t v : m.stats().collided) collided += v;
+  for (uint64_t v : m.stats().evicted) evicted += v;
+  ASSERT_EQ(collided, 1u);
+  ASSERT_EQ(evicted, 1u);
+  std::vector<DeviceMatchStats> devices = m.devices();
+  ASSERT_EQ(devices.size(), 2u);
+  const DeviceMatchStats& d0 = devices[0].dev == kLoop0 ? devices[0] : devices[1];
+  const DeviceMatchStats& d1 = devices[0].dev == kLoop0 ? devices[1] : devices[0];
+  EXPECT_EQ(d0.requeues_unmatched, 1u);
+  EXPECT_EQ(d0.completes_without_issue, 0u);
+  EXPECT_EQ(d0.collided, 1u);
+  EXPECT_EQ(d0.evicted, 1u);
+  EXPECT_EQ(d0.tracked, 1u);  // the flush (its one request left the table)
+  EXPECT_EQ(d1.completes_without_issue, 1u);
+  EXPECT_EQ(d1.requeues_unmatched, 0u);
+  EXPECT_EQ(d1.collided + d1.evicted + d1.expired, 0u);
+  EXPECT_EQ(d1.tracked, 2u);  // 128 inserted, 256 issued
+  EXPECT_EQ(m.stats().completes_without_issue, 1u);
+  EXPECT_EQ(m.stats().requeues_unmatched, 1u);
+}
+
 TEST_F(RequestMatcherTest, MergedRequestDisappears) {
   // Request B (sector 108) is merged into A (sector 100): block_rq_merge traces B.
   Feed({Insert(0, 100), Insert(5, 108), Ev(BlockEventKind::kMerge, 7, 108, 8, "W"),

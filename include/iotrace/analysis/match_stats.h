@@ -94,6 +94,15 @@ struct DeviceMatchStats {
   uint32_t dev = 0;
   std::array<uint64_t, kBlockEventKindCount> events{};
   uint64_t issues_without_insert = 0;  // flushes not included
+  // The device's share of MatchStats' counters of the same names (live --listen exports them
+  // per device): completions and requeues of requests not seen issued, and requests given up
+  // (expired, evicted and collided, over every state, across_gap included).
+  uint64_t completes_without_issue = 0;
+  uint64_t requeues_unmatched = 0;
+  uint64_t expired = 0;
+  uint64_t evicted = 0;
+  uint64_t collided = 0;
+  uint64_t tracked = 0;  // requests tracked when devices() was called (a gauge, not a counter)
   NoInsertReason no_insert_reason = NoInsertReason::kInsertMissing;  // after Finish()
 };
 

@@ -245,8 +245,8 @@ class RequestMatcher {
   // an event costs one call instead of two.
   [[gnu::always_inline]] void OnInsert(Device& d, const BlockEvent& e);
   [[gnu::always_inline]] void OnIssue(Device& d, const BlockEvent& e);
-  [[gnu::always_inline]] void OnComplete(const BlockEvent& e);
-  void OnRequeue(const BlockEvent& e);
+  [[gnu::always_inline]] void OnComplete(Device& d, const BlockEvent& e);
+  void OnRequeue(Device& d, const BlockEvent& e);
   void OnMerge(const BlockEvent& e);
   void OnBioQueue(const BlockEvent& e);
   void OnBioFrontMerge(const BlockEvent& e);

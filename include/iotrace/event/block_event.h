@@ -34,9 +34,10 @@ inline constexpr int kBlockEventKindCount = 10;
 std::string_view BlockEventKindName(BlockEventKind kind);
 
 // The operation of a request, from the op letter of rwbs.
-enum class BlockOp : uint8_t { kRead, kWrite, kFlush, kDiscard, kOther };
-inline constexpr int kBlockOpCount = 5;
-std::string_view BlockOpName(BlockOp op);  // "read", "write", "flush", "discard", "other"
+enum class BlockOp : uint8_t { kRead, kWrite, kFlush, kDiscard, kWriteZeroes, kOther };
+inline constexpr int kBlockOpCount = 6;
+// "read", "write", "flush", "discard", "write_zeroes", "other"
+std::string_view BlockOpName(BlockOp op);
 // Parses "read" ... "other"; false when unknown.
 bool ParseBlockOp(std::string_view name, BlockOp* op);
 
