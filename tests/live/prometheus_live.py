@@ -15,7 +15,12 @@ holds are checked against `iotrace report` on the recordings:
 - histogram_quantile(0.99) over the native series lies within the native bucket width of the
   report's p99, and over the classic buckets (the textfile's) within the report's classic bucket;
 - across the hosts: the native sum and `sum by (le)` of the classic buckets give the quantile of
-  the union, checked against the reports' buckets added up (the same bounds in every report).
+  the union, checked against the reports' buckets added up (the same bounds in every report);
+- a window: fio runs twice with idle seconds between; `increase(..._count[W])` (textfile, classic)
+  and `histogram_count(increase(...[W]))` (native), with W running from a scrape in the first
+  idle stretch to one in the last (so Prometheus does not extrapolate: the window starts and ends
+  on samples), equal the report's count of that window: the requests of the second run, taken
+  from the report's --interval blocks after the idle gap.
 
 Prints one line per check; exits 1 when one fails, 77 when something it needs is missing.
 """
@@ -55,27 +60,61 @@ class Prom:
     def __init__(self, port):
         self.base = f"http://127.0.0.1:{port}/api/v1/query?query="
 
-    def query(self, q):
-        with urllib.request.urlopen(self.base + urllib.parse.quote(q), timeout=5) as r:
+    def query(self, q, at=None):
+        url = self.base + urllib.parse.quote(q) + ("" if at is None else f"&time={at:.3f}")
+        with urllib.request.urlopen(url, timeout=5) as r:
             d = json.load(r)
         if d.get("status") != "success":
             raise RuntimeError(f"{q}: {d}")
         return d["data"]["result"]
 
-    def scalar(self, q):
-        res = self.query(q)
+    def scalar(self, q, at=None):
+        res = self.query(q, at)
         if len(res) != 1:
             raise RuntimeError(f"{q}: {len(res)} series: {res}")
         return float(res[0]["value"][1])
 
 
-def report(iotrace, files, out):
-    args = [iotrace, "report", "--format", "json"]
+def report(iotrace, files, out, extra=()):
+    args = [iotrace, "report", "--format", "json", *extra]
     for f in files:
         args += ["-i", f]
     with open(out, "w") as o:
         subprocess.run(args, stdout=o, check=True)
     return json.load(open(out))
+
+
+def last_sample_time(prom, selector):
+    """The time of the newest sample of a series (a float or a native histogram one)."""
+    res = prom.query(f"{selector}[30s]")
+    if len(res) != 1:
+        raise RuntimeError(f"{selector}: {len(res)} series")
+    samples = res[0].get("values") or res[0].get("histograms")
+    return float(samples[-1][0])
+
+
+def second_run_count(rep, device, op, phase):
+    """The count of the report's --interval blocks after the last idle gap (> 2 s with none)."""
+    blocks = []
+    for iv in rep["intervals"]:
+        n = sum(g["count"] for g in iv["groups"]
+                if g["device"] == device and g["op"] == op and g["phase"] == phase)
+        if n:
+            blocks.append((iv["interval_start_s"], n))
+    last_gap = 0
+    for i in range(1, len(blocks)):
+        if blocks[i][0] - blocks[i - 1][0] > 2:
+            last_gap = i
+    return sum(n for _, n in blocks[last_gap:]) if last_gap else None
+
+
+def fio_reads(hosts, base):
+    fios = [subprocess.Popen(
+        ["fio", f"--name=h{n}", f"--filename={h['loop']}", "--rw=randread", "--bs=4k",
+         "--direct=1", "--iodepth=8", "--ioengine=libaio", f"--number_ios={base + 5000 * n}",
+         "--output=/dev/null"]) for n, h in enumerate(hosts)]
+    for f in fios:
+        f.wait()
 
 
 def group(rep, device, op, phase):
@@ -156,12 +195,16 @@ def main():
             time.sleep(0.5)
         check(all(r["value"][1] == "1" for r in prom.query("up")), "every target is up")
 
-        fios = [subprocess.Popen(
-            ["fio", f"--name=h{n}", f"--filename={h['loop']}", "--rw=randread", "--bs=4k",
-             "--direct=1", "--iodepth=8", "--ioengine=libaio", f"--number_ios={20000 + 5000 * n}",
-             "--output=/dev/null"]) for n, h in enumerate(hosts)]
-        for f in fios:
-            f.wait()
+        fio_reads(hosts, 20000)
+        time.sleep(4)  # a few scrapes of the first run's counts
+        window = {}
+        for h in hosts:
+            sel = f'{{job="iotrace",device="{h["name"]}",operation="read",phase="d2c"}}'
+            tsel = f'{{job="node",device="{h["name"]}",operation="read",phase="d2c"}}'
+            window[h["name"]] = {
+                "native_from": last_sample_time(prom, f"iotrace_block_latency_seconds{sel}"),
+                "text_from": last_sample_time(prom, f"iotrace_block_latency_seconds_count{tsel}")}
+        fio_reads(hosts, 6000)
         time.sleep(4)  # a few scrapes of the final counts
         # Asked while the exporters still run: a target that went away has its series marked
         # stale, and an instant query then finds nothing.
@@ -178,6 +221,19 @@ def main():
                 "qc": prom.scalar("histogram_quantile(0.99, sum by (le) "
                                   f"(iotrace_block_latency_seconds_bucket{tsel}))"),
             }
+            got[h["name"]]["unpaired"] = {
+                r["metric"]["reason"]: float(r["value"][1]) for r in prom.query(
+                    f'iotrace_block_unpaired_total{{job="iotrace",device="{h["name"]}"}}')}
+            got[h["name"]]["inflight"] = prom.scalar(
+                f'iotrace_block_inflight_requests{{job="iotrace",device="{h["name"]}"}}')
+            w = window[h["name"]]
+            for kind, series, wrap in (
+                    ("native", f"iotrace_block_latency_seconds{sel}", "histogram_count({})"),
+                    ("text", f"iotrace_block_latency_seconds_count{tsel}", "{}")):
+                to = last_sample_time(prom, series)
+                ms = round((to - w[kind + "_from"]) * 1000)
+                w[kind] = prom.scalar(wrap.format(f"increase({series}[{ms}ms])"), at=to)
+                w[kind + "_ms"] = ms
         if len(hosts) > 1:
             sel = '{job="iotrace",operation="read",phase="d2c"}'
             tsel = '{job="node",operation="read",phase="d2c"}'
@@ -197,11 +253,25 @@ def main():
         for n, h in enumerate(hosts):
             rep = report(iotrace, [h["rec"]], os.path.join(work, f"host{n}.report.json"))
             reps.append(rep)
+            ivs = report(iotrace, [h["rec"]], os.path.join(work, f"host{n}.intervals.json"),
+                         ("--interval", "0.5"))
+            second = second_run_count(ivs, h["name"], "read", "D2C")
+            w = window[h["name"]]
+            for kind in ("text", "native"):
+                check(second is not None and w[kind] == second,
+                      f"{h['name']}: increase over {w[kind + '_ms']} ms ({kind}) {w[kind]} = the "
+                      f"report's count of that window {second}")
             g = group(rep, h["name"], "read", "D2C")
             check(g is not None, f"{h['name']}: the report has read D2C")
             if g is None:
                 continue
             v = got[h["name"]]
+            dev = [d for d in rep["completeness"]["devices"] if d["device"] == h["name"]]
+            check(len(dev) == 1 and v["unpaired"].get("issue_without_insert") ==
+                  dev[0]["issues_without_insert"] and len(v["unpaired"]) == 6,
+                  f"{h['name']}: unpaired by reason {v['unpaired']} (issue_without_insert = the "
+                  f"report's {dev[0]['issues_without_insert'] if dev else None})")
+            check(v["inflight"] == 0, f"{h['name']}: {v['inflight']:.0f} requests in flight at idle")
             check(v["hc"] == g["count"], f"{h['name']}: histogram_count {v['hc']:.0f} = report {g['count']}")
             check(abs(v["hs"] - g["sum_ns"] / 1e9) <= 1e-9 * max(1.0, v["hs"]),
                   f"{h['name']}: histogram_sum {v['hs']} = report {g['sum_ns'] / 1e9}")
