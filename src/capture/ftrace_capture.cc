@@ -110,6 +110,7 @@ absl::StatusOr<std::unique_ptr<FtraceCapture>> FtraceCapture::Create(FtraceCaptu
   wopts.nr_cpus = *std::max_element(c->cpus_.begin(), c->cpus_.end()) + 1;
   wopts.trace_clock = setup.clock;
   wopts.recorder = options.recorder;
+  wopts.flush_interval_ms = options.flush_interval_ms;
   IOTRACE_ASSIGN_OR_RETURN(c->writer_, TraceDatWriter::Create(options.output, std::move(wopts)));
 
   const uint32_t page = c->writer_->page_size();

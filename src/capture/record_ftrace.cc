@@ -106,6 +106,7 @@ absl::StatusOr<int> RecordWithFtrace(const RecordOptions& opt, const std::string
   fopt.tracefs = tracefs;
   fopt.events = events;
   fopt.output = summary->output;
+  fopt.flush_interval_ms = static_cast<uint32_t>(opt.flush_interval_ms);
   fopt.buffer_kb = opt.buffer_kb;
   fopt.dev_filter = filter;
   std::optional<GatedChild> child;

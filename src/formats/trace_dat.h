@@ -22,6 +22,9 @@ inline constexpr size_t kTraceDatLabelSize = 10;
 
 // The CPUSTAT text of every CPU of a recording that `iotrace recover` finished: the kernel's
 // counters were never read, so its losses are unknown. The reader marks such a file unfinished.
+// The CPUSTAT text of the header a recording starts with: "<this>1000 ms". Every CPU's data in
+// the spools is complete up to about that long before the last record of any CPU.
+inline constexpr char kTraceDatFlushNote[] = "iotrace: recording; pages stored at least every ";
 inline constexpr char kTraceDatRecoveredNote[] =
     "iotrace: the recording did not finish (killed); its pages were recovered from its spool "
     "files by iotrace recover, and what the kernel lost is not known\n";

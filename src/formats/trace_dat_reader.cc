@@ -241,6 +241,7 @@ class TraceDatReader final : public TraceReader {
   enum class Unfinished { kNo, kSpools, kRecovered } unfinished_ = Unfinished::kNo;
   std::vector<UniqueFd> spool_fds_;
   uint64_t spool_partial_pages_ = 0;  // a spool's last page cut short (killed while writing it)
+  uint32_t flush_interval_ms_ = 0;    // what the recording's header says, 0: not said
   absl::Status OpenSpools();
   int DataFd(const Stream& s) const { return s.fd >= 0 ? s.fd : data_fd_.get(); }
   std::string compression_;
@@ -686,10 +687,22 @@ absl::Status TraceDatReader::HandleOption(uint16_t id, ByteView data, bool v7) {
   switch (id) {
     case kOptionCpuStat: {
       std::string_view text = CString(data);
+      // iotrace's own notes instead of the kernel's counters: a recording that has not
+      // finished (or was recovered after a kill).
+      bool note = false;
       if (text.find(kTraceDatRecoveredNote) != std::string_view::npos) {
         unfinished_ = Unfinished::kRecovered;
-        return absl::OkStatus();
+        note = true;
       }
+      if (size_t at = text.find(kTraceDatFlushNote); at != std::string_view::npos) {
+        std::string_view ms = text.substr(at + std::strlen(kTraceDatFlushNote));
+        uint32_t v = 0;
+        if (absl::SimpleAtoi(std::string(ms.substr(0, ms.find(' '))), &v)) {
+          flush_interval_ms_ = v;
+        }
+        note = true;
+      }
+      if (note) return absl::OkStatus();
       size_t marker = text.find("Buffer: ");
       if (marker != std::string_view::npos && text.find("entries:") == std::string_view::npos) {
         std::string_view name = text.substr(marker + 8);
@@ -1263,7 +1276,15 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
     // what it lost before, is not known.
     stats.AddProblem(kProblemUnfinishedFile, 1);
     stats.AddProblem("trace_dat_spool_page_cut", spool_partial_pages_);
-    stats.coverage.EndAll(nr_cpus_, GapCause::kUnfinished);
+    // Every CPU's pages were stored at least every flush interval (an idle CPU's too), so
+    // whatever is missing is younger than the newest record less two intervals (one for the
+    // flush, one for the drain that did it and the page being written).
+    uint64_t newest = 0;
+    for (const CpuSpan& s : stats.coverage.cpus) newest = std::max(newest, s.last_ts);
+    const uint64_t margin = 2 * uint64_t{flush_interval_ms_} * 1000000;
+    const uint64_t known_until =
+        flush_interval_ms_ != 0 && newest > margin ? newest - margin : 0;
+    stats.coverage.EndAll(nr_cpus_, GapCause::kUnfinished, known_until);
   }
   stats.AddProblem("trace_dat_cpu_data_overlap", overlapping_streams_);
   stats.AddProblem("event_format_unparsed", unparsed_formats_);

@@ -62,6 +62,7 @@ absl::StatusOr<TraceDatRecovery> RecoverTraceDat(const std::string& path) {
     return NotOurs(path, "its header is damaged (CPU count, options)");
   }
   options.nr_cpus = static_cast<int>(cpus);
+  std::string flush_note;
   for (;;) {
     uint16_t id = 0;
     uint32_t size = 0;
@@ -74,6 +75,13 @@ absl::StatusOr<TraceDatRecovery> RecoverTraceDat(const std::string& path) {
     if (id == kOptionTraceClock) options.trace_clock = std::string(CString(data));
     if (id == kOptionUname) options.uname = std::string(CString(data));
     if (id == kOptionVersion) options.recorder = std::string(CString(data));
+    if (id == kOptionCpuStat) {
+      // The recording's flush interval, kept in the recovered file's notes.
+      const std::string_view text = CString(data);
+      if (size_t at = text.find(kTraceDatFlushNote); at != std::string_view::npos) {
+        flush_note = std::string(text.substr(at, text.find('\n', at) - at));
+      }
+    }
   }
   if (!r.ReadBytes(kTraceDatLabelSize, &label) ||
       label.AsString() != std::string_view(kTraceDatFlyrecordLabel, kTraceDatLabelSize)) {
@@ -116,7 +124,9 @@ absl::StatusOr<TraceDatRecovery> RecoverTraceDat(const std::string& path) {
   }
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceDatWriter> writer,
                            TraceDatWriter::Resume(path, std::move(options),
-                                                  kTraceDatRecoveredNote));
+                                                  absl::StrCat(kTraceDatRecoveredNote,
+                                                               flush_note,
+                                                               flush_note.empty() ? "" : "\n")));
   IOTRACE_ASSIGN_OR_RETURN(out.written, writer->Finish());
   return out;
 }

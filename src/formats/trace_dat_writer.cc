@@ -166,7 +166,13 @@ absl::StatusOr<std::unique_ptr<TraceDatWriter>> TraceDatWriter::Create(
 
   // The header now, with no CPU data: a recording killed before Finish leaves a file that says
   // so (every CPU at offset 0, size 0, written by iotrace) beside its spools.
+  if (w->options_.flush_interval_ms != 0) {
+    w->cpu_stats_.assign(w->options_.nr_cpus,
+                         absl::StrFormat("%s%u ms\n", kTraceDatFlushNote,
+                                         w->options_.flush_interval_ms));
+  }
   std::string initial = w->BuildHeader(worst, w->options_.meta.saved_cmdlines);
+  w->cpu_stats_.assign(w->options_.nr_cpus, "");  // Finish writes the kernel's counters
   initial.resize(static_cast<size_t>(w->data_start_), '\0');
   IOTRACE_RETURN_IF_ERROR(PWriteAll(w->out_.get(), initial, 0, path));
   for (int cpu = 0; cpu < w->options_.nr_cpus; ++cpu) {

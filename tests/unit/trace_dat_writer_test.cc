@@ -377,6 +377,45 @@ TEST(TraceDatKillTest, RecoverMakesACompleteFileThatTraceCmdReadsAndRemovesTheSp
   EXPECT_TRUE(again->was_complete);
 }
 
+// With the flush interval in its header, an idle CPU of a killed recording (no pages at all) is
+// known complete up to two intervals before the newest record of any CPU, before and after
+// recover: the report still has a window to show.
+TEST(TraceDatKillTest, AnIdleCpuIsCoveredUpToTwoFlushIntervalsBeforeTheEnd) {
+  TempDir dir;
+  Synthetic s = MakeSynthetic(2000);
+  const std::string path = dir.File("killed.dat");
+  pid_t pid = fork();
+  if (pid == 0) {
+    TraceDatWriterOptions o = Options(s);
+    o.flush_interval_ms = 10;
+    auto w = TraceDatWriter::Create(path, o);
+    if (!w.ok()) _exit(10);
+    if (!(*w)->AppendPages(0, ByteView(s.cpu_pages[0].data(), s.cpu_pages[0].size())).ok()) {
+      _exit(11);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  for (bool recovered : {false, true}) {
+    if (recovered) ASSERT_TRUE(RecoverTraceDat(path).ok());
+    ReadStats stats;
+    ReadBack(path, nullptr, &stats);
+    ASSERT_EQ(stats.coverage.cpus.size(), 1u) << recovered;
+    const uint64_t newest = stats.coverage.cpus[0].last_ts;
+    bool idle_gap = false;
+    for (const DataGap& g : stats.coverage.gaps) {
+      if (g.cpu == 1) {
+        EXPECT_TRUE(g.open_end());
+        EXPECT_EQ(g.after_ts, newest - 20'000'000) << recovered;
+        idle_gap = true;
+      }
+    }
+    EXPECT_TRUE(idle_gap) << recovered;
+  }
+}
+
 TEST(TraceDatKillTest, AFinishedFileIsCompleteAndAKilledOneWithoutSpoolsSaysSo) {
   TempDir dir;
   Synthetic s = MakeSynthetic(200);

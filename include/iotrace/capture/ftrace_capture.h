@@ -37,6 +37,7 @@ struct FtraceCaptureOptions {
   std::string clock = "mono";
   std::string instance_name;  // "" = iotrace_<pid>
   std::string recorder;       // VERSION option ("" = iotrace <version>)
+  uint32_t flush_interval_ms = 0;  // the run's --flush-interval, said in the file's header
 };
 
 // A private instance made ready to trace (tracing off): buffer size, clock, events and --dev

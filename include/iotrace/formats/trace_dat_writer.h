@@ -40,6 +40,10 @@ struct TraceDatWriterOptions {
   std::string trace_clock = "mono";
   std::string uname;     // UNAME option; empty: "sysname nodename release machine" of this host
   std::string recorder;  // VERSION option; empty: "iotrace <version>"
+  // How often the capture stores what the kernel recorded (--flush-interval; 0: not said). The
+  // header written at Create says so, so that a reader of a killed recording knows how far
+  // back every CPU's data is complete.
+  uint32_t flush_interval_ms = 0;
 };
 
 struct TraceDatCpuResult {
