@@ -180,7 +180,8 @@ void AddIncompleteWarnings(const ReadStats& reader_stats, const LossTally& losse
     }
     if (unfinished) {
       why.push_back("the file was not finished (its writer was killed?): the losses it counts "
-                    "last are not in it");
+                    "last are not in it (iotrace recover makes it a file perf and trace-cmd "
+                    "read)");
     }
     if (!unreadable.empty()) {
       why.push_back(absl::StrFormat("parts of the file could not be read (%s): it is cut short "
