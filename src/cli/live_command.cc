@@ -14,8 +14,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/str_split.h"
 #include "cli.h"
 #include "iotrace/base/status.h"
 #include "iotrace/cli/flags.h"
@@ -66,6 +64,7 @@ class IntervalPrinter : public IntervalSink {
         WriteLiveJson(iv, header_, out_);
         break;
       case OutputFormat::kText:
+      case OutputFormat::kSvg:  // refused by --format
         // Off a terminal: every interval whole, one after the other.
         out_ << FormatLiveScreen(header_, iv, 160, 1 << 20) << "\n\n";
         break;
@@ -86,23 +85,6 @@ class IntervalPrinter : public IntervalSink {
   bool csv_header_written_ = false;
   uint64_t unpaired_ = 0;
 };
-
-absl::Status ParsePhases(const std::string& v, unsigned* mask) {
-  *mask = 0;
-  for (const std::string& name :
-       std::vector<std::string>(absl::StrSplit(v, ',', absl::SkipEmpty()))) {
-    // Upper or lower case: I2D, i2d.
-    Phase p;
-    if (!ParsePhase(absl::AsciiStrToUpper(name), &p)) {
-      return WithHint(absl::InvalidArgumentError(absl::StrFormat(
-                          "--phases: unknown phase '%s'", name)),
-                      "phases are i2d, d2c, i2c, q2d, q2c (comma-separated)");
-    }
-    *mask |= PhaseBit(p);
-  }
-  if (*mask == 0) return absl::InvalidArgumentError("--phases: no phase given");
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -145,7 +127,8 @@ int LiveCommand(const std::vector<std::string>& args) {
             "line per interval (default text)",
             [&](const std::string& v) {
               format_given = true;
-              if (!ParseOutputFormat(v, &format)) {
+              // svg is report's: live has no picture of its own yet.
+              if (!ParseOutputFormat(v, &format) || format == OutputFormat::kSvg) {
                 return WithHint(absl::InvalidArgumentError(
                                     absl::StrFormat("--format: unknown format '%s'", v)),
                                 "use text, csv or json");
@@ -157,7 +140,7 @@ int LiveCommand(const std::vector<std::string>& args) {
             "they need are enabled (d2c alone: block_rq_issue and _complete, as biolatency; q2d/q2c add "
             "block_bio_queue). Default: i2d, d2c, i2c from record's default events",
             [&](const std::string& v) {
-              IOTRACE_RETURN_IF_ERROR(ParsePhases(v, &opt.window.phases));
+              IOTRACE_RETURN_IF_ERROR(ParsePhaseList(v, &opt.window.phases));
               // Only the tracepoints these phases need: fewer events, less cost.
               opt.events = LiveEventsForPhases(opt.window.phases);
               return absl::OkStatus();
