@@ -112,6 +112,22 @@ struct LogAxis {
 
 std::string DecadeLabel(int d) { return Ns(std::pow(10.0, d)); }
 
+// Heatmap rows of buckets (sorted by latency): (row, count), by row.
+using Rows = std::vector<std::pair<int, uint64_t>>;
+
+Rows RowsOf(const std::vector<LatencyBucket>& buckets) {
+  Rows rows;
+  for (const LatencyBucket& b : buckets) {
+    const int row = SvgRowOf(b.lo_ns);
+    if (!rows.empty() && rows.back().first == row) {
+      rows.back().second += b.count;
+    } else {
+      rows.emplace_back(row, b.count);
+    }
+  }
+  return rows;
+}
+
 // One heatmap column: the intervals merged into it.
 struct Column {
   uint64_t count = 0;
@@ -119,8 +135,7 @@ struct Column {
   uint64_t max_ns = 0;
   uint64_t p50_ns = 0, p99_ns = 0;
   bool lossy = false;
-  std::map<int, uint64_t> rows;
-  std::map<uint64_t, LatencyBucket> buckets;  // by lo: merged for the percentiles
+  Rows rows;
 };
 
 struct Panel {
@@ -150,41 +165,55 @@ std::vector<Run> RunsOf(const Column& c) {
   return runs;
 }
 
+// The columns of `per_column` intervals each. The intervals come in time order, so a column's
+// are consecutive: their buckets are gathered, sorted and added up once per column.
 void FillColumns(Panel& p, size_t n_columns, uint64_t per_column) {
   p.columns.assign(n_columns, Column{});
+  std::vector<LatencyBucket> merged;
+  size_t open = n_columns;  // the column `merged` holds
+  auto close = [&]() {
+    if (open == n_columns) return;
+    Column& c = p.columns[open];
+    std::sort(merged.begin(), merged.end(),
+              [](const LatencyBucket& a, const LatencyBucket& b) { return a.lo_ns < b.lo_ns; });
+    size_t kept = 0;
+    for (const LatencyBucket& b : merged) {
+      if (kept != 0 && merged[kept - 1].lo_ns == b.lo_ns) {
+        merged[kept - 1].count += b.count;
+      } else {
+        merged[kept++] = b;
+      }
+    }
+    merged.resize(kept);
+    c.rows = RowsOf(merged);
+    if (c.count != 0) {
+      c.p50_ns = BucketPercentile(merged, c.count, c.min_ns, c.max_ns, 50);
+      c.p99_ns = BucketPercentile(merged, c.count, c.min_ns, c.max_ns, 99);
+    }
+    merged.clear();
+  };
   for (size_t i = 0; i < p.intervals.size(); ++i) {
     const LatencyGroup& g = *p.groups[i];
-    Column& c = p.columns[std::min<size_t>(p.intervals[i]->index / per_column, n_columns - 1)];
+    const size_t at = std::min<size_t>(p.intervals[i]->index / per_column, n_columns - 1);
+    Column& c = p.columns[at];
     c.lossy |= g.outside_coverage != 0 || g.partial;
     if (g.summary.count == 0) continue;
     c.count += g.summary.count;
     c.min_ns = std::min(c.min_ns, g.summary.min_ns);
     c.max_ns = std::max(c.max_ns, g.summary.max_ns);
-    if (per_column == 1) {
+    if (per_column == 1) {  // the interval's own numbers
       c.p50_ns = g.summary.p50_ns;
       c.p99_ns = g.summary.p99_ns;
+      c.rows = RowsOf(g.buckets);
+      continue;
     }
-    for (const LatencyBucket& b : g.buckets) {
-      c.rows[SvgRowOf(b.lo_ns)] += b.count;
-      if (per_column != 1) {
-        LatencyBucket& m = c.buckets[b.lo_ns];
-        m.lo_ns = b.lo_ns;
-        m.hi_ns = b.hi_ns;
-        m.count += b.count;
-      }
-    }
+    if (at != open) close();
+    open = at;
+    merged.insert(merged.end(), g.buckets.begin(), g.buckets.end());
   }
+  close();
   p.rects = 0;
-  for (Column& c : p.columns) {
-    p.rects += RunsOf(c).size();
-    if (per_column != 1 && c.count != 0) {
-      std::vector<LatencyBucket> merged;
-      for (const auto& [lo, b] : c.buckets) merged.push_back(b);
-      c.p50_ns = BucketPercentile(merged, c.count, c.min_ns, c.max_ns, 50);
-      c.p99_ns = BucketPercentile(merged, c.count, c.min_ns, c.max_ns, 99);
-    }
-    c.buckets.clear();
-  }
+  for (const Column& c : p.columns) p.rects += RunsOf(c).size();
 }
 
 class SvgWriter {
@@ -521,8 +550,7 @@ void SvgWriter::DrawDistribution(const Panel& p, double top) {
   LogAxis lat = p.lat;
   lat.a = kLeft;
   lat.b = kLeft + kHistW;
-  std::map<int, uint64_t> rows;
-  for (const LatencyBucket& b : g.buckets) rows[SvgRowOf(b.lo_ns)] += b.count;
+  const Rows rows = RowsOf(g.buckets);
   uint64_t most = 1;
   for (const auto& [key, n] : rows) most = std::max(most, n);
   out_ << "<rect x=\"" << Num(kLeft) << "\" y=\"" << Num(y0) << "\" width=\"" << Num(kHistW)
