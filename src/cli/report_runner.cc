@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "iotrace/analysis/latency_report.h"
 #include "iotrace/base/status.h"
 #include "iotrace/event/block_event.h"
@@ -78,6 +79,11 @@ SvgPlotOptions SvgFacts(const TraceReader& reader, const LatencyReport& report,
   SvgPlotOptions svg;
   for (const auto& [key, value] : reader.Info()) {
     if (key == "hostname") svg.host = value;
+    // trace.dat's uname option: "sysname nodename release machine", as uname -snrm.
+    if (key == "uname" && svg.host.empty()) {
+      const std::vector<std::string> words = absl::StrSplit(value, ' ');
+      if (words.size() >= 2) svg.host = words[1];
+    }
   }
   DeviceNames names(options.sysfs_root, options.procfs_root);
   for (const LatencyGroup& g : report.groups) {
