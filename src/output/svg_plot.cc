@@ -346,6 +346,7 @@ void SvgWriter::Header(double height) {
   const double top = std::log10(static_cast<double>(cell_max_));
   for (uint64_t v = 1; v <= cell_max_; v *= 10) {
     const double x = top > 0 ? bar_x + bar_w * std::log10(static_cast<double>(v)) / top : bar_x;
+    if (v != 1 && x > bar_x + bar_w - 60) break;  // room for the "max" label
     out_ << "<path d=\"M" << Num(x) << " " << Num(bar_y + 10) << "v4\" stroke=\"#000\"/>\n";
     Text(x, bar_y + 24, absl::StrFormat("%u", v), "text-anchor=\"middle\"");
   }
@@ -449,7 +450,8 @@ void SvgWriter::DrawHeatmap(const Panel& p, double top) {
   for (const Column& c : p.columns) iops_max = std::max(iops_max, c.count / column_s_);
   const double strip = top + kIopsTop;
   Text(10, strip + 12, "IOPS");
-  Text(10, strip + 26, absl::StrFormat("max %.4g", iops_max));
+  Text(10, strip + 26, iops_max < 1e4 ? absl::StrFormat("max %.0f", iops_max)
+                                       : absl::StrFormat("max %.0fk", iops_max / 1e3));
   out_ << "<g class=\"iops\" fill=\"#777777\">\n";
   for (size_t i = 0; i < p.columns.size(); ++i) {
     if (p.columns[i].count == 0) continue;
