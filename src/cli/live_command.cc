@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli.h"
+#include "iotrace/base/atomic_file.h"
 #include "iotrace/base/status.h"
 #include "iotrace/cli/flags.h"
 #include "iotrace/live/live_engine.h"
@@ -22,6 +23,7 @@
 #include "metrics_export.h"
 #include "iotrace/output/live_view.h"
 #include "iotrace/output/report_format.h"
+#include "iotrace/output/svg_plot.h"
 
 namespace iotrace {
 namespace {
@@ -86,6 +88,39 @@ class IntervalPrinter : public IntervalSink {
   uint64_t unpaired_ = 0;
 };
 
+// --svg: every interval, the pictures of the last intervals, the file replaced whole so that a
+// browser reloading it never reads half of one; then the interval goes on to the view, if any.
+class SvgFollower : public IntervalSink {
+ public:
+  SvgFollower(std::string path, double interval_s, std::string host, IntervalSink* next)
+      : path_(std::move(path)), interval_s_(interval_s), next_(next) {
+    options_.host = std::move(host);
+  }
+  void OnInterval(const LiveInterval& iv, const LiveRunSummary& so_far) override {
+    history_.Add(iv);
+    options_.title = absl::StrFormat("iotrace live on %s, every %g s: the last %u intervals%s",
+                                     options_.host.empty() ? "?" : options_.host, interval_s_,
+                                     history_.size(), iv.final ? " (the run ended)" : "");
+    std::ostringstream svg;
+    WriteSvgReport(history_.Report(interval_s_, &options_.start_s), options_, svg);
+    absl::Status written = WriteFileAtomically(path_, svg.str());
+    if (!written.ok() && error_.ok()) {  // said once; the run goes on
+      error_ = written;
+      std::fprintf(stderr, "iotrace: warning: --svg: %s\n", std::string(written.message()).c_str());
+    }
+    if (next_ != nullptr) next_->OnInterval(iv, so_far);
+  }
+
+ private:
+  static constexpr size_t kIntervals = 1000;
+  std::string path_;
+  double interval_s_;
+  IntervalSink* next_;
+  SvgPlotOptions options_;
+  LiveSvgHistory history_{kIntervals};
+  absl::Status error_;
+};
+
 }  // namespace
 
 int LiveCommand(const std::vector<std::string>& args) {
@@ -98,6 +133,7 @@ int LiveCommand(const std::vector<std::string>& args) {
   MetricsExportOptions metrics;
   bool quiet = false;
   bool format_given = false;
+  std::string svg_path;
   FlagParser flags;
   AddDevFlag(flags, &opt.devs);
   flags.Add("interval", 'I', true, "SECONDS", "length of an interval (default 1)",
@@ -226,6 +262,14 @@ int LiveCommand(const std::vector<std::string>& args) {
               metrics.max_series = n;
               return absl::OkStatus();
             });
+  flags.Add("svg", 0, true, "FILE.svg",
+            "draw the last 1000 intervals as iotrace report --format svg does (heatmaps, "
+            "histograms), FILE.svg replaced whole every interval: a browser tab can follow the "
+            "run (docs/plots.md)",
+            [&](const std::string& v) {
+              svg_path = v;
+              return absl::OkStatus();
+            });
   flags.Add("quiet", 'q', false, "",
             "no view, no interval lines and no report at the end (an exporter that runs as a "
             "daemon); the summary line and errors still go to standard error",
@@ -288,7 +332,10 @@ int LiveCommand(const std::vector<std::string>& args) {
   header.unit = unit;
   const bool terminal = isatty(STDOUT_FILENO) == 1;
   IntervalPrinter printer(format, terminal, header, std::cout);
-  absl::StatusOr<LiveResult> result = RunLive(opt, quiet ? nullptr : &printer);
+  IntervalSink* view = quiet ? nullptr : &printer;
+  std::optional<SvgFollower> svg;
+  if (!svg_path.empty()) svg.emplace(svg_path, opt.interval_s, header.host, view);
+  absl::StatusOr<LiveResult> result = RunLive(opt, svg ? &*svg : view);
   printer.Close();
   if (!result.ok()) return ReportError(result.status());
   const LiveRunSummary& s = result->summary;

@@ -235,7 +235,8 @@ class SvgWriter {
   void Text(double x, double y, std::string_view text, std::string_view attrs = "");
   double ColumnX(size_t c) const { return kLeft + kPlotW * c / columns_; }
   std::string ColumnTime(size_t c) const {
-    return Seconds(c * column_s_) + "-" + Seconds((c + 1) * column_s_) + " s";
+    return Seconds(o_.start_s + c * column_s_) + "-" + Seconds(o_.start_s + (c + 1) * column_s_) +
+           " s";
   }
 
   const LatencyReport& r_;
@@ -247,6 +248,8 @@ class SvgWriter {
   double column_s_ = 0;
   uint64_t cell_max_ = 1;  // the colour scale's top: the largest count in one cell
   std::vector<bool> gap_columns_;  // a gap of the data (losses placed in time) touches it
+  std::vector<uint64_t> lost_, unpaired_;  // per column (live's intervals count them)
+  uint64_t lost_total_ = 0;
 };
 
 void SvgWriter::Layout() {
@@ -282,6 +285,15 @@ void SvgWriter::Layout() {
     per_column_ *= 2;
   }
   column_s_ = interval_s * per_column_;
+  lost_.assign(columns_, 0);
+  unpaired_.assign(columns_, 0);
+  for (const LossSummary& l : r_.completeness.losses) lost_total_ += l.count;
+  for (const LatencyInterval& iv : r_.intervals) {
+    const size_t c = std::min<size_t>(iv.index / per_column_, columns_ - 1);
+    lost_[c] += iv.lost;
+    unpaired_[c] += iv.unpaired;
+    lost_total_ += iv.lost;
+  }
   gap_columns_.assign(columns_, false);
   for (const DataGap& g : r_.coverage.gaps) {
     const double from = (static_cast<double>(g.after_ts) - r_.first_ts_ns) / 1e9;
@@ -315,7 +327,8 @@ void SvgWriter::Header(double height) {
        << Num(height) << "\" viewBox=\"0 0 " << Num(kWidth) << " " << Num(height)
        << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
        << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
-  Text(10, 18, "iotrace report: " + r_.input + " (" + r_.file_format + ")",
+  Text(10, 18,
+       o_.title.empty() ? "iotrace report: " + r_.input + " (" + r_.file_format + ")" : o_.title,
        "font-size=\"14\" font-weight=\"bold\"");
   std::string line = absl::StrFormat("host %s, %.6g s", o_.host.empty() ? "unknown" : o_.host,
                                      r_.duration_s());
@@ -400,10 +413,11 @@ void SvgWriter::LatencyTicksX(const LogAxis& axis, double y) {
 void SvgWriter::TimeTicks(double y) {
   const double total = columns_ * column_s_;
   const double step = NiceStep(total / 8);
-  for (int i = 0; i * step <= total * (1 + 1e-9); ++i) {
-    const double x = kLeft + kPlotW * (i * step) / total;
+  for (double t = std::ceil(o_.start_s / step - 1e-9) * step;
+       t <= o_.start_s + total * (1 + 1e-9); t += step) {
+    const double x = kLeft + kPlotW * (t - o_.start_s) / total;
     out_ << "<path d=\"M" << Num(x) << " " << Num(y) << "v5\" stroke=\"#000\"/>\n";
-    Text(x, y + 16, Seconds(i * step), "text-anchor=\"middle\"");
+    Text(x, y + 16, Seconds(std::abs(t) < step * 1e-9 ? 0 : t), "text-anchor=\"middle\"");
   }
   Text(kRight, y + 30, "time since the first event (s)", "text-anchor=\"end\"");
 }
@@ -421,12 +435,11 @@ void SvgWriter::DrawPanel(const Panel& p, double top) {
   Text(10, top + 18,
        absl::StrFormat("%s %s %s", device, BlockOpName(g.op), PhaseName(g.phase)),
        "font-size=\"13\" font-weight=\"bold\"");
-  uint64_t lost = 0;
-  for (const LossSummary& l : r_.completeness.losses) lost += l.count;
   std::string facts = absl::StrFormat(
-      "host %s; %s-%s s; %u requests; p50 %s, p99 %s, max %s; lost events in the file %u",
-      o_.host.empty() ? "unknown" : o_.host, Seconds(0), Seconds(r_.duration_s()),
-      g.summary.count, Ns(g.summary.p50_ns), Ns(g.summary.p99_ns), Ns(g.summary.max_ns), lost);
+      "host %s; %s-%s s; %u requests; p50 %s, p99 %s, max %s; lost events %u",
+      o_.host.empty() ? "unknown" : o_.host, Seconds(o_.start_s),
+      Seconds(o_.start_s + r_.duration_s()), g.summary.count, Ns(g.summary.p50_ns),
+      Ns(g.summary.p99_ns), Ns(g.summary.max_ns), lost_total_);
   if (g.outside_coverage != 0) {
     facts += absl::StrFormat("; %u left out (gaps in the data)", g.outside_coverage);
   }
@@ -475,11 +488,17 @@ void SvgWriter::DrawHeatmap(const Panel& p, double top) {
   TimeTicks(y0 + kHeatH);
   // Columns that lost events or had samples left out: a mark above the column.
   for (size_t i = 0; i < p.columns.size(); ++i) {
-    if (!p.columns[i].lossy && !gap_columns_[i]) continue;
+    if (!p.columns[i].lossy && !gap_columns_[i] && lost_[i] == 0 && unpaired_[i] == 0) continue;
+    std::string why = ColumnTime(i) + ":";
+    if (p.columns[i].lossy || gap_columns_[i]) {
+      why += " events were lost or samples left out here (gaps in the data);";
+    }
+    if (lost_[i] != 0) why += absl::StrFormat(" %u events lost;", lost_[i]);
+    if (unpaired_[i] != 0) why += absl::StrFormat(" %u events unpaired;", unpaired_[i]);
+    why.pop_back();
     out_ << "<rect class=\"lost\" x=\"" << Num(ColumnX(i)) << "\" y=\"" << Num(y0 - 5)
          << "\" width=\"" << Num(std::max(ColumnX(i + 1) - ColumnX(i), 1.0))
-         << "\" height=\"4\" fill=\"" << kAlert << "\"><title>" << ColumnTime(i)
-         << ": events were lost or samples left out here (gaps in the data)</title></rect>\n";
+         << "\" height=\"4\" fill=\"" << kAlert << "\"><title>" << why << "</title></rect>\n";
   }
   const double log_max = std::log10(static_cast<double>(cell_max_));
   out_ << "<g class=\"heatmap\">\n";
@@ -681,6 +700,74 @@ uint64_t BucketPercentile(const std::vector<LatencyBucket>& buckets, uint64_t co
 void WriteSvgReport(const LatencyReport& report, const SvgPlotOptions& options,
                     std::ostream& out) {
   SvgWriter(report, options, out).Write();
+}
+
+void LiveSvgHistory::Add(const LiveInterval& interval) {
+  intervals_.push_back(interval);
+  // Only what the picture draws.
+  intervals_.back().throughput.clear();
+  intervals_.back().processes.clear();
+  intervals_.back().notes.clear();
+  while (intervals_.size() > max_intervals_) intervals_.pop_front();
+}
+
+LatencyReport LiveSvgHistory::Report(double interval_s, double* start_s) const {
+  LatencyReport r;
+  r.interval_s = interval_s;
+  *start_s = intervals_.empty() ? 0 : intervals_.front().start_s;
+  if (intervals_.empty()) return r;
+  const LiveInterval& last = intervals_.back();
+  const double span_s = last.start_s + last.length_s - *start_s;
+  r.last_ts_ns = static_cast<uint64_t>(std::llround(span_s * 1e9));
+  // Per group: its buckets summed over the intervals, and its exact count, min, max, sum.
+  std::map<std::tuple<uint32_t, BlockOp, Phase>, std::pair<LatencyGroup, std::map<uint64_t,
+                                                                                  LatencyBucket>>>
+      totals;
+  const uint64_t first = intervals_.front().index;
+  for (const LiveInterval& iv : intervals_) {
+    LatencyInterval& out = r.intervals.emplace_back();
+    out.index = iv.index - first;
+    out.start_s = iv.start_s - *start_s;
+    out.groups = iv.groups;
+    out.lost = iv.counts.lost;
+    out.unpaired = iv.counts.unpaired;
+    for (const LatencyGroup& g : iv.groups) {
+      auto [it, added] = totals.try_emplace({g.dev, g.op, g.phase});
+      LatencyGroup& t = it->second.first;
+      if (added) {
+        t.dev = g.dev;
+        t.device = g.device;
+        t.op = g.op;
+        t.phase = g.phase;
+        t.summary.min_ns = ~uint64_t{0};
+      }
+      if (g.summary.count == 0) continue;
+      t.summary.count += g.summary.count;
+      t.summary.sum_ns += g.summary.sum_ns;
+      t.summary.min_ns = std::min(t.summary.min_ns, g.summary.min_ns);
+      t.summary.max_ns = std::max(t.summary.max_ns, g.summary.max_ns);
+      t.incomplete |= g.incomplete;
+      for (const LatencyBucket& b : g.buckets) {
+        LatencyBucket& m = it->second.second[b.lo_ns];
+        m.lo_ns = b.lo_ns;
+        m.hi_ns = b.hi_ns;
+        m.count += b.count;
+      }
+    }
+  }
+  for (auto& [key, total] : totals) {
+    LatencyGroup& g = total.first;
+    LatencySummary& s = g.summary;
+    if (s.count == 0) s.min_ns = 0;
+    for (const auto& [lo, b] : total.second) g.buckets.push_back(b);
+    s.mean_ns = s.count == 0 ? 0 : static_cast<double>(s.sum_ns) / s.count;
+    s.p50_ns = BucketPercentile(g.buckets, s.count, s.min_ns, s.max_ns, 50);
+    s.p90_ns = BucketPercentile(g.buckets, s.count, s.min_ns, s.max_ns, 90);
+    s.p99_ns = BucketPercentile(g.buckets, s.count, s.min_ns, s.max_ns, 99);
+    s.p999_ns = BucketPercentile(g.buckets, s.count, s.min_ns, s.max_ns, 99.9);
+    r.groups.push_back(std::move(g));
+  }
+  return r;
 }
 
 }  // namespace iotrace

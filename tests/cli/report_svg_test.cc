@@ -278,8 +278,8 @@ TEST_F(ReportSvgTest, RsvgConvertDrawsTheHeatmapWhereTheDataIs) {
                     "scripts/test.sh installs it)";
   }
   const std::string svg_path = (dir_ / "r.svg").string(), png_path = (dir_ / "r.png").string();
-  ASSERT_EQ(Run("-i " + kFixtures + "/golden/perf_mq.data --phases d2c --interval 0.01 --format svg -o " +
-                svg_path),
+  ASSERT_EQ(Run("-i " + kFixtures +
+                "/golden/perf_mq.data --phases d2c --interval 0.01 --format svg -o " + svg_path),
             0);
   const std::string render = "rsvg-convert -o " + png_path + " " + svg_path;
   ASSERT_EQ(std::system(render.c_str()), 0) << render;

@@ -151,6 +151,10 @@ struct LatencyInterval {
   uint64_t index = 0;
   double start_s = 0;  // seconds from the first event
   std::vector<LatencyGroup> groups;
+  // Known per interval only live (LiveIntervalCounts), for its pictures; a file's report leaves
+  // them 0 and shows its losses as coverage gaps.
+  uint64_t lost = 0;      // events the kernel lost
+  uint64_t unpaired = 0;  // events that could not be paired
 };
 
 // Losses of one kind, on one CPU, of one event, as the file reports them.
