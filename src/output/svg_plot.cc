@@ -47,6 +47,9 @@ std::string Viridis(double t) {
 
 // Okabe and Ito's vermillion: apart from every viridis colour, for the p99 line and losses.
 constexpr char kAlert[] = "#d55e00";
+// Unpaired events are often no fault (issues without an insert on a disk without a scheduler,
+// flushes): a grey mark, apart from the losses'.
+constexpr char kUnpaired[] = "#888888";
 
 // Layout, in pixels. A panel: its header, the IOPS strip, the heatmap, then the histogram and
 // the spectrum side by side.
@@ -54,7 +57,7 @@ constexpr double kWidth = 1000;
 constexpr double kLeft = 80;
 constexpr double kPlotW = 840;
 constexpr double kRight = kLeft + kPlotW;
-constexpr double kPageTop = 84;
+constexpr double kPageTop = 96;
 constexpr double kPanelH = 540;
 constexpr double kIopsTop = 44, kIopsH = 36;
 constexpr double kHeatTop = 90, kHeatH = 200;
@@ -382,6 +385,9 @@ void SvgWriter::Header(double height) {
   out_ << "<rect x=\"" << Num(x) << "\" y=\"" << Num(ly - 8) << "\" width=\"10\" height=\"4\" "
        << "fill=\"" << kAlert << "\"/>\n";
   Text(x + 14, ly, "lost events or data missing");
+  out_ << "<rect x=\"" << Num(x) << "\" y=\"" << Num(ly + 6) << "\" width=\"10\" height=\"3\" "
+       << "fill=\"" << kUnpaired << "\"/>\n";
+  Text(x + 14, ly + 14, "unpaired events (live)");
 }
 
 void SvgWriter::LatencyTicksY(const LogAxis& axis, double x) {
@@ -488,17 +494,27 @@ void SvgWriter::DrawHeatmap(const Panel& p, double top) {
   TimeTicks(y0 + kHeatH);
   // Columns that lost events or had samples left out: a mark above the column.
   for (size_t i = 0; i < p.columns.size(); ++i) {
-    if (!p.columns[i].lossy && !gap_columns_[i] && lost_[i] == 0 && unpaired_[i] == 0) continue;
-    std::string why = ColumnTime(i) + ":";
-    if (p.columns[i].lossy || gap_columns_[i]) {
-      why += " events were lost or samples left out here (gaps in the data);";
+    const double w = std::max(ColumnX(i + 1) - ColumnX(i), 1.0);
+    if (p.columns[i].lossy || gap_columns_[i] || lost_[i] != 0) {
+      std::string why = ColumnTime(i) + ":";
+      if (p.columns[i].lossy || gap_columns_[i]) {
+        why += " events were lost or samples left out here (gaps in the data);";
+      }
+      if (lost_[i] != 0) why += absl::StrFormat(" %u events lost;", lost_[i]);
+      why.pop_back();
+      out_ << "<rect class=\"lost\" x=\"" << Num(ColumnX(i)) << "\" y=\"" << Num(y0 - 5)
+           << "\" width=\"" << Num(w) << "\" height=\"4\" fill=\"" << kAlert << "\"><title>"
+           << why << "</title></rect>\n";
     }
-    if (lost_[i] != 0) why += absl::StrFormat(" %u events lost;", lost_[i]);
-    if (unpaired_[i] != 0) why += absl::StrFormat(" %u events unpaired;", unpaired_[i]);
-    why.pop_back();
-    out_ << "<rect class=\"lost\" x=\"" << Num(ColumnX(i)) << "\" y=\"" << Num(y0 - 5)
-         << "\" width=\"" << Num(std::max(ColumnX(i + 1) - ColumnX(i), 1.0))
-         << "\" height=\"4\" fill=\"" << kAlert << "\"><title>" << why << "</title></rect>\n";
+    if (unpaired_[i] != 0) {
+      out_ << "<rect class=\"unpaired\" x=\"" << Num(ColumnX(i)) << "\" y=\"" << Num(y0 - 9)
+           << "\" width=\"" << Num(w) << "\" height=\"3\" fill=\"" << kUnpaired << "\"><title>"
+           << ColumnTime(i)
+           << absl::StrFormat(": %u events unpaired (issues without an insert, completions "
+                              "without an issue, requeues of requests not seen issued)",
+                              unpaired_[i])
+           << "</title></rect>\n";
+    }
   }
   const double log_max = std::log10(static_cast<double>(cell_max_));
   out_ << "<g class=\"heatmap\">\n";

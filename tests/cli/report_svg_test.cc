@@ -290,7 +290,7 @@ TEST_F(ReportSvgTest, RsvgConvertDrawsTheHeatmapWhereTheDataIs) {
   const size_t panels = Tags(svg, "<g class=\"panel\"").size();
   ASSERT_GE(panels, 1u);
   EXPECT_EQ(png.width, 1000u);
-  EXPECT_EQ(png.height, 84 + 540 * panels) << "the SVG's size, as rendered";
+  EXPECT_EQ(png.height, 96 + 540 * panels) << "the SVG's size, as rendered";
 
   auto white = [](const uint8_t* p) { return p[0] > 250 && p[1] > 250 && p[2] > 250; };
   size_t inked = 0;
@@ -318,7 +318,7 @@ TEST_F(ReportSvgTest, RsvgConvertDrawsTheHeatmapWhereTheDataIs) {
   EXPECT_GE(matching * 10, cells * 8) << matching << " of " << cells << " cells drawn as filled";
   // And where no request was, the heatmap stays white: its top left corner (the panel's
   // latency axis runs a decade past the longest D2C).
-  EXPECT_TRUE(white(png.At(81, 84 + 90 + 2)));
+  EXPECT_TRUE(white(png.At(81, 96 + 90 + 2)));
 }
 
 }  // namespace
