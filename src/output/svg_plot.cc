@@ -336,7 +336,8 @@ void SvgWriter::Header(double height) {
   std::string line = absl::StrFormat("host %s, %.6g s", o_.host.empty() ? "unknown" : o_.host,
                                      r_.duration_s());
   if (r_.interval_s > 0) {
-    line += absl::StrFormat(", %zu columns of %s s", columns_, Seconds(column_s_));
+    line += absl::StrFormat(", %zu column%s of %s s", columns_, columns_ == 1 ? "" : "s",
+                            Seconds(column_s_));
   }
   Text(10, 34, line);
   if (per_column_ > 1) {

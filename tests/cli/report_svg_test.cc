@@ -191,6 +191,23 @@ TEST_F(ReportSvgTest, ColumnsPastTheLimitAreMergedAndSaidSo) {
   EXPECT_GT(columns, 100u);
 }
 
+TEST_F(ReportSvgTest, PhasesSelectTheHistogramsOfEveryFormat) {
+  const std::string json = (dir_ / "r.json").string();
+  ASSERT_EQ(Run("-i " + kFixtures + "/golden/perf_mq.data --phases I2C,d2c --interval 0.05 "
+                "--format json -o " + json),
+            0);
+  test::Json report;
+  ASSERT_TRUE(test::JsonParser(Slurp(json)).Parse(&report));
+  std::map<std::string, size_t> phases;
+  for (const test::Json& g : report["groups"].items) ++phases[g["phase"].text];
+  for (const test::Json& iv : report["intervals"].items) {
+    for (const test::Json& g : iv["groups"].items) ++phases[g["phase"].text];
+  }
+  ASSERT_EQ(phases.size(), 2u);
+  EXPECT_GT(phases["D2C"], 3u);
+  EXPECT_GT(phases["I2C"], 3u);
+}
+
 TEST_F(ReportSvgTest, RefusesSvgEventDumpAndUnknownPhases) {
   EXPECT_EQ(Run("-i " + kFixtures + "/golden/perf_mq.data --events --format svg"), 2);
   EXPECT_NE(Slurp((dir_ / "stderr").string()).find("--events --format svg"), std::string::npos);
