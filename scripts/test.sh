@@ -3,8 +3,9 @@
 # tracefs + loop devices; each skip prints its reason) and the benchmarks in smoke mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# prometheus and node_exporter: the live test of live --listen against a real server.
-bash scripts/install-deps.sh prometheus prometheus-node-exporter
+# prometheus and node_exporter: the live test of live --listen against a real server;
+# librsvg2-bin (rsvg-convert): the test that renders report --format svg's pictures.
+bash scripts/install-deps.sh prometheus prometheus-node-exporter librsvg2-bin
 bash scripts/ensure-tracefs.sh
 bash scripts/build.sh
 cd build

@@ -1,17 +1,21 @@
 // ReportOptions' names and checks, and the names the report model prints.
 #include "iotrace/analysis/report.h"
 
+#include <algorithm>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "iotrace/base/status.h"
 
 namespace iotrace {
 namespace {
 
 constexpr std::string_view kUnitNames[] = {"ns", "us", "ms"};
-constexpr std::string_view kFormatNames[] = {"text", "csv", "json"};
+constexpr std::string_view kFormatNames[] = {"text", "csv", "json", "svg"};
 constexpr std::string_view kLossKindNames[] = {"ring_lost", "silent_drop",
                                                              "ftrace_overrun", "ftrace_dropped"};
 
@@ -34,13 +38,39 @@ std::string_view OutputFormatName(OutputFormat format) {
 }
 
 bool ParseOutputFormat(std::string_view name, OutputFormat* format) {
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     if (kFormatNames[i] == name) {
       *format = static_cast<OutputFormat>(i);
       return true;
     }
   }
   return false;
+}
+
+absl::Status ParsePhaseList(std::string_view list, unsigned* mask) {
+  *mask = 0;
+  for (absl::string_view name :
+       absl::StrSplit(absl::string_view(list.data(), list.size()), ',', absl::SkipEmpty())) {
+    Phase p;
+    if (!ParsePhase(absl::AsciiStrToUpper(name), &p)) {  // I2D or i2d
+      return WithHint(absl::InvalidArgumentError(
+                          absl::StrFormat("--phases: unknown phase '%s'", name)),
+                      "phases are i2d, d2c, i2c, q2d, q2c (comma-separated)");
+    }
+    *mask |= PhaseBit(p);
+  }
+  if (*mask == 0) return absl::InvalidArgumentError("--phases: no phase given");
+  return absl::OkStatus();
+}
+
+void KeepPhases(unsigned mask, LatencyReport* r) {
+  if (mask == 0) return;
+  auto dropped = [mask](const LatencyGroup& g) { return (mask & PhaseBit(g.phase)) == 0; };
+  std::erase_if(r->groups, dropped);
+  for (LatencyInterval& iv : r->intervals) std::erase_if(iv.groups, dropped);
+  std::erase_if(r->intervals, [](const LatencyInterval& iv) { return iv.groups.empty(); });
+  std::erase_if(r->warnings,
+                [mask](const PhaseWarning& w) { return (mask & PhaseBit(w.phase)) == 0; });
 }
 
 std::string_view LossKindName(LossRecord::Kind kind) {
@@ -97,6 +127,10 @@ absl::Status ValidateReportOptions(const ReportOptions& o) {
     return bad(absl::StrFormat("--threads %d: must be 1, 2, 3 or 0 (auto)", o.threads),
                "1: one thread; 2: + reading ahead; 3: + pairing on a thread of its own; "
                "auto: pairing where it measures faster");
+  }
+  if (o.events && o.format == OutputFormat::kSvg) {
+    return bad("--events --format svg: the event dump is text, CSV or JSON lines",
+               "draw the latency report instead: drop --events");
   }
   for (const std::string& d : o.devices) {
     if (d.empty()) return bad("--dev: empty device", "give MAJ:MIN (7:0) or a name (loop0)");

@@ -14,9 +14,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/str_split.h"
 #include "cli.h"
+#include "iotrace/base/atomic_file.h"
 #include "iotrace/base/status.h"
 #include "iotrace/cli/flags.h"
 #include "iotrace/live/live_engine.h"
@@ -24,6 +23,7 @@
 #include "metrics_export.h"
 #include "iotrace/output/live_view.h"
 #include "iotrace/output/report_format.h"
+#include "iotrace/output/svg_plot.h"
 
 namespace iotrace {
 namespace {
@@ -66,6 +66,7 @@ class IntervalPrinter : public IntervalSink {
         WriteLiveJson(iv, header_, out_);
         break;
       case OutputFormat::kText:
+      case OutputFormat::kSvg:  // refused by --format
         // Off a terminal: every interval whole, one after the other.
         out_ << FormatLiveScreen(header_, iv, 160, 1 << 20) << "\n\n";
         break;
@@ -87,22 +88,38 @@ class IntervalPrinter : public IntervalSink {
   uint64_t unpaired_ = 0;
 };
 
-absl::Status ParsePhases(const std::string& v, unsigned* mask) {
-  *mask = 0;
-  for (const std::string& name :
-       std::vector<std::string>(absl::StrSplit(v, ',', absl::SkipEmpty()))) {
-    // Upper or lower case: I2D, i2d.
-    Phase p;
-    if (!ParsePhase(absl::AsciiStrToUpper(name), &p)) {
-      return WithHint(absl::InvalidArgumentError(absl::StrFormat(
-                          "--phases: unknown phase '%s'", name)),
-                      "phases are i2d, d2c, i2c, q2d, q2c (comma-separated)");
-    }
-    *mask |= PhaseBit(p);
+// --svg: every interval, the pictures of the last intervals, the file replaced whole so that a
+// browser reloading it never reads half of one; then the interval goes on to the view, if any.
+class SvgFollower : public IntervalSink {
+ public:
+  SvgFollower(std::string path, double interval_s, std::string host, IntervalSink* next)
+      : path_(std::move(path)), interval_s_(interval_s), next_(next) {
+    options_.host = std::move(host);
   }
-  if (*mask == 0) return absl::InvalidArgumentError("--phases: no phase given");
-  return absl::OkStatus();
-}
+  void OnInterval(const LiveInterval& iv, const LiveRunSummary& so_far) override {
+    history_.Add(iv);
+    options_.title = absl::StrFormat("iotrace live on %s, every %g s: the last %u intervals%s",
+                                     options_.host.empty() ? "?" : options_.host, interval_s_,
+                                     history_.size(), iv.final ? " (the run ended)" : "");
+    std::ostringstream svg;
+    WriteSvgReport(history_.Report(interval_s_, &options_.start_s), options_, svg);
+    absl::Status written = WriteFileAtomically(path_, svg.str());
+    if (!written.ok() && error_.ok()) {  // said once; the run goes on
+      error_ = written;
+      std::fprintf(stderr, "iotrace: warning: --svg: %s\n", std::string(written.message()).c_str());
+    }
+    if (next_ != nullptr) next_->OnInterval(iv, so_far);
+  }
+
+ private:
+  static constexpr size_t kIntervals = 1000;
+  std::string path_;
+  double interval_s_;
+  IntervalSink* next_;
+  SvgPlotOptions options_;
+  LiveSvgHistory history_{kIntervals};
+  absl::Status error_;
+};
 
 }  // namespace
 
@@ -116,6 +133,7 @@ int LiveCommand(const std::vector<std::string>& args) {
   MetricsExportOptions metrics;
   bool quiet = false;
   bool format_given = false;
+  std::string svg_path;
   FlagParser flags;
   AddDevFlag(flags, &opt.devs);
   flags.Add("interval", 'I', true, "SECONDS", "length of an interval (default 1)",
@@ -145,7 +163,8 @@ int LiveCommand(const std::vector<std::string>& args) {
             "line per interval (default text)",
             [&](const std::string& v) {
               format_given = true;
-              if (!ParseOutputFormat(v, &format)) {
+              // svg is report's: live has no picture of its own yet.
+              if (!ParseOutputFormat(v, &format) || format == OutputFormat::kSvg) {
                 return WithHint(absl::InvalidArgumentError(
                                     absl::StrFormat("--format: unknown format '%s'", v)),
                                 "use text, csv or json");
@@ -157,7 +176,7 @@ int LiveCommand(const std::vector<std::string>& args) {
             "they need are enabled (d2c alone: block_rq_issue and _complete, as biolatency; q2d/q2c add "
             "block_bio_queue). Default: i2d, d2c, i2c from record's default events",
             [&](const std::string& v) {
-              IOTRACE_RETURN_IF_ERROR(ParsePhases(v, &opt.window.phases));
+              IOTRACE_RETURN_IF_ERROR(ParsePhaseList(v, &opt.window.phases));
               // Only the tracepoints these phases need: fewer events, less cost.
               opt.events = LiveEventsForPhases(opt.window.phases);
               return absl::OkStatus();
@@ -243,6 +262,14 @@ int LiveCommand(const std::vector<std::string>& args) {
               metrics.max_series = n;
               return absl::OkStatus();
             });
+  flags.Add("svg", 0, true, "FILE.svg",
+            "draw the last 1000 intervals as iotrace report --format svg does (heatmaps, "
+            "histograms), FILE.svg replaced whole every interval: a browser tab can follow the "
+            "run (docs/plots.md)",
+            [&](const std::string& v) {
+              svg_path = v;
+              return absl::OkStatus();
+            });
   flags.Add("quiet", 'q', false, "",
             "no view, no interval lines and no report at the end (an exporter that runs as a "
             "daemon); the summary line and errors still go to standard error",
@@ -305,7 +332,10 @@ int LiveCommand(const std::vector<std::string>& args) {
   header.unit = unit;
   const bool terminal = isatty(STDOUT_FILENO) == 1;
   IntervalPrinter printer(format, terminal, header, std::cout);
-  absl::StatusOr<LiveResult> result = RunLive(opt, quiet ? nullptr : &printer);
+  IntervalSink* view = quiet ? nullptr : &printer;
+  std::optional<SvgFollower> svg;
+  if (!svg_path.empty()) svg.emplace(svg_path, opt.interval_s, header.host, view);
+  absl::StatusOr<LiveResult> result = RunLive(opt, svg ? &*svg : view);
   printer.Close();
   if (!result.ok()) return ReportError(result.status());
   const LiveRunSummary& s = result->summary;

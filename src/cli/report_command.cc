@@ -38,7 +38,11 @@ constexpr char kUsage[] =
     "                          whichever iotrace record wrote last); - reads standard\n"
     "                          input (perf record -o - ... | iotrace report -i -)\n"
     "  -o, --output FILE       write the main output to FILE instead of standard output\n"
-    "  --format FORMAT         text (default), csv (histogram buckets) or json\n"
+    "  --format FORMAT         text (default), csv (histogram buckets), json, or svg:\n"
+    "                          pictures: per device/op/phase a latency heatmap over time,\n"
+    "                          the histogram with its CDF, the percentile spectrum\n"
+    "                          (docs/plots.md); one column per --interval, else at most\n"
+    "                          1000 columns\n"
     "  --summary-csv FILE      also write one summary row (count, min, mean, percentiles,\n"
     "                          max) per device/op/phase to FILE\n"
     "  --unit UNIT             ns, us (default) or ms, for the text output; csv and json are\n"
@@ -55,6 +59,7 @@ constexpr char kUsage[] =
     "filters (repeat a flag or give a comma-separated list for several values):\n"
     "  --dev DEV               device as MAJ:MIN (7:0) or name (loop0, /dev/loop0)\n"
     "  --op OP                 read, write, flush, discard, other\n"
+    "  --phases LIST           phases to show: i2d, d2c, i2c, q2d, q2c (default: all)\n"
     "  --comm NAME             requests inserted or issued by a process named NAME\n"
     "  --pid PID               requests inserted or issued by process PID\n"
     "  --since SECONDS         keep phases that end SECONDS or more after the first event\n"
@@ -143,7 +148,7 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
   flags.Add("format", 0, true, "FORMAT", "", [&](const std::string& v) {
     if (!ParseOutputFormat(v, &o.format)) {
       return Usage(absl::StrFormat("--format '%s': unknown format", v),
-                   "use --format text, --format csv or --format json");
+                   "use --format text, --format csv, --format json or --format svg");
     }
     return absl::OkStatus();
   });
@@ -177,6 +182,9 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
       o.ops.push_back(op);
     }
     return absl::OkStatus();
+  });
+  flags.Add("phases", 0, true, "LIST", "", [&](const std::string& v) {
+    return AsUsageError(ParsePhaseList(v, &o.phases));
   });
   flags.Add("comm", 0, true, "NAME", "", [&](const std::string& v) {
     for (std::string& c : SplitList(v)) o.comms.push_back(std::move(c));

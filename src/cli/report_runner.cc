@@ -1,11 +1,14 @@
 #include "iotrace/cli/report_runner.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
 
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "iotrace/analysis/latency_report.h"
 #include "iotrace/base/status.h"
 #include "iotrace/event/block_event.h"
@@ -14,6 +17,7 @@
 #include "iotrace/formats/trace_reader_open.h"
 #include "iotrace/output/event_dump.h"
 #include "iotrace/output/report_format.h"
+#include "iotrace/output/svg_plot.h"
 #include "iotrace/sys/device_names.h"
 
 namespace iotrace {
@@ -32,25 +36,75 @@ absl::Status WriteFile(const std::string& path, Fn write) {
   return absl::OkStatus();
 }
 
-void WriteMain(const LatencyReport& report, const ReportOptions& options, std::ostream& out) {
+void WriteMain(const LatencyReport& report, const ReportOptions& options,
+               const SvgPlotOptions& svg, std::ostream& out) {
   switch (options.format) {
     case OutputFormat::kText: WriteTextReport(report, options.unit, out); break;
     case OutputFormat::kCsv: WriteBucketCsv(report, out); break;
     case OutputFormat::kJson: WriteJsonReport(report, out); break;
+    case OutputFormat::kSvg: WriteSvgReport(report, svg, out); break;
   }
+}
+
+// The pictures' interval when none was asked for: 1, 2 or 5 times a power of ten, so that
+// `span_ns` makes at most kSvgColumns columns.
+constexpr double kSvgColumns = 1000;
+
+double SvgInterval(uint64_t span_ns) {
+  const double want = std::max(span_ns / 1e9 / kSvgColumns, 1e-6);
+  const double decade = std::pow(10.0, std::floor(std::log10(want)));
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (m * decade >= want) return m * decade;
+  }
+  return 10 * decade;
+}
+
+// The first and last times of a file's records, for a file too small for TimeSpan.
+class SpanSink : public EventSink {
+ public:
+  void OnEvent(const RawEvent& e) override {
+    first_ = std::min(first_, e.ts);
+    last_ = std::max(last_, e.ts);
+  }
+  uint64_t span() const { return last_ > first_ ? last_ - first_ : 0; }
+
+ private:
+  uint64_t first_ = ~uint64_t{0};
+  uint64_t last_ = 0;
+};
+
+// What the pictures show besides the report: the recording machine and the devices' models.
+SvgPlotOptions SvgFacts(const TraceReader& reader, const LatencyReport& report,
+                        const ReportOptions& options) {
+  SvgPlotOptions svg;
+  for (const auto& [key, value] : reader.Info()) {
+    if (key == "hostname") svg.host = value;
+    // trace.dat's uname option: "sysname nodename release machine", as uname -snrm.
+    if (key == "uname" && svg.host.empty()) {
+      const std::vector<std::string> words = absl::StrSplit(value, ' ');
+      if (words.size() >= 2) svg.host = words[1];
+    }
+  }
+  DeviceNames names(options.sysfs_root, options.procfs_root);
+  for (const LatencyGroup& g : report.groups) {
+    if (svg.models.empty() || svg.models.back().first != g.dev) {
+      svg.models.emplace_back(g.dev, names.ModelOf(g.dev));
+    }
+  }
+  return svg;
 }
 
 }  // namespace
 
 absl::Status WriteReportOutputs(const LatencyReport& report, const ReportOptions& options,
-                                std::ostream& out) {
+                                std::ostream& out, const SvgPlotOptions& svg) {
   if (options.output.empty()) {
-    WriteMain(report, options, out);
+    WriteMain(report, options, svg, out);
     out.flush();
     if (!out) return ErrnoError(errno != 0 ? errno : EIO, "write", "standard output");
   } else {
     IOTRACE_RETURN_IF_ERROR(WriteFile(
-        options.output, [&](std::ostream& file) { WriteMain(report, options, file); }));
+        options.output, [&](std::ostream& file) { WriteMain(report, options, svg, file); }));
   }
   if (!options.summary_csv.empty()) {
     IOTRACE_RETURN_IF_ERROR(WriteFile(
@@ -63,6 +117,7 @@ absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std:
                          std::ostream& err) {
   absl::StatusOr<LatencyReport> report = BuildLatencyReport(reader, options);
   if (!report.ok()) return Annotate(report.status(), "report " + options.input);
+  KeepPhases(options.phases, &*report);
   // No --dev names a device of the file: every request would be filtered out, and a report of
   // nothing would hide that the name is wrong.
   if (!options.devices.empty() && report->devices_unmatched.size() == options.devices.size()) {
@@ -72,7 +127,10 @@ absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std:
   }
   // Filter values that match nothing: on stderr whatever the format, next to the command.
   for (const std::string& w : report->filter_warnings) err << "iotrace: warning: " << w << "\n";
-  IOTRACE_RETURN_IF_ERROR(WriteReportOutputs(*report, options, out));
+  IOTRACE_RETURN_IF_ERROR(WriteReportOutputs(
+      *report, options, out,
+      options.format == OutputFormat::kSvg ? SvgFacts(reader, *report, options)
+                                           : SvgPlotOptions()));
   // How the file was read (one pass or two time ranges), for whoever measures the report.
   if (std::getenv("IOTRACE_REPORT_PLAN") != nullptr) {
     err << "iotrace: read plan: " << report->read_plan << "\n";
@@ -192,7 +250,9 @@ DumpFormat DumpFormatOf(OutputFormat f) {
   switch (f) {
     case OutputFormat::kCsv: return DumpFormat::kCsv;
     case OutputFormat::kJson: return DumpFormat::kJson;
-    case OutputFormat::kText: break;
+    case OutputFormat::kText:
+    case OutputFormat::kSvg:  // refused with --events (ValidateReportOptions)
+      break;
   }
   return DumpFormat::kText;
 }
@@ -242,6 +302,23 @@ absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ost
         << " not used: the file carries its own event formats\n";
   }
   if (options.events) return RunEventDump(*reader, options, out, err);
+  if (options.format == OutputFormat::kSvg && options.interval_s == 0) {
+    // The pictures need intervals: as many as make about kSvgColumns columns over the file's
+    // span, which a large file's reader tells from a look at its ends, and a small one gives
+    // by a read of its times (not a pipe's, which reads once: 1 s, columns merged past the
+    // writer's limit).
+    ReportOptions o = options;
+    o.interval_s = 1;
+    if (const std::optional<TraceTimeSpan> span = reader->TimeSpan(); span.has_value()) {
+      o.interval_s = SvgInterval(span->last_ts - span->first_ts);
+    } else if (options.input != "-") {
+      SpanSink times;
+      IOTRACE_RETURN_IF_ERROR(reader->ReadAll(&times));
+      IOTRACE_ASSIGN_OR_RETURN(reader, OpenTraceReader(options.input, &fallback));
+      o.interval_s = SvgInterval(times.span());
+    }
+    return RunReportOn(*reader, o, out, err);
+  }
   return RunReportOn(*reader, options, out, err);
 }
 

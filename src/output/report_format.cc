@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "format_cells.h"
 #include "iotrace/base/text.h"
+#include "iotrace/output/svg_plot.h"
 
 namespace iotrace {
 namespace {
@@ -616,6 +617,7 @@ std::string FormatReport(const LatencyReport& report, OutputFormat format, TimeU
     case OutputFormat::kText: WriteTextReport(report, unit, out); break;
     case OutputFormat::kCsv: WriteBucketCsv(report, out); break;
     case OutputFormat::kJson: WriteJsonReport(report, out); break;
+    case OutputFormat::kSvg: WriteSvgReport(report, SvgPlotOptions(), out); break;
   }
   return out.str();
 }

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "iotrace/event/block_dev.h"
@@ -47,6 +48,19 @@ const std::string& DeviceNames::NameOf(uint32_t dev) {
 std::string DeviceNames::Label(uint32_t dev) {
   const std::string& name = NameOf(dev);
   return name.empty() ? DevString(dev) : name;
+}
+
+std::string DeviceNames::ModelOf(uint32_t dev) const {
+  const std::string base = sysfs_root_ + "/dev/block/" + DevString(dev);
+  for (const char* path : {"/device/model", "/../device/model"}) {
+    std::ifstream in(base + path);
+    std::string line;
+    if (std::getline(in, line)) {
+      absl::string_view v = absl::StripAsciiWhitespace(line);
+      if (!v.empty()) return std::string(v);
+    }
+  }
+  return "";
 }
 
 bool DeviceNames::Matches(std::string_view spec, uint32_t dev) {

@@ -243,7 +243,7 @@ TEST_F(ReportCommandTest, EachArgumentErrorPrintsItsExactMessageAndHint) {
        "hint: run 'iotrace report --help' for the options\n"},
       {{"--format", "xml", "--bogus"}, 2,
        "iotrace: error: --format 'xml': unknown format\n"
-       "hint: use --format text, --format csv or --format json\n"},
+       "hint: use --format text, --format csv, --format json or --format svg\n"},
   };
   for (const Case& c : cases) {
     std::string shown;

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "live_util.h"
 
@@ -414,6 +415,39 @@ TEST(LivePhasesLiveTest, D2COnlyTracesWhatD2CNeedsAndCountsEveryRequest) {
   EXPECT_EQ(GroupCount(dir.File("r.json"), loop.name(), "read", "D2C"), 6000u);
   // Two events a request on this disk: no insert was traced.
   EXPECT_EQ(CountLines(r.out, "\"phase\": \"I2D\""), 0u);
+}
+
+// --svg: the picture of the run, rewritten every interval; at the end it holds every interval
+// (fewer than the 1000 it keeps), and its heatmap's cells add up to the run's report.
+TEST(LiveSvgLiveTest, ThePictureFollowsTheRunAndItsCellsAddUpToTheReport) {
+  IOTRACE_REQUIRE_LIVE();
+  IOTRACE_REQUIRE_TOOL("fio");
+  IOTRACE_REQUIRE_TOOL("python3");
+  ScratchLoop loop("mq-deadline");
+  ASSERT_TRUE(loop.ok()) << loop.error();
+  NoMerges(loop);
+  TempDir dir;
+  const std::string svg = dir.File("live.svg");
+  CommandResult r = RunCmd({Binary(), "live", "--backend", "ftrace", "-I", "0.25", "--svg", svg,
+                            "--format", "json", "--report", dir.File("r.json"), "--dev",
+                            loop.majmin(), "--", "fio", "--name=t",
+                            "--filename=" + loop.device(), "--rw=randread", "--bs=4k",
+                            "--direct=1", "--iodepth=4", "--ioengine=libaio", "--rate_iops=3000",
+                            "--number_ios=4000", "--output=/dev/null"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t intervals = CountLines(r.out, "\"type\": \"interval\"");
+  ASSERT_GE(intervals, 4u) << r.out;
+  CommandResult cells = Sh(
+      "python3 -c 'import re,sys; s=open(sys.argv[1]).read(); "
+      "t=re.search(r\"the last (\\d+) intervals \\(the run ended\\)\", s); "
+      "p=[x for x in s.split(\"<g class=\\\"panel\\\"\")[1:] "
+      "if \"data-op=\\\"read\\\" data-phase=\\\"D2C\\\"\" in x][0]; "
+      "h=p[p.index(\"<g class=\\\"heatmap\\\">\"):]; h=h[:h.index(\"</g>\")]; "
+      "print(t.group(1), sum(int(n) for n in re.findall(r\"data-n=.(\\d+)\", h)))' " + svg);
+  ASSERT_EQ(cells.exit_code, 0) << cells.err;
+  EXPECT_EQ(cells.out, absl::StrFormat("%u %u\n", intervals,
+                                       GroupCount(dir.File("r.json"), loop.name(), "read", "D2C")));
+  EXPECT_EQ(GroupCount(dir.File("r.json"), loop.name(), "read", "D2C"), 4000u);
 }
 
 }  // namespace

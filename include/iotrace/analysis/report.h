@@ -24,7 +24,8 @@ enum class TimeUnit : uint8_t { kNs, kUs, kMs };
 std::string_view TimeUnitName(TimeUnit unit);  // "ns", "us", "ms"
 bool ParseTimeUnit(std::string_view name, TimeUnit* unit);
 
-enum class OutputFormat : uint8_t { kText, kCsv, kJson };
+// kSvg: the report's pictures (output/svg_plot.h); `report` only.
+enum class OutputFormat : uint8_t { kText, kCsv, kJson, kSvg };
 std::string_view OutputFormatName(OutputFormat format);
 bool ParseOutputFormat(std::string_view name, OutputFormat* format);
 
@@ -47,6 +48,8 @@ struct ReportOptions {
   std::optional<double> until_s;
 
   double interval_s = 0;  // > 0: a time series, one block per interval of this length
+  // --phases: the phases whose histograms the report shows (PhaseBit); 0: all of them.
+  unsigned phases = 0;
 
   // --events: instead of the latency report, one line per record in time order (every event
   // of the file, tracepoints and probes alike), as text, CSV or JSON lines (`format`).
@@ -106,6 +109,10 @@ struct ReportOptions {
 // take them as valid.
 absl::Status ValidateReportOptions(const ReportOptions& options);
 
+// A --phases list: names comma-separated, in either case ("d2c,I2C"), into a mask of PhaseBit;
+// an unknown or missing name is an InvalidArgument with a hint. `report` and `live` share it.
+absl::Status ParsePhaseList(std::string_view list, unsigned* mask);
+
 struct LatencySummary {
   uint64_t count = 0;
   uint64_t min_ns = 0;
@@ -144,6 +151,10 @@ struct LatencyInterval {
   uint64_t index = 0;
   double start_s = 0;  // seconds from the first event
   std::vector<LatencyGroup> groups;
+  // Known per interval only live (LiveIntervalCounts), for its pictures; a file's report leaves
+  // them 0 and shows its losses as coverage gaps.
+  uint64_t lost = 0;      // events the kernel lost
+  uint64_t unpaired = 0;  // events that could not be paired
 };
 
 // Losses of one kind, on one CPU, of one event, as the file reports them.
@@ -282,6 +293,9 @@ struct LatencyReport {
   // ("--op discard removed all 1234 requests (the file holds read 600, write 634)"); else empty.
   std::string empty_reason;
 };
+
+// Keeps the histograms and warnings of the phases in `mask` (PhaseBit; 0 keeps all): --phases.
+void KeepPhases(unsigned mask, LatencyReport* report);
 
 // Human-readable "why" of a no-insert reason, for notes.
 std::string_view NoInsertReasonText(NoInsertReason reason);

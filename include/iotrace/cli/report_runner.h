@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "iotrace/analysis/report.h"
 #include "iotrace/formats/trace_reader.h"
+#include "iotrace/output/svg_plot.h"
 
 namespace iotrace {
 
@@ -27,9 +28,10 @@ absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std:
 absl::Status RunEventDump(TraceReader& reader, const ReportOptions& options, std::ostream& out,
                           std::ostream& err);
 
-// Writes an already built report the way RunReport does (main output + summary CSV).
+// Writes an already built report the way RunReport does (main output + summary CSV); `svg`:
+// what the pictures show besides the report (--format svg).
 absl::Status WriteReportOutputs(const LatencyReport& report, const ReportOptions& options,
-                                std::ostream& out);
+                                std::ostream& out, const SvgPlotOptions& svg = {});
 
 }  // namespace iotrace
 

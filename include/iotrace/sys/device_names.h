@@ -21,6 +21,9 @@ class DeviceNames {
   const std::string& NameOf(uint32_t dev);
   // NameOf(dev), or "MAJ:MIN" when the name is unknown.
   std::string Label(uint32_t dev);
+  // The model the device's driver reports (sysfs device/model, a partition's from its disk:
+  // SCSI, ATA, NVMe), blanks trimmed; "" when there is none (loop, virtio). Not cached.
+  std::string ModelOf(uint32_t dev) const;
   // True when a --dev spec names `dev`: "MAJ:MIN", "NAME" or "/dev/NAME".
   bool Matches(std::string_view spec, uint32_t dev);
 
