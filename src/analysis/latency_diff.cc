@@ -65,9 +65,8 @@ KsResult KsOfCounts(const std::vector<uint64_t>& a, const std::vector<uint64_t>&
     if (gap > best) {
       best = gap;
       // More of A than of B below this point: B's values are the larger ones.
-      r.direction = static_cast<unsigned __int128>(ca) * nb > static_cast<unsigned __int128>(cb) * na
-                        ? 1
-                        : -1;
+      const unsigned __int128 below_a = static_cast<unsigned __int128>(ca) * nb;
+      r.direction = below_a > static_cast<unsigned __int128>(cb) * na ? 1 : -1;
     }
   }
   r.d = static_cast<double>(best) / (static_cast<double>(na) * static_cast<double>(nb));
@@ -158,7 +157,8 @@ absl::StatusOr<uint32_t> FindDevice(const std::map<uint32_t, std::string>& devs,
   }
   std::vector<std::string> held;
   for (const auto& [dev, name] : devs) {
-    held.push_back(name == DevString(dev) ? name : absl::StrFormat("%s (%s)", name, DevString(dev)));
+    held.push_back(name == DevString(dev) ? name
+                                          : absl::StrFormat("%s (%s)", name, DevString(dev)));
   }
   return UsageError(
       absl::StrFormat("--map %s: %s (%s) has no device %s", given, side, r.input, spec),
