@@ -1,8 +1,8 @@
 // Live tests of `iotrace diff` on real recordings: fio on two scratch loop devices at a fixed
 // rate. Two recordings are taken in alternating windows (interleave_record.sh): on a machine
-// shared with compiles and benchmarks, runs a minute apart differ for reasons of their own (p50
-// of a 10 us loop read moved by 50-250% between back-to-back runs here), and the comparison is
-// then of the machine, not of the workload. The same workload twice: every row ~. One device's
+// shared with compiles and benchmarks, runs a minute apart differ for reasons of their own (the
+// p50 of a loop read's D2C moved by up to 130% between runs of the same workload here), and the
+// comparison is then of the machine, not of the workload. The same workload twice: every row ~. One device's
 // block size raised in B's windows: its D2C +, the other device's rows ~; swapped, -.
 // --fail-on's exit status both ways. perf.data against trace.dat recorded on other loop
 // devices, paired with --map. Every diff's figures are recomputed from the two reports by
