@@ -235,7 +235,8 @@ void WriteJsonDiff(const LatencyDiff& d, std::ostream& out) {
       "  \"test\": {\"statistic\": \"ks\", \"p_value\": \"interval relabelling\", "
       "\"block_s\": %s, \"resamples\": %d, \"correction\": \"holm\", \"alpha\": %s, "
       "\"min_change_pct\": %s},\n",
-      absl::StrFormat("%.9g", d.block_s), d.resamples, JsonDouble(d.alpha), JsonDouble(d.min_change_pct));
+      absl::StrFormat("%.9g", d.block_s), d.resamples, JsonDouble(d.alpha),
+      JsonDouble(d.min_change_pct));
   std::vector<std::string> phases, map;
   for (const std::string& p : d.phases) phases.push_back(JsonString(p));
   for (const auto& [a, b] : d.map) {

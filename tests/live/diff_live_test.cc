@@ -2,9 +2,9 @@
 // rate. Two recordings are taken in alternating windows (interleave_record.sh): on a machine
 // shared with compiles and benchmarks, runs a minute apart differ for reasons of their own (the
 // p50 of a loop read's D2C moved by up to 130% between runs of the same workload here), and the
-// comparison is then of the machine, not of the workload. The same workload twice: every row ~. One device's
-// block size raised in B's windows: its D2C +, the other device's rows ~; swapped, -.
-// --fail-on's exit status both ways. perf.data against trace.dat recorded on other loop
+// comparison is then of the machine, not of the workload. The same workload twice: every row
+// ~. One device's block size raised in B's windows: its D2C +, the other device's rows ~;
+// swapped, -. --fail-on's exit status both ways. perf.data against trace.dat recorded on other loop
 // devices, paired with --map. Every diff's figures are recomputed from the two reports by
 // compare_diff.py.
 #include <string>
@@ -51,8 +51,8 @@ class DiffLiveTest : public ::testing::Test {
   }
 
   // `iotrace diff A B args... --format json`, checked by compare_diff.py against the two
-  // reports (`pairs`: the --map pairs as numbers, A_MAJ:MIN=B_MAJ:MIN); returns the rows as "DEV_A DEV_B OP PHASE VERDICT" lines (python, as the other
-  // live tests read JSON).
+  // reports (`pairs`: the --map pairs as numbers, A_MAJ:MIN=B_MAJ:MIN); returns the rows as
+  // "DEV_A DEV_B OP PHASE VERDICT" lines (python, as the other live tests read JSON).
   std::string Diff(const std::string& a, const std::string& b,
                    const std::vector<std::string>& args, int expected_exit = 0,
                    const std::string& pairs = "") {
