@@ -4,8 +4,8 @@
 // p50 of a loop read's D2C moved by up to 130% between runs of the same workload here), and the
 // comparison is then of the machine, not of the workload. The same workload twice: every row
 // ~. One device's block size raised in B's windows: its D2C +, the other device's rows ~;
-// swapped, -. --fail-on's exit status both ways. perf.data against trace.dat recorded on other loop
-// devices, paired with --map. Every diff's figures are recomputed from the two reports by
+// swapped, -. --fail-on's exit status both ways. perf.data against trace.dat recorded on other
+// loop devices, paired with --map. Every diff's figures are recomputed from the two reports by
 // compare_diff.py.
 #include <string>
 #include <vector>
