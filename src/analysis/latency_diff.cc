@@ -166,15 +166,27 @@ absl::StatusOr<uint32_t> FindDevice(const std::map<uint32_t, std::string>& devs,
                       held.empty() ? "no device" : absl::StrJoin(held, ", ")));
 }
 
-// Each interval's bucket lists per device x op x phase (intervals without samples left out).
+// Each block's bucket lists per device x op x phase (blocks without samples left out): the
+// report's intervals, `per_block` of them merged into one.
 absl::flat_hash_map<RowKey, std::vector<std::vector<LatencyBucket>>> BlocksOf(
-    const LatencyReport& r) {
-  absl::flat_hash_map<RowKey, std::vector<std::vector<LatencyBucket>>> blocks;
+    const LatencyReport& r, uint64_t per_block) {
+  std::map<std::pair<RowKey, uint64_t>, std::map<uint64_t, LatencyBucket>> merged;
   for (const LatencyInterval& iv : r.intervals) {
     for (const LatencyGroup& g : iv.groups) {
-      if (g.summary.count == 0) continue;
-      blocks[RowKey{g.dev, g.op, g.phase}].push_back(g.buckets);
+      auto& buckets = merged[{RowKey{g.dev, g.op, g.phase}, iv.index / per_block}];
+      for (const LatencyBucket& b : g.buckets) {
+        LatencyBucket& m = buckets[b.lo_ns];
+        m.lo_ns = b.lo_ns;
+        m.hi_ns = b.hi_ns;
+        m.count += b.count;
+      }
     }
+  }
+  absl::flat_hash_map<RowKey, std::vector<std::vector<LatencyBucket>>> blocks;
+  for (const auto& [key, buckets] : merged) {
+    if (buckets.empty()) continue;
+    std::vector<LatencyBucket>& list = blocks[key.first].emplace_back();
+    for (const auto& [lo, b] : buckets) list.push_back(b);
   }
   return blocks;
 }
@@ -239,6 +251,7 @@ void CheckFailOn(LatencyDiff& d) {
 
 double ChooseBlockSeconds(double duration_a_s, double duration_b_s) {
   const double shorter = std::min(duration_a_s, duration_b_s);
+  if (shorter > kMaxAutoBlocks) return std::ceil(shorter / kMaxAutoBlocks);
   if (shorter >= 10) return 1;
   // Microseconds at least: a recording of one event has no length.
   return std::max(shorter / 10, 1e-6);
@@ -449,7 +462,11 @@ absl::StatusOr<LatencyDiff> DiffLatencyReports(const LatencyReport& a, const Lat
     if (!used_b.contains(&g)) pairs.emplace_back(nullptr, &g);
   }
 
-  const auto blocks_a = BlocksOf(a), blocks_b = BlocksOf(b);
+  // The reports' intervals, merged into blocks (a long recording read in 1 s intervals).
+  auto per_block = [&](const LatencyReport& r) {
+    return r.interval_s > 0 ? std::max<uint64_t>(1, std::llround(block_s / r.interval_s)) : 1;
+  };
+  const auto blocks_a = BlocksOf(a, per_block(a)), blocks_b = BlocksOf(b, per_block(b));
   static const std::vector<std::vector<LatencyBucket>> kNoBlocks;
   auto blocks = [](const auto& map, const LatencyGroup& g) -> const auto& {
     auto it = map.find(RowKey{g.dev, g.op, g.phase});

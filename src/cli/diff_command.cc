@@ -48,7 +48,8 @@ constexpr char kUsage[] =
     "                          (default 5)\n"
     "  --alpha A               family-wise error rate across the rows (default 0.05)\n"
     "  --block SECONDS         the interval relabelled as a whole (default: 1, or a tenth of\n"
-    "                          the shorter recording when it is under 10 s)\n"
+    "                          the shorter recording when it is under 10 s, or longer past\n"
+    "                          100 s so that there are at most 100)\n"
     "  --fail-on RULE          exit with status 3 when a row whose verdict is + or - has\n"
     "                          PHASE.STAT changed past VALUE: d2c.p99>+10%, q2c.p50>+50us,\n"
     "                          i2c.max<-20% (STAT: p50 p90 p99 p99.9 max mean); repeatable\n"
@@ -207,13 +208,14 @@ absl::StatusOr<LatencyDiff> RunDiff(const DiffArgs& args) {
   IOTRACE_ASSIGN_OR_RETURN(LatencyReport a, BuildSide(args.a, block_s));
   IOTRACE_ASSIGN_OR_RETURN(LatencyReport b, BuildSide(args.b, block_s));
   if (!args.block_s.has_value()) {
-    // The lengths are known only once read: a short recording is read again in finer intervals.
+    // The lengths are known only once read: a short recording is read again in finer
+    // intervals; a long one's 1 s intervals are merged into longer blocks by the diff.
     const double chosen = ChooseBlockSeconds(a.duration_s(), b.duration_s());
-    if (chosen != block_s) {
-      block_s = chosen;
-      IOTRACE_ASSIGN_OR_RETURN(a, BuildSide(args.a, block_s));
-      IOTRACE_ASSIGN_OR_RETURN(b, BuildSide(args.b, block_s));
+    if (chosen < block_s) {
+      IOTRACE_ASSIGN_OR_RETURN(a, BuildSide(args.a, chosen));
+      IOTRACE_ASSIGN_OR_RETURN(b, BuildSide(args.b, chosen));
     }
+    block_s = chosen;
   }
   return DiffLatencyReports(a, b, block_s, args.diff);
 }

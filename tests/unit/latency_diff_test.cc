@@ -342,6 +342,25 @@ TEST(LatencyDiffTest, BlockLengthIsASecondOrATenthOfAShortRecording) {
   EXPECT_DOUBLE_EQ(ChooseBlockSeconds(5, 30), 0.5);
   EXPECT_DOUBLE_EQ(ChooseBlockSeconds(0.024, 0.2), 0.0024);
   EXPECT_DOUBLE_EQ(ChooseBlockSeconds(0, 1), 1e-6);
+  EXPECT_EQ(ChooseBlockSeconds(100, 3600), 1);
+  EXPECT_EQ(ChooseBlockSeconds(3600, 250), 3);
+  EXPECT_EQ(ChooseBlockSeconds(3600, 3600), 36);
+}
+
+TEST(LatencyDiffTest, IntervalsAreMergedIntoBlocksOfTheBlockLength) {
+  // Twelve 1 s intervals (a long recording read in 1 s intervals) diffed with 3 s blocks: the
+  // test relabels four blocks a side.
+  std::vector<std::vector<uint64_t>> levels;
+  for (int i = 0; i < 12; ++i) levels.push_back(std::vector<uint64_t>(10, 100 + 10 * (i % 2)));
+  const LatencyReport r = ReportOf({RowSpec{.blocks = levels}});
+  absl::StatusOr<LatencyDiff> d = DiffLatencyReports(r, r, 3, DiffOptions{});
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->rows.size(), 1u);
+  EXPECT_EQ(d->rows[0].blocks_a, 4u);
+  EXPECT_EQ(d->rows[0].blocks_b, 4u);
+  EXPECT_EQ(d->a.blocks, 4u);
+  d = DiffLatencyReports(r, r, 1, DiffOptions{});
+  EXPECT_EQ(d->rows[0].blocks_a, 12u);
 }
 
 }  // namespace

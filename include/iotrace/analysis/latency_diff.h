@@ -31,11 +31,15 @@ struct DiffOptions {
 };
 
 // Without a --block: 1 s, or a tenth of the shorter recording when that is under 10 s, so that
-// each side has about ten intervals to relabel.
+// each side has about ten intervals to relabel; past kMaxAutoBlocks seconds, whole seconds
+// enough for at most kMaxAutoBlocks blocks (the test's cost grows with the blocks: each
+// relabelling adds up the histograms of one side's blocks).
+inline constexpr double kMaxAutoBlocks = 100;
 double ChooseBlockSeconds(double duration_a_s, double duration_b_s);
 
-// Compares `a` and `b`, both built with interval_s = `block_s`. Fails (usage) when a --map
-// device names no device of its side.
+// Compares `a` and `b`, built with interval_s `block_s` or a whole fraction of it (their
+// intervals are then merged into blocks of `block_s`). Fails (usage) when a --map device names
+// no device of its side.
 absl::StatusOr<LatencyDiff> DiffLatencyReports(const LatencyReport& a, const LatencyReport& b,
                                                double block_s, const DiffOptions& options);
 
