@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -220,6 +221,33 @@ TEST_F(DiffCommandTest, CsvHasOneLinePerRow) {
   EXPECT_EQ(rows, j["rows"].items.size());
   // Warnings of a side go to stderr when the output is not text.
   EXPECT_NE(csv.err.find("iotrace: warning: A: D2C is incomplete"), std::string::npos);
+}
+
+// Every key the JSON has (with a one-sided row, a --map, a --fail-on hit and warnings) is
+// named in docs/diff.md's JSON section, so that the document cannot fall behind the output.
+TEST_F(DiffCommandTest, EveryJsonKeyIsDocumented) {
+  const std::string doc = Slurp(Fixture("../../docs/diff.md"));
+  const size_t section = doc.find("## JSON");
+  ASSERT_NE(section, std::string::npos);
+  const std::string json_doc = doc.substr(section);
+  Json j = RunJson({kPerfMq, kTraceDat, "--map", "7:0=7:0", "--phases", "D2C,Q2D", "--fail-on",
+                    "d2c.p99>+10%"},
+                   3);
+  std::vector<const Json*> todo = {&j};
+  std::set<std::string> keys;
+  while (!todo.empty()) {
+    const Json* v = todo.back();
+    todo.pop_back();
+    for (const auto& [key, value] : v->fields) {
+      keys.insert(key);
+      todo.push_back(&value);
+    }
+    for (const Json& item : v->items) todo.push_back(&item);
+  }
+  EXPECT_GT(keys.size(), 40u);
+  for (const std::string& key : keys) {
+    EXPECT_NE(json_doc.find("\"" + key + "\""), std::string::npos) << key << " not in docs/diff.md";
+  }
 }
 
 TEST_F(DiffCommandTest, UsageErrorsAreOneLineWithAHintAndExitTwo) {
