@@ -216,18 +216,24 @@ void Decide(DiffRow& row, const DiffOptions& o) {
     row.reason = "not significant";
     return;
   }
-  bool beyond = false;
+  bool beyond = false, against = false;
   for (DiffStatKind k : {DiffStatKind::kP50, DiffStatKind::kP90, DiffStatKind::kP99,
                          DiffStatKind::kP999}) {
     const DiffStat& s = row.stats[static_cast<int>(k)];
-    if (!s.beyond_buckets || (s.change_ns > 0 ? 1 : -1) != row.direction) continue;
+    if (!s.beyond_buckets) continue;
+    if ((s.change_ns > 0 ? 1 : -1) != row.direction) {
+      against = true;
+      continue;
+    }
     beyond = true;
     if (std::fabs(s.change_pct) >= o.min_change_pct) {
       row.verdict = row.direction > 0 ? DiffVerdict::kSlower : DiffVerdict::kFaster;
       return;
     }
   }
-  row.reason = beyond ? "under --min-change" : "within the bucket width";
+  row.reason = beyond    ? "under --min-change"
+               : against ? "the percentiles moved against the shift"
+                         : "within the bucket width";
 }
 
 void CheckFailOn(LatencyDiff& d) {

@@ -68,8 +68,8 @@ struct DiffRow {
   bool incomplete_a = false;  // the side's report warns that this phase missed inputs
   bool incomplete_b = false;
   DiffVerdict verdict = DiffVerdict::kSame;
-  // Why the verdict is "~" ("not significant", "within the bucket width", "under --min-change");
-  // empty otherwise.
+  // Why the verdict is "~" ("not significant", "within the bucket width", "under --min-change",
+  // "the percentiles moved against the shift"); empty otherwise.
   std::string reason;
 };
 
