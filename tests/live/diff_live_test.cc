@@ -16,12 +16,14 @@
 namespace iotrace::live {
 namespace {
 
-// One window's fio: reads at a fixed rate on both devices, one at a time (each request's
-// latency is the device's, not a queue's); `bs2` on the second device.
+// One window's fio: reads at a fixed rate, one at a time (each request's latency is the
+// device's, not a queue's), 200 ms on the first device, then 200 ms on the second with `bs2`.
+// One after the other: run side by side, the second device's 128 KiB reads moved the first's
+// I2D (the CPUs they share were busier), and its rows could not be the unaffected ones.
 std::string FioWindow(const ScratchLoop& l1, const ScratchLoop& l2, const std::string& bs2) {
-  return "--direct=1 --ioengine=libaio --time_based --runtime=400ms --rw=randread --iodepth=1 "
+  return "--direct=1 --ioengine=libaio --time_based --runtime=200ms --rw=randread --iodepth=1 "
          "--rate_iops=500 --size=128m --name=one --filename=" + l1.device() +
-         " --bs=4k --name=two --filename=" + l2.device() + " --bs=" + bs2;
+         " --bs=4k --name=two --stonewall --filename=" + l2.device() + " --bs=" + bs2;
 }
 
 class DiffLiveTest : public ::testing::Test {
