@@ -146,9 +146,10 @@ TEST_F(DiffLiveTest, PerfDataAgainstTraceDatOnOtherLoopDevicesPairsWithMap) {
         << row;
   }
   // With it (one by number, one by name), every row pairs: the same requests at the same rate.
-  // No verdict is asked for: the backends differ in what they cost the traced kernel (perf's
-  // sample of block_rq_insert, taken inside I2D, costs more than ftrace's record; docs/diff.md
-  // shows a run where diff found I2D 26% faster under ftrace), and diff is there to say so.
+  // No verdict is asked for: the backends differ in what they cost the traced kernel (most
+  // likely perf's sample of block_rq_insert, taken inside I2D, costs more than ftrace's record;
+  // docs/diff.md shows a run where diff found I2D 26% faster under ftrace), and diff is there
+  // to say so.
   rows = Diff(perf, ftrace,
               {"--map", l1.majmin() + "=" + l3.majmin(), "--map", l2.name() + "=" + l4.name()},
               0, l1.majmin() + "=" + l3.majmin() + " " + l2.majmin() + "=" + l4.majmin());
