@@ -250,6 +250,30 @@ TEST(LatencyDiffTest, AChangeInsideTheBucketsIsWithinTheBucketWidth) {
   EXPECT_EQ(d.rows[0].reason, "within the bucket width");
 }
 
+TEST(LatencyDiffTest, PercentilesMovingAgainstTheLargestGapAreNoVerdict) {
+  // A: 30% at 1000 ns, 19% at 2950, 51% at 3000; B: 30% at 2000, 20% at 2950, 50% at 3000. The
+  // CDFs differ most at 1000 ns (0.3, B slower there), but the one percentile that left its
+  // bucket, p50 (3000 -> 2950), went down: neither + nor - would say what changed.
+  auto block = [](uint64_t low, int at_2950) {
+    std::vector<uint64_t> v(30, low);
+    v.insert(v.end(), at_2950, 2950);
+    v.insert(v.end(), 70 - at_2950, 3000);
+    return v;
+  };
+  const LatencyDiff d =
+      Diff(ReportOf({RowSpec{.blocks = std::vector<std::vector<uint64_t>>(20, block(1000, 19))}}),
+           ReportOf({RowSpec{.blocks = std::vector<std::vector<uint64_t>>(20, block(2000, 20))}}));
+  ASSERT_EQ(d.rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(d.rows[0].ks_d, 0.3);
+  EXPECT_EQ(d.rows[0].direction, 1);
+  EXPECT_LT(d.rows[0].p_adjusted, 0.01);
+  const DiffStat& p50 = d.rows[0].stats[static_cast<int>(DiffStatKind::kP50)];
+  EXPECT_EQ(p50.change_ns, -32);  // the buckets' middles: 2991 -> 2959
+  EXPECT_TRUE(p50.beyond_buckets);
+  EXPECT_EQ(d.rows[0].verdict, DiffVerdict::kSame);
+  EXPECT_EQ(d.rows[0].reason, "the percentiles moved against the shift");
+}
+
 TEST(LatencyDiffTest, RowsOfOneSideAndDevicesPairedByMap) {
   const RowSpec on0{.dev = KernelDev(7, 0), .blocks = Blocks(10, 100, 20'000, 5'000, 1)};
   const RowSpec on1{.dev = KernelDev(7, 1), .blocks = Blocks(10, 100, 20'000, 5'000, 2)};
