@@ -3,7 +3,7 @@
 // shared with compiles and benchmarks, runs a minute apart differ for reasons of their own (the
 // p50 of a loop read's D2C moved by up to 130% between runs of the same workload here), and the
 // comparison is then of the machine, not of the workload. The same workload twice: every row
-// ~. One device's block size raised in B's windows: its D2C +, the other device's rows ~;
+// ~. iodepth 1 -> 32 on one device in B's windows: its D2C +, the other device's rows ~;
 // swapped, -. --fail-on's exit status both ways. perf.data against trace.dat recorded on other
 // loop devices, paired with --map. Every diff's figures are recomputed from the two reports by
 // compare_diff.py.
@@ -16,15 +16,19 @@
 namespace iotrace::live {
 namespace {
 
-// One window's fio: reads at a fixed rate, one at a time (each request's latency is the
-// device's, not a queue's), 200 ms on the first device, then 200 ms on the second with `bs2`.
-// One after the other: run side by side, the second device's 128 KiB reads moved the first's
-// I2D (the CPUs they share were busier), and its rows could not be the unaffected ones.
-std::string FioWindow(const ScratchLoop& l1, const ScratchLoop& l2, const std::string& bs2) {
+// One window's fio: 4 KiB reads at a fixed rate, one at a time (each request's latency is the
+// device's, not a queue's), 200 ms on the first device, then 200 ms on the second with `job2`'s
+// options added. One after the other: side by side, what the second device does moves the
+// first's latencies (the CPUs they share are busier), and its rows could not be the unaffected
+// ones.
+std::string FioWindow(const ScratchLoop& l1, const ScratchLoop& l2, const std::string& job2) {
   return "--direct=1 --ioengine=libaio --time_based --runtime=200ms --rw=randread --iodepth=1 "
-         "--rate_iops=500 --size=128m --name=one --filename=" + l1.device() +
-         " --bs=4k --name=two --stonewall --filename=" + l2.device() + " --bs=" + bs2;
+         "--rate_iops=500 --size=128m --bs=4k --name=one --filename=" + l1.device() +
+         " --name=two --stonewall --filename=" + l2.device() + (job2.empty() ? "" : " " + job2);
 }
+
+// The change: 32 reads in flight at once, as fast as the device goes.
+constexpr char kDeepQueue[] = "--iodepth=32 --rate_iops=0";
 
 class DiffLiveTest : public ::testing::Test {
  protected:
@@ -34,20 +38,20 @@ class DiffLiveTest : public ::testing::Test {
     IOTRACE_REQUIRE_TOOL("python3");
   }
 
-  // Records A (`backend_a` on a1, a2, fio with bs2_a on a2) and B likewise, in 16 alternating
+  // Records A (`backend_a` on a1, a2, fio with job2_a on a2) and B likewise, in 16 alternating
   // windows; returns the two files.
   std::pair<std::string, std::string> Record(const std::string& backend_a, const ScratchLoop& a1,
-                                             const ScratchLoop& a2, const std::string& bs2_a,
+                                             const ScratchLoop& a2, const std::string& job2_a,
                                              const std::string& backend_b, const ScratchLoop& b1,
-                                             const ScratchLoop& b2, const std::string& bs2_b) {
+                                             const ScratchLoop& b2, const std::string& job2_b) {
     auto file = [&](const std::string& name, const std::string& backend) {
       return dir_.File(name + (backend == "ftrace" ? ".dat" : ".data"));
     };
     const std::string a = file("a", backend_a), b = file("b", backend_b);
     CommandResult rec = RunCmd(
         {std::string(IOTRACE_SOURCE_DIR) + "/tests/live/interleave_record.sh", Binary(), "16", a,
-         backend_a, a1.device() + "," + a2.device(), FioWindow(a1, a2, bs2_a), b, backend_b,
-         b1.device() + "," + b2.device(), FioWindow(b1, b2, bs2_b)});
+         backend_a, a1.device() + "," + a2.device(), FioWindow(a1, a2, job2_a), b, backend_b,
+         b1.device() + "," + b2.device(), FioWindow(b1, b2, job2_b)});
     EXPECT_EQ(rec.exit_code, 0) << rec.out << rec.err;
     return {a, b};
   }
@@ -99,10 +103,10 @@ std::vector<std::string> Rows(const std::string& text, const std::string& needle
   return out;
 }
 
-TEST_F(DiffLiveTest, SameWorkloadIsTheSameAndABiggerBlockSizeIsFlaggedWhereItActs) {
+TEST_F(DiffLiveTest, SameWorkloadIsTheSameAndADeeperQueueIsFlaggedWhereItActs) {
   ScratchLoop l1, l2;
   ASSERT_TRUE(l1.ok() && l2.ok()) << l1.error() << l2.error();
-  const auto [a, a2] = Record("perf", l1, l2, "4k", "perf", l1, l2, "4k");
+  const auto [a, a2] = Record("perf", l1, l2, "", "perf", l1, l2, "");
   ASSERT_FALSE(HasFailure());
 
   // (1) The same workload twice: every row ~ (and a --fail-on rule is not hit).
@@ -112,11 +116,11 @@ TEST_F(DiffLiveTest, SameWorkloadIsTheSameAndABiggerBlockSizeIsFlaggedWhereItAct
     EXPECT_NE(row.find(" same"), std::string::npos) << row;
   }
 
-  // (2) 128k reads on the second device in B's windows: its D2C slower; the first device's
-  // rows ~.
-  const auto [small, big] = Record("perf", l1, l2, "4k", "perf", l1, l2, "128k");
+  // (2) 32 reads in flight on the second device in B's windows: its D2C slower (the loop
+  // device works through them one after another); the first device's rows ~.
+  const auto [shallow, deep] = Record("perf", l1, l2, "", "perf", l1, l2, kDeepQueue);
   ASSERT_FALSE(HasFailure());
-  rows = Diff(small, big, {"--fail-on", "d2c.p50>+10%"}, 3);
+  rows = Diff(shallow, deep, {"--fail-on", "d2c.p50>+10%"}, 3);
   const std::vector<std::string> changed = Rows(rows, l2.majmin() + " read D2C");
   ASSERT_EQ(changed.size(), 1u) << rows;
   EXPECT_NE(changed[0].find(" slower"), std::string::npos) << rows;
@@ -124,18 +128,18 @@ TEST_F(DiffLiveTest, SameWorkloadIsTheSameAndABiggerBlockSizeIsFlaggedWhereItAct
     EXPECT_NE(row.find(" same"), std::string::npos) << row;
   }
   // Swapped: faster, and (3) a rule on a rise is then not hit, one on a fall is.
-  rows = Diff(big, small, {"--fail-on", "d2c.p50>+10%"}, 0);
+  rows = Diff(deep, shallow, {"--fail-on", "d2c.p50>+10%"}, 0);
   const std::vector<std::string> back = Rows(rows, l2.majmin() + " read D2C");
   ASSERT_EQ(back.size(), 1u) << rows;
   EXPECT_NE(back[0].find(" faster"), std::string::npos) << rows;
-  Diff(big, small, {"--fail-on", "d2c.p50<-10%"}, 3);
+  Diff(deep, shallow, {"--fail-on", "d2c.p50<-10%"}, 3);
 }
 
 TEST_F(DiffLiveTest, PerfDataAgainstTraceDatOnOtherLoopDevicesPairsWithMap) {
   ScratchLoop l1, l2, l3, l4;
   ASSERT_TRUE(l1.ok() && l2.ok() && l3.ok() && l4.ok())
       << l1.error() << l2.error() << l3.error() << l4.error();
-  const auto [perf, ftrace] = Record("perf", l1, l2, "4k", "ftrace", l3, l4, "4k");
+  const auto [perf, ftrace] = Record("perf", l1, l2, "", "ftrace", l3, l4, "");
   ASSERT_FALSE(HasFailure());
 
   // Without --map, nothing pairs: every row is of one side.
