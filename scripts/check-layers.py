@@ -9,7 +9,8 @@ own stage and of the stages below it:
 (capture and analysis stand side by side: neither includes the other; live joins them (the
 kernel's buffers read as they fill, fed to the report builder); output does not see live; output sees analysis only
 through the report model, analysis/report.h, analysis/match_stats.h,
-analysis/live_model.h and analysis/metrics_model.h; cli sees everything). The build runs this before it compiles anything (CMake target
+analysis/live_model.h, analysis/metrics_model.h and analysis/diff_model.h; cli sees
+everything). The build runs this before it compiles anything (CMake target
 iotrace_layer_check) and so does the test suite; a wrong-way include fails both with a line per
 offence naming the rule. Usage: check-layers.py [SOURCE_DIR]
 """
@@ -33,7 +34,8 @@ MAY_USE = {
 # report model, never the builder that fills it.
 ONLY = {
     ("output", "analysis"): {"analysis/report.h", "analysis/match_stats.h",
-                             "analysis/live_model.h", "analysis/metrics_model.h"},
+                             "analysis/live_model.h", "analysis/metrics_model.h",
+                             "analysis/diff_model.h"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"iotrace/([^"]+)"', re.M)
 

@@ -16,6 +16,8 @@ namespace iotrace {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRuntime = 1;
 inline constexpr int kExitUsage = 2;
+// `iotrace diff`: a --fail-on rule was hit (the comparison itself ran fine).
+inline constexpr int kExitDiffFailOn = 3;
 
 // Prints "iotrace: error: MESSAGE" and, when the status carries one, "hint: HINT" to stderr.
 // Returns kExitUsage for a usage error (IsUsageError: the status says so wherever it was made,

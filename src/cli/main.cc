@@ -16,6 +16,7 @@ int DoctorCommand(const std::vector<std::string>& args);
 int ResetCommand(const std::vector<std::string>& args);
 int LiveCommand(const std::vector<std::string>& args);
 int RecoverCommand(const std::vector<std::string>& args);
+int DiffCommand(const std::vector<std::string>& args);
 
 namespace {
 
@@ -28,6 +29,7 @@ struct Command {
 constexpr Command kCommands[] = {
     {"record", RecordCommand, "capture block-layer events into perf.data or trace.dat"},
     {"report", ReportCommand, "per-request latency histograms from a recorded file"},
+    {"diff", DiffCommand, "compare two recordings: what got slower or faster, with a test"},
     {"live", LiveCommand, "latency as it happens, straight from the kernel's buffers"},
     {"list", ListCommand, "tracepoints and probe events this kernel offers (-v: fields)"},
     {"doctor", DoctorCommand, "what this machine supports and what iotrace will do"},

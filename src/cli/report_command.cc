@@ -137,8 +137,7 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
       // One report is one recording: taking the last -i would drop the first file silently.
       return Usage(absl::StrFormat("-i given twice (%s and %s): a report reads one recording",
                                    input_given, v),
-                   "to compare two recordings, report on each (iotrace report -i A, then -i B); "
-                   "iotrace diff A B is planned, not there yet");
+                   "to compare two recordings: iotrace diff A B");
     }
     input_given = v;
     o.input = v;

@@ -290,7 +290,8 @@ absl::Status RunEventDump(TraceReader& reader, const ReportOptions& options, std
   return dump(file);
 }
 
-absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err) {
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenReportInput(const ReportOptions& options,
+                                                             std::ostream& err) {
   // Formats for a file that lost its own: the ones asked for, else the running kernel's.
   const FormatsFallback fallback = options.formats_from.empty()
                                        ? RunningKernelFormats(options.kernel_tracefs)
@@ -301,6 +302,11 @@ absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ost
     err << "iotrace: warning: --formats-from " << options.formats_from
         << " not used: the file carries its own event formats\n";
   }
+  return reader;
+}
+
+absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err) {
+  IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenReportInput(options, err));
   if (options.events) return RunEventDump(*reader, options, out, err);
   if (options.format == OutputFormat::kSvg && options.interval_s == 0) {
     // The pictures need intervals: as many as make about kSvgColumns columns over the file's

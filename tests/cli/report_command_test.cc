@@ -187,12 +187,10 @@ TEST_F(ReportCommandTest, EachArgumentErrorPrintsItsExactMessageAndHint) {
        "hint: run 'iotrace report --help' for the options\n"},
       {{"--input", "a", "--input=b"}, 2,
        "iotrace: error: -i given twice (a and b): a report reads one recording\n"
-       "hint: to compare two recordings, report on each (iotrace report -i A, then -i B); "
-       "iotrace diff A B is planned, not there yet\n"},
+       "hint: to compare two recordings: iotrace diff A B\n"},
       {{"-i", "a.dat", "--input", "b.dat"}, 2,
        "iotrace: error: -i given twice (a.dat and b.dat): a report reads one recording\n"
-       "hint: to compare two recordings, report on each (iotrace report -i A, then -i B); "
-       "iotrace diff A B is planned, not there yet\n"},
+       "hint: to compare two recordings: iotrace diff A B\n"},
       {{"-hx"}, 2,
        "iotrace: error: unknown option '-hx'\n"
        "hint: run 'iotrace report --help' for the options\n"},
@@ -371,8 +369,7 @@ TEST_F(ReportCommandTest, InputGivenTwiceIsAUsageErrorPointingToDiff) {
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err,
             "iotrace: error: -i given twice (a.dat and b.dat): a report reads one recording\n"
-            "hint: to compare two recordings, report on each (iotrace report -i A, then -i B); "
-            "iotrace diff A B is planned, not there yet\n");
+            "hint: to compare two recordings: iotrace diff A B\n");
 }
 
 // --events with a filter keeps the events that match and says how many, instead of ignoring it.

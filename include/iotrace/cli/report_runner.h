@@ -3,9 +3,11 @@
 #ifndef IOTRACE_CLI_REPORT_RUNNER_H_
 #define IOTRACE_CLI_REPORT_RUNNER_H_
 
+#include <memory>
 #include <ostream>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "iotrace/analysis/report.h"
 #include "iotrace/formats/trace_reader.h"
 #include "iotrace/output/svg_plot.h"
@@ -17,6 +19,11 @@ namespace iotrace {
 // main output is not text (csv, json, or text to a file), the report's warnings also go to
 // `err` as "iotrace: warning: ...", so that nobody takes an incomplete histogram for complete.
 absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err);
+
+// Opens options.input as RunReport does: with --formats-from's formats, else the running
+// kernel's, for a file that lost its own (and warns on `err` when --formats-from went unused).
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenReportInput(const ReportOptions& options,
+                                                             std::ostream& err);
 
 // The same on an open reader (tests hand in a fake one).
 absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std::ostream& out,

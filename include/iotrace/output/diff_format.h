@@ -1,0 +1,23 @@
+// Formatters of a LatencyDiff (`iotrace diff`): a text table for people, CSV (one row per
+// device x op x phase) and JSON (docs/diff.md). They only print the model.
+#ifndef IOTRACE_OUTPUT_DIFF_FORMAT_H_
+#define IOTRACE_OUTPUT_DIFF_FORMAT_H_
+
+#include <ostream>
+#include <string>
+
+#include "iotrace/analysis/diff_model.h"
+#include "iotrace/analysis/report.h"
+
+namespace iotrace {
+
+void WriteTextDiff(const LatencyDiff& diff, TimeUnit unit, std::ostream& out);
+void WriteDiffCsv(const LatencyDiff& diff, std::ostream& out);
+void WriteJsonDiff(const LatencyDiff& diff, std::ostream& out);
+
+// The output in `format` as a string (tests).
+std::string FormatDiff(const LatencyDiff& diff, OutputFormat format, TimeUnit unit);
+
+}  // namespace iotrace
+
+#endif  // IOTRACE_OUTPUT_DIFF_FORMAT_H_
