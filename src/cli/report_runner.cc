@@ -320,7 +320,9 @@ absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ost
     } else if (options.input != "-") {
       SpanSink times;
       IOTRACE_RETURN_IF_ERROR(reader->ReadAll(&times));
-      IOTRACE_ASSIGN_OR_RETURN(reader, OpenTraceReader(options.input, &fallback));
+      // The read took the reader's records: open the file again (a warning is said once).
+      std::ostringstream said_again;
+      IOTRACE_ASSIGN_OR_RETURN(reader, OpenReportInput(options, said_again));
       o.interval_s = SvgInterval(times.span());
     }
     return RunReportOn(*reader, o, out, err);
