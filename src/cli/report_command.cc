@@ -253,7 +253,9 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
     return absl::OkStatus();
   });
   flags.SetArgumentHandler([&](const std::string& arg) {
-    if (arg.empty()) return Usage("unexpected argument ''");
+    if (arg.empty()) {
+      return Usage("unexpected argument ''", "to read a file, give it with -i: iotrace report -i ");
+    }
     inputs.push_back(arg);
     return absl::OkStatus();
   });
