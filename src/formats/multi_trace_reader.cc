@@ -336,7 +336,7 @@ absl::StatusOr<std::unique_ptr<TraceReader>> OpenTraceReaders(
   for (const std::string& p : paths) {
     if (p == "-") {
       return absl::InvalidArgumentError(
-          "read standard input (-) with other files: it can be read only alone");
+          "- (standard input) cannot be read together with other files");
     }
     absl::StatusOr<std::unique_ptr<TraceReader>> r = OpenTraceReader(p, formats_fallback);
     if (!r.ok()) return r.status();
