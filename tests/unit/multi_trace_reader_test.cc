@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -183,6 +185,38 @@ TEST(MultiTraceReaderTest, APerfDataAndATraceDatReadAsOneRecording) {
   EXPECT_NE(got.find("\"reader\": {\"records\": 60583, \"events\": 60483,"), std::string::npos);
   EXPECT_EQ(body(got), body(expected));
   unlink(early.c_str());
+}
+
+// A file cut short (a disk that filled) followed by the next one: its problem carries over, and
+// its CPU whose data ends early has a gap up to the next file's first record of that CPU, not to
+// the end: the next file's requests are all reported.
+TEST(MultiTraceReaderTest, AFileCutShortLeavesAGapUpToTheNextFileOnly) {
+  BlockTraceDat f;
+  const std::vector<Ev> ev = Workload(2000, 1);
+  const std::string early = f.Write(Where(ev, [](const Ev& e) { return e.ts < 1000 * kMs; }));
+  const std::string late = f.Write(Where(ev, [](const Ev& e) { return e.ts >= 1000 * kMs; }));
+  std::string bytes;
+  {
+    std::ifstream in(early, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string cut = early + ".cut";
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() * 6 / 10);
+  uint64_t late_cpu1_first = ~uint64_t{0};
+  for (const Ev& e : ev) {
+    if (e.cpu == 1 && e.ts >= 1000 * kMs) late_cpu1_first = std::min(late_cpu1_first, e.ts);
+  }
+  LatencyReport both, late_alone;
+  const std::string json = JsonOf({cut, late}, &both);
+  JsonOf({late}, &late_alone);
+  EXPECT_NE(json.find("\"file_cut_short\": 1"), std::string::npos);
+  // trace.dat holds CPU 1's stream after CPU 0's: the cut falls in CPU 1's.
+  ASSERT_EQ(both.coverage.gaps.size(), 1u);
+  EXPECT_EQ(both.coverage.gaps[0].cpu, 1);
+  EXPECT_EQ(both.coverage.gaps[0].cause, GapCause::kCut);
+  EXPECT_LT(both.coverage.gaps[0].after_ts, 1000 * kMs);
+  EXPECT_EQ(both.coverage.gaps[0].before_ts, late_cpu1_first);
+  EXPECT_GT(Sum(both), Sum(late_alone));
 }
 
 TEST(MultiTraceReaderTest, FilesThatLayOutAnEventDifferentlyAreRefusedInOneLine) {
