@@ -272,40 +272,57 @@ absl::StatusOr<bool> FtraceCapture::Poll(int timeout_ms) {
   return watched;
 }
 
+bool FtraceCapture::ReadOnePage(Cpu* c) {
+  const uint32_t page = writer_->page_size();
+  ssize_t n;
+  do {
+    n = ::read(c->raw.get(), read_buf_.data(), page);
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) return false;
+  if (static_cast<size_t>(n) < page) std::memset(read_buf_.data() + n, 0, page - n);
+  c->bytes_moved += page;
+  ++c->pages_flushed;
+  if (disk_full_) {
+    CountDiscarded(c, ByteView(read_buf_.data(), page));
+    return true;
+  }
+  size_t done = 0;
+  while (done < page) {
+    ssize_t w = ::write(c->out, read_buf_.data() + done, page - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      SwitchToDiscard(ErrnoError(w < 0 ? errno : EIO,
+                                 absl::StrFormat("write CPU %d pages of", c->cpu),
+                                 options_.output));
+      if (done == 0) {
+        CountDiscarded(c, ByteView(read_buf_.data(), page));
+      } else {
+        ++unwritten_pages_unknown_;
+      }
+      break;
+    }
+    done += static_cast<size_t>(w);
+  }
+  return true;
+}
+
 absl::Status FtraceCapture::FlushPartialPages(Cpu* c) {
   IOTRACE_RETURN_IF_ERROR(SpliceCpu(c).status());
-  const uint32_t page = writer_->page_size();
   // The kernel splices only full pages; read() hands out the partial ones, one per call.
   // Tracing is off, so this ends; the bound guards against a ring that keeps filling.
-  const uint64_t max_pages = uint64_t{options_.buffer_kb} * 1024 / page + 16;
-  for (uint64_t i = 0; i < max_pages; ++i) {
-    ssize_t n = ::read(c->raw.get(), read_buf_.data(), page);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    if (static_cast<size_t>(n) < page) std::memset(read_buf_.data() + n, 0, page - n);
-    c->bytes_moved += page;
-    ++c->pages_flushed;
-    if (disk_full_) {
-      CountDiscarded(c, ByteView(read_buf_.data(), page));
-      continue;
-    }
-    size_t done = 0;
-    while (done < page) {
-      ssize_t w = ::write(c->out, read_buf_.data() + done, page - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        SwitchToDiscard(ErrnoError(w < 0 ? errno : EIO,
-                                   absl::StrFormat("write CPU %d pages of", c->cpu),
-                                   options_.output));
-        if (done == 0) {
-          CountDiscarded(c, ByteView(read_buf_.data(), page));
-        } else {
-          ++unwritten_pages_unknown_;
-        }
-        break;
-      }
-      done += static_cast<size_t>(w);
-    }
+  const uint64_t max_pages = uint64_t{options_.buffer_kb} * 1024 / writer_->page_size() + 16;
+  for (uint64_t i = 0; i < max_pages && ReadOnePage(c); ++i) {
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FtraceCapture::FlushIdle() {
+  for (Cpu& c : cpu_state_) {
+    // A CPU that filled a page since the last flush had it spliced: only what sits in a page
+    // that is not full yet would wait. (One read hands out what the page holds so far; the
+    // kernel goes on filling another.)
+    if (c.pages_spliced == c.spliced_at_flush) ReadOnePage(&c);
+    c.spliced_at_flush = c.pages_spliced;
   }
   return absl::OkStatus();
 }

@@ -21,8 +21,10 @@ namespace {
 
 class FtraceRun : public RunningCapture {
  public:
-  FtraceRun(FtraceCapture& cap, RecordTap* tap) : cap_(cap), tap_(tap) {
+  FtraceRun(FtraceCapture& cap, RecordTap* tap, int64_t flush_interval_ms)
+      : cap_(cap), tap_(tap), flush_ns_(static_cast<uint64_t>(flush_interval_ms) * 1000000) {
     fed_.assign(cap.cpus().size(), 0);
+    last_flush_ns_ = MonotonicNs();
   }
   absl::Status WatchFd(int fd) override {
     cap_.WatchFd(fd);
@@ -37,6 +39,13 @@ class FtraceRun : public RunningCapture {
   absl::Status Drain(bool check) override {
     IOTRACE_ASSIGN_OR_RETURN(uint64_t moved, cap_.DrainOnce());
     (void)moved;
+    if (flush_ns_ != 0) {
+      const uint64_t now = MonotonicNs();
+      if (now - last_flush_ns_ >= flush_ns_) {
+        last_flush_ns_ = now;
+        IOTRACE_RETURN_IF_ERROR(cap_.FlushIdle());
+      }
+    }
     if (tap_ != nullptr) Feed();
     if (check) {
       lost_ = 0;
@@ -80,6 +89,8 @@ class FtraceRun : public RunningCapture {
 
   FtraceCapture& cap_;
   RecordTap* tap_;
+  const uint64_t flush_ns_;  // --flush-interval; 0: full pages only
+  uint64_t last_flush_ns_ = 0;
   std::vector<uint64_t> fed_;
   std::string buf_;
   uint64_t lost_ = 0;
@@ -112,7 +123,7 @@ absl::StatusOr<int> RecordWithFtrace(const RecordOptions& opt, const std::string
       tap = nullptr;
     }
   }
-  FtraceRun run(*cap, tap);
+  FtraceRun run(*cap, tap, opt.flush_interval_ms);
   IOTRACE_ASSIGN_OR_RETURN(
       const uint64_t start_ns,
       StartRecording(opt, run, signals, child ? &*child : nullptr, control, *summary));

@@ -117,6 +117,7 @@ absl::Status RunLoop(const RecordOptions& opt, RunningCapture& cap, SignalGuard&
       break;
     }
     double wait_ms = 250;
+    if (opt.flush_interval_ms > 0) wait_ms = std::min(wait_ms, double(opt.flush_interval_ms));
     if (opt.duration_s > 0) wait_ms = std::min(wait_ms, (opt.duration_s - elapsed) * 1000.0);
     if (delay_pending) {
       double left_ms = opt.delay_ms - elapsed * 1000.0;

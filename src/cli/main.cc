@@ -15,6 +15,7 @@ int ListCommand(const std::vector<std::string>& args);
 int DoctorCommand(const std::vector<std::string>& args);
 int ResetCommand(const std::vector<std::string>& args);
 int LiveCommand(const std::vector<std::string>& args);
+int RecoverCommand(const std::vector<std::string>& args);
 
 namespace {
 
@@ -31,6 +32,7 @@ constexpr Command kCommands[] = {
     {"list", ListCommand, "tracepoints and probe events this kernel offers (-v: fields)"},
     {"doctor", DoctorCommand, "what this machine supports and what iotrace will do"},
     {"reset", ResetCommand, "remove tracefs leftovers (iotrace_* instances and probes)"},
+    {"recover", RecoverCommand, "finish the file of a recording that was killed"},
 };
 
 void PrintUsage(FILE* out) {

@@ -79,6 +79,19 @@ int RecordCommand(const std::vector<std::string>& args) {
               opt.control = v;
               return absl::OkStatus();
             });
+  flags.Add("flush-interval", 0, true, "MS",
+            "what the kernel recorded reaches the output within about this long, so that a "
+            "killed recording loses at most that much (default 1000; 0: full pages only)",
+            [&](const std::string& v) {
+              int64_t ms = 0;
+              if (!absl::SimpleAtoi(v, &ms) || ms < 0 || ms > 3600000) {
+                return UsageError(absl::StrFormat("--flush-interval '%s': expected "
+                                                  "milliseconds, 0 to 3600000", v),
+                                  "e.g. --flush-interval 200");
+              }
+              opt.flush_interval_ms = ms;
+              return absl::OkStatus();
+            });
   flags.Add("probe", 0, true, "DEF",
             "add a dynamic probe: 'p:[GRP/]NAME SYMBOL[+OFFS] [ARGS]', 'r:...', or "
             "'p:NAME /path/bin:SYMBOL [ARGS]' (repeatable)",

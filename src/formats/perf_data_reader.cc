@@ -24,6 +24,7 @@
 #include "iotrace/base/file_ring.h"
 #include "iotrace/base/status.h"
 #include "iotrace/formats/perf_data.h"
+#include "iotrace/formats/perf_data_recover.h"
 #include "iotrace/formats/perf_record_parser.h"
 #include "iotrace/formats/tracing_data.h"
 
@@ -493,6 +494,10 @@ absl::Status PerfDataReader::Parse() {
   if (unfinished) {
     h.data.size = file_size_ - h.data.offset;
     open_problems_.emplace_back(kProblemUnfinishedFile, 1);
+  } else if (PerfDataWasRecovered(file, h.data.offset)) {
+    // Finished by `iotrace recover` after a kill: whole, but without what record writes at the
+    // end (the silent-drop counts).
+    open_problems_.emplace_back(kProblemUnfinishedFile, 1);
   }
   // A file cut short (a copy cut off, a disk that filled): the data section runs past the end.
   // Read what is there, up to the last whole record; the feature sections after the data are
@@ -601,6 +606,14 @@ absl::Status PerfDataReader::Parse() {
   info_.emplace_back("events", absl::StrJoin(names, ","));
   info_.emplace_back("data_offset", absl::StrCat(h.data.offset));
   info_.emplace_back("data_size", absl::StrCat(h.data.size));
+  for (const auto& [name, count] : open_problems_) {
+    if (name != kProblemUnfinishedFile) continue;
+    info_.emplace_back("unfinished",
+                       unfinished ? absl::StrCat("the recording did not finish; its records up to "
+                                                 "the end of the file are read (iotrace recover ",
+                                                 path_, " makes a file perf reads too)")
+                                  : "the recording did not finish; recovered by iotrace recover");
+  }
   if (attrs_[0].attr.use_clockid) {
     info_.emplace_back("clockid", absl::StrCat(attrs_[0].attr.clockid));
   }

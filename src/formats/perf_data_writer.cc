@@ -243,19 +243,26 @@ absl::StatusOr<std::unique_ptr<PerfDataWriter>> PerfDataWriter::Create(
     p.append(reinterpret_cast<const char*>(&fa), sizeof(fa));
   }
   PadTo8(&p);
-  w->data_offset_ = w->data_end_ = w->reserve_end_ = p.size();
 
   std::sort(features.begin(), features.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   perf::FileHeader& h = w->header_;
   h.attr_size = sizeof(perf::FileAttr);
   h.attrs = {attrs_offset, w->events_.size() * sizeof(perf::FileAttr)};
-  h.data = {w->data_offset_, 0};
   for (const auto& [feature, section] : features) {
     h.features[feature / 64] |= uint64_t{1} << (feature % 64);
     Put<uint64_t>(&w->trailer_, section.offset);
     Put<uint64_t>(&w->trailer_, section.size);
   }
+  // The finished header and trailer, kept right before the data (readers go by the sections'
+  // offsets and never look here): what RecoverPerfData writes to finish a killed recording.
+  w->data_offset_ = w->data_end_ = w->reserve_end_ =
+      p.size() + perf::RecoveryBlockSize(w->trailer_.size());
+  h.data = {w->data_offset_, 0};
+  p.append(perf::kRecoveryMagic, sizeof(perf::kRecoveryMagic));
+  p.append(reinterpret_cast<const char*>(&h), sizeof(h));
+  p.append(w->trailer_);
+  Put<uint64_t>(&p, w->trailer_.size());
 
   IOTRACE_ASSIGN_OR_RETURN(w->fd_, OpenOutput(path));
   absl::Status s = w->WritePrefix();

@@ -20,6 +20,12 @@ inline constexpr char kTraceDatFlyrecordLabel[] = "flyrecord";  // + NUL = 10 by
 inline constexpr char kTraceDatLatencyLabel[] = "latency  ";    // + NUL = 10 bytes
 inline constexpr size_t kTraceDatLabelSize = 10;
 
+// The CPUSTAT text of every CPU of a recording that `iotrace recover` finished: the kernel's
+// counters were never read, so its losses are unknown. The reader marks such a file unfinished.
+inline constexpr char kTraceDatRecoveredNote[] =
+    "iotrace: the recording did not finish (killed); its pages were recovered from its spool "
+    "files by iotrace recover, and what the kernel lost is not known\n";
+
 // Option ids (enum tracecmd_option_id). In v6 an option is {u16 id, u32 size, data} and the list
 // ends with a bare u16 0; in v7 kOptionDone carries the u64 offset of the next options section.
 enum TraceDatOption : uint16_t {

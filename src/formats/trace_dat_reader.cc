@@ -27,6 +27,7 @@
 #include "iotrace/formats/cursor_heap.h"
 #include "iotrace/formats/ftrace_page.h"
 #include "iotrace/formats/trace_dat_inflate.h"
+#include "iotrace/formats/trace_dat_writer.h"
 #include "iotrace/formats/tracing_data.h"
 #include "trace_dat.h"
 
@@ -47,6 +48,7 @@ struct Stream {
   int cpu = 0;
   uint64_t offset = 0;
   uint64_t size = 0;
+  int fd = -1;  // where the data is: -1 the file (or its inflated copy); else a spool file
   FtracePageLayout layout;
   bool cut = false;      // the file ends inside this stream's data (or before it)
   bool damaged = false;  // dropped: its data overlaps another stream's
@@ -234,6 +236,13 @@ class TraceDatReader final : public TraceReader {
   std::string trace_clock_;
   std::string uname_;
   std::string recorder_;
+  // An iotrace recording that never finished: kSpools, read from the spool files beside it;
+  // kRecovered, assembled by `iotrace recover`. Either way its losses are unknown.
+  enum class Unfinished { kNo, kSpools, kRecovered } unfinished_ = Unfinished::kNo;
+  std::vector<UniqueFd> spool_fds_;
+  uint64_t spool_partial_pages_ = 0;  // a spool's last page cut short (killed while writing it)
+  absl::Status OpenSpools();
+  int DataFd(const Stream& s) const { return s.fd >= 0 ? s.fd : data_fd_.get(); }
   std::string compression_;
   std::optional<TraceDatInflater> inflater_;  // a compressed v7 file
   uint64_t inflated_bytes_ = 0;
@@ -338,7 +347,43 @@ absl::Status TraceDatReader::ParseV6(ByteView file, size_t pos) {
   for (const BufferRef& b : buffers_) {
     IOTRACE_RETURN_IF_ERROR(ReadV6Flyrecord(file, b.offset, b.name, &end));
   }
+  // iotrace writes the header first with no CPU data (TraceDatWriter::Create); a recording
+  // killed before the end keeps it so, with its pages in spool files beside it.
+  bool no_data = buffers_.empty();
+  for (const Stream& s : streams_) no_data &= s.offset == 0 && s.size == 0;
+  if (no_data && recorder_.rfind("iotrace", 0) == 0) IOTRACE_RETURN_IF_ERROR(OpenSpools());
   return FinishMetadata(file.size);
+}
+
+absl::Status TraceDatReader::OpenSpools() {
+  unfinished_ = Unfinished::kSpools;
+  const uint64_t page = meta_.page_size == 0 ? 4096 : meta_.page_size;
+  int found = 0;
+  for (Stream& s : streams_) {
+    const std::string spool = TraceDatSpoolPath(path_, s.cpu);
+    UniqueFd fd(::open(spool.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) {
+      if (errno == ENOENT) continue;  // that CPU recorded nothing
+      return ErrnoError(errno, "open", spool);
+    }
+    struct stat st;
+    if (fstat(fd.get(), &st) != 0) return ErrnoError(errno, "stat", spool);
+    ++found;
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    s.size = size / page * page;
+    if (s.size != size) ++spool_partial_pages_;
+    s.fd = fd.get();
+    spool_fds_.push_back(std::move(fd));
+  }
+  if (found == 0) {
+    return WithHint(
+        absl::DataLossError(absl::StrFormat(
+            "read trace.dat %s: the recording did not finish (iotrace was killed) and its spool "
+            "files (%s ...) are gone: it holds no data",
+            path_, TraceDatSpoolPath(path_, 0))),
+        "the events were in those files; record again");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status TraceDatReader::ReadV6Flyrecord(ByteView file, size_t pos, const std::string& buffer,
@@ -641,6 +686,10 @@ absl::Status TraceDatReader::HandleOption(uint16_t id, ByteView data, bool v7) {
   switch (id) {
     case kOptionCpuStat: {
       std::string_view text = CString(data);
+      if (text.find(kTraceDatRecoveredNote) != std::string_view::npos) {
+        unfinished_ = Unfinished::kRecovered;
+        return absl::OkStatus();
+      }
       size_t marker = text.find("Buffer: ");
       if (marker != std::string_view::npos && text.find("entries:") == std::string_view::npos) {
         std::string_view name = text.substr(marker + 8);
@@ -752,8 +801,9 @@ absl::Status TraceDatReader::FinishMetadata(uint64_t data_file_size) {
     if (auto it = page_sizes.find(s.buffer); it != page_sizes.end()) {
       s.layout.page_size = it->second;
     }
-    if (s.size == 0) {
-      // An idle CPU: nothing of it is missing, wherever its (empty) data would begin.
+    if (s.size == 0 || s.fd >= 0) {
+      // An idle CPU: nothing of it is missing, wherever its (empty) data would begin. (A spool
+      // is a file of its own, sized when opened.)
     } else if (s.offset > data_file_size) {
       s.size = 0;
       s.cut = true;
@@ -770,7 +820,7 @@ absl::Status TraceDatReader::FinishMetadata(uint64_t data_file_size) {
   // whole file (its pages read and delivered once per stream). The later-starting one is dropped.
   std::vector<Stream*> by_offset;
   for (Stream& s : streams_) {
-    if (s.size != 0) by_offset.push_back(&s);
+    if (s.size != 0 && s.fd < 0) by_offset.push_back(&s);
   }
   std::stable_sort(by_offset.begin(), by_offset.end(),
                    [](const Stream* a, const Stream* b) { return a->offset < b->offset; });
@@ -825,6 +875,14 @@ absl::Status TraceDatReader::FinishMetadata(uint64_t data_file_size) {
            {"sub-buffer size", std::to_string(layout_.page_size)}};
   if (!uname_.empty()) info_.emplace_back("uname", uname_);
   if (!recorder_.empty()) info_.emplace_back("recorded by", recorder_);
+  if (unfinished_ == Unfinished::kSpools) {
+    info_.emplace_back("unfinished",
+                       absl::StrFormat("the recording did not finish; its data was read from "
+                                       "%s ... (iotrace recover %s writes a complete file)",
+                                       TraceDatSpoolPath(path_, 0), path_));
+  } else if (unfinished_ == Unfinished::kRecovered) {
+    info_.emplace_back("unfinished", "the recording did not finish; recovered by iotrace recover");
+  }
   if (!buffers.empty()) info_.emplace_back("buffer instances", buffers);
   if (version_ == 7)
     info_.emplace_back("compression", compression_.empty() ? "none" : compression_);
@@ -837,7 +895,9 @@ absl::Status TraceDatReader::FinishMetadata(uint64_t data_file_size) {
   // is read with pread, never through the mapping).
   if (!map_.valid()) return absl::OkStatus();
   size_t first_data = map_.size();
-  for (const Stream& s : streams_) first_data = std::min<size_t>(first_data, s.offset);
+  for (const Stream& s : streams_) {
+    if (s.fd < 0) first_data = std::min<size_t>(first_data, s.offset);
+  }
   size_t sys_page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   size_t meta_end = first_data / sys_page * sys_page;
   if (meta_end > 0) madvise(map_.addr(), meta_end, MADV_DONTNEED);
@@ -919,7 +979,7 @@ bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* pro
 bool TraceDatReader::PageTime(const Stream& s, uint64_t index, uint64_t* ts) const {
   uint8_t b[8];
   const uint64_t at = s.offset + index * s.layout.page_size + s.layout.timestamp_offset;
-  if (::pread(data_fd_.get(), b, sizeof(b), static_cast<off_t>(at)) != sizeof(b)) return false;
+  if (::pread(DataFd(s), b, sizeof(b), static_cast<off_t>(at)) != sizeof(b)) return false;
   std::memcpy(ts, b, sizeof(b));
   return true;
 }
@@ -1029,7 +1089,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
     const bool stream_ahead = ahead && is_long(s);
     const size_t bytes = stream_ahead ? ahead_ring(s) : ring_bytes;
     IOTRACE_ASSIGN_OR_RETURN(
-        c.ring, FileRing::Create(data_fd_.get(), c.page_off, c.end_off,
+        c.ring, FileRing::Create(DataFd(s), c.page_off, c.end_off,
                                  std::max<size_t>(bytes, 2 * size_t{s.layout.page_size}),
                                  bytes / 2, s.layout.page_size));
     if (stream_ahead) c.ring.StartReadAhead();  // false: read in this thread, as without
@@ -1198,6 +1258,13 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   for (int i = 1; i < kHotCount; ++i) stats.AddProblem(HotProblemName(i), problems[i]);
   stats.AddProblem("trace_dat_cpu_data_truncated", truncated_streams_);
   stats.AddProblem(kProblemFileCut, file_cut_ ? 1 : 0);
+  if (unfinished_ != Unfinished::kNo) {
+    // Every CPU's data ends where the kill stopped it; what the kernel still held then, and
+    // what it lost before, is not known.
+    stats.AddProblem(kProblemUnfinishedFile, 1);
+    stats.AddProblem("trace_dat_spool_page_cut", spool_partial_pages_);
+    stats.coverage.EndAll(nr_cpus_, GapCause::kUnfinished);
+  }
   stats.AddProblem("trace_dat_cpu_data_overlap", overlapping_streams_);
   stats.AddProblem("event_format_unparsed", unparsed_formats_);
   return absl::OkStatus();

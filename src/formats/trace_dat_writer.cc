@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -46,22 +47,14 @@ std::string DirOf(const std::string& path) {
   return path.substr(0, slash);
 }
 
-absl::StatusOr<UniqueFd> OpenTempIn(const std::string& dir) {
-  UniqueFd fd(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
-  if (fd.valid()) return fd;
-  // Filesystems without O_TMPFILE: a named file, unlinked at once.
-  std::string tmpl = dir + "/.iotrace-cpu-XXXXXX";
-  int raw = mkostemp(tmpl.data(), O_CLOEXEC);
-  if (raw < 0) return ErrnoError(errno, "create temporary file in", dir);
-  ::unlink(tmpl.c_str());
-  return UniqueFd(raw);
-}
-
 bool IsNoSpace(int err) { return err == ENOSPC || err == EFBIG || err == EDQUOT; }
 
 // Copies [src_off, src_off + len) of `src` to `dst` at `dst_off`, in the kernel when it can.
-// Returns the bytes copied; *err is set (errno) when it stopped early.
-uint64_t CopyRange(int src, uint64_t src_off, int dst, uint64_t dst_off, uint64_t len, int* err) {
+// Returns the bytes copied; *err is set (errno) when it stopped early. With `punch`, each chunk
+// copied is freed in `src` (the disk then holds the data about once, but a kill from then on
+// loses what was freed before the header names it).
+uint64_t CopyRange(int src, uint64_t src_off, int dst, uint64_t dst_off, uint64_t len, bool punch,
+                   int* err) {
   static bool no_copy_file_range = false;
   uint64_t done = 0;
   *err = 0;
@@ -93,15 +86,40 @@ uint64_t CopyRange(int src, uint64_t src_off, int dst, uint64_t dst_off, uint64_
       *err = EIO;  // the source ended early
       return done;
     }
-    // Free the copied chunk of the temp file so the disk holds the data about once.
-    fallocate(src, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(src_off + done),
-              n);
+    if (punch) {
+      fallocate(src, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                static_cast<off_t>(src_off + done), n);
+    }
     done += static_cast<uint64_t>(n);
   }
   return done;
 }
 
+// Writes all of `bytes` at `offset`.
+absl::Status PWriteAll(int fd, std::string_view bytes, uint64_t offset, const std::string& path) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = pwrite(fd, bytes.data() + done, bytes.size() - done,
+                       static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ErrnoError(n < 0 ? errno : EIO, "write header of", path);
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+// Free space on the filesystem of `fd`, ~0 when unknown.
+uint64_t FreeBytes(int fd) {
+  struct statvfs v;
+  if (fstatvfs(fd, &v) != 0) return ~uint64_t{0};
+  return static_cast<uint64_t>(v.f_bavail) * v.f_frsize;
+}
+
 }  // namespace
+
+std::string TraceDatSpoolPath(const std::string& path, int cpu) {
+  return absl::StrCat(path, ".cpu", cpu);
+}
 
 absl::StatusOr<std::unique_ptr<TraceDatWriter>> TraceDatWriter::Create(
     const std::string& path, TraceDatWriterOptions options) {
@@ -146,12 +164,50 @@ absl::StatusOr<std::unique_ptr<TraceDatWriter>> TraceDatWriter::Create(
     return WithHint(ErrnoError(errno, "reserve space for", path), "free some disk space");
   }
 
-  std::string dir = DirOf(path);
+  // The header now, with no CPU data: a recording killed before Finish leaves a file that says
+  // so (every CPU at offset 0, size 0, written by iotrace) beside its spools.
+  std::string initial = w->BuildHeader(worst, w->options_.meta.saved_cmdlines);
+  initial.resize(static_cast<size_t>(w->data_start_), '\0');
+  IOTRACE_RETURN_IF_ERROR(PWriteAll(w->out_.get(), initial, 0, path));
   for (int cpu = 0; cpu < w->options_.nr_cpus; ++cpu) {
-    IOTRACE_ASSIGN_OR_RETURN(UniqueFd fd, OpenTempIn(dir));
+    const std::string spool = TraceDatSpoolPath(path, cpu);
+    UniqueFd fd(::open(spool.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    if (!fd.valid()) {
+      const int err = errno;
+      w->RemoveSpools();
+      return ErrnoError(err, "create", spool);
+    }
     w->cpu_fds_.push_back(std::move(fd));
   }
   return w;
+}
+
+absl::StatusOr<std::unique_ptr<TraceDatWriter>> TraceDatWriter::Resume(
+    const std::string& path, TraceDatWriterOptions options, const std::string& note) {
+  auto layout = ParseHeaderPage(options.meta.header_page, options.meta.page_size);
+  if (!layout.ok()) return Annotate(layout.status(), absl::StrCat("recover ", path));
+  std::unique_ptr<TraceDatWriter> w(new TraceDatWriter());
+  w->path_ = path;
+  w->page_size_ = layout->page_size;
+  options.meta.page_size = w->page_size_;
+  w->options_ = std::move(options);
+  w->cpu_stats_.assign(w->options_.nr_cpus, note);
+  for (int cpu = 0; cpu < w->options_.nr_cpus; ++cpu) {
+    const std::string spool = TraceDatSpoolPath(path, cpu);
+    UniqueFd fd(::open(spool.c_str(), O_RDWR | O_CLOEXEC));
+    if (!fd.valid() && errno != ENOENT) return ErrnoError(errno, "open", spool);
+    w->cpu_fds_.push_back(std::move(fd));  // a CPU with no spool recorded nothing
+  }
+  std::vector<TraceDatCpuResult> worst(w->options_.nr_cpus);
+  const std::string header = w->BuildHeader(worst, w->options_.meta.saved_cmdlines);
+  w->data_start_ = (header.size() + w->page_size_ - 1) / w->page_size_ * w->page_size_;
+  w->out_ = UniqueFd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  if (!w->out_.valid()) return ErrnoError(errno, "open", path);
+  return w;
+}
+
+void TraceDatWriter::RemoveSpools() {
+  for (int cpu = 0; cpu < options_.nr_cpus; ++cpu) ::unlink(TraceDatSpoolPath(path_, cpu).c_str());
 }
 
 TraceDatWriter::~TraceDatWriter() {
@@ -227,9 +283,19 @@ absl::StatusOr<TraceDatWriteResult> TraceDatWriter::Finish() {
   TraceDatWriteResult result;
   result.cpus.resize(cpu_fds_.size());
   uint64_t offset = data_start_;
+  // The spools stay whole until the header names their copies, so that a kill while
+  // assembling loses nothing (`iotrace recover` starts again), unless the disk lacks room for
+  // a second copy: then each chunk copied is freed at once.
+  uint64_t spooled = 0;
+  for (const UniqueFd& fd : cpu_fds_) {
+    struct stat st;
+    if (fd.valid() && fstat(fd.get(), &st) == 0) spooled += static_cast<uint64_t>(st.st_size);
+  }
+  const bool punch = FreeBytes(out_.get()) < spooled + 2 * kCopyChunk + (uint64_t{64} << 20);
   for (size_t cpu = 0; cpu < cpu_fds_.size(); ++cpu) {
     TraceDatCpuResult& c = result.cpus[cpu];
     c.offset = offset;
+    if (!cpu_fds_[cpu].valid()) continue;  // (Resume) no spool: nothing recorded
     struct stat st;
     if (fstat(cpu_fds_[cpu].get(), &st) != 0) {
       if (result.storage_error.ok()) result.storage_error = ErrnoError(errno, "stat", "CPU data");
@@ -240,7 +306,7 @@ absl::StatusOr<TraceDatWriteResult> TraceDatWriter::Finish() {
     c.partial_bytes_cut = size - whole;
     int err = 0;
     uint64_t copied =
-        whole > 0 ? CopyRange(cpu_fds_[cpu].get(), 0, out_.get(), offset, whole, &err) : 0;
+        whole > 0 ? CopyRange(cpu_fds_[cpu].get(), 0, out_.get(), offset, whole, punch, &err) : 0;
     c.bytes = copied / page_size_ * page_size_;
     c.pages = c.bytes / page_size_;
     c.pages_not_written = (whole - c.bytes) / page_size_;
@@ -248,7 +314,6 @@ absl::StatusOr<TraceDatWriteResult> TraceDatWriter::Finish() {
       result.storage_error = ErrnoError(err, absl::StrFormat("store CPU %d pages in", cpu), path_);
     }
     offset += c.bytes;
-    cpu_fds_[cpu].Reset();  // the temp file (and its blocks) goes away
   }
 
   std::string header =
@@ -263,14 +328,12 @@ absl::StatusOr<TraceDatWriteResult> TraceDatWriter::Finish() {
   }
   // Zero the gap after the header (the reserved blocks may hold an older header's bytes).
   header.resize(static_cast<size_t>(data_start_), '\0');
-  size_t done = 0;
-  while (done < header.size()) {
-    ssize_t n =
-        pwrite(out_.get(), header.data() + done, header.size() - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return ErrnoError(n < 0 ? errno : EIO, "write header of", path_);
-    done += static_cast<size_t>(n);
+  // The data first, then the header that names it: until the header is on disk the file still
+  // reads as unfinished, and the spools are kept.
+  if (fdatasync(out_.get()) != 0 && result.storage_error.ok()) {
+    result.storage_error = ErrnoError(errno, "sync", path_);
   }
+  IOTRACE_RETURN_IF_ERROR(PWriteAll(out_.get(), header, 0, path_));
   if (ftruncate(out_.get(), static_cast<off_t>(offset)) != 0) {
     return ErrnoError(errno, "truncate", path_);
   }
@@ -278,6 +341,8 @@ absl::StatusOr<TraceDatWriteResult> TraceDatWriter::Finish() {
     result.storage_error = ErrnoError(errno, "sync", path_);
   }
   out_.Reset();
+  for (UniqueFd& fd : cpu_fds_) fd.Reset();
+  RemoveSpools();
   result.file_size = offset;
   return result;
 }

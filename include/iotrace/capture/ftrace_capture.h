@@ -119,6 +119,10 @@ class FtraceCapture {
   absl::StatusOr<uint64_t> DrainOnce();
   // Wait, then DrainOnce. True when a watched fd is readable.
   absl::StatusOr<bool> Poll(int timeout_ms);
+  // Stores what a CPU that filled no page since the last call has in its page being filled, so
+  // that what the kernel recorded reaches the output (and survives a kill) within one call's
+  // period: record calls it every --flush-interval.
+  absl::Status FlushIdle();
   // Turns tracing off and flushes everything left, partial pages included.
   absl::Status Stop();
   // Stop (if needed), stats into CPUSTAT, the output assembled, the instance removed, the file
@@ -147,12 +151,15 @@ class FtraceCapture {
     uint64_t bytes_moved = 0;
     uint64_t pages_spliced = 0;
     uint64_t pages_flushed = 0;
+    uint64_t spliced_at_flush = 0;  // pages_spliced at the last FlushIdle
     std::vector<uint64_t> unwritten;  // per event index
   };
 
   FtraceCapture() = default;
   absl::StatusOr<uint64_t> SpliceCpu(Cpu* c);
   absl::Status FlushPartialPages(Cpu* c);
+  // Reads one page of `c` (partial or full) and stores it; false when the ring had none.
+  bool ReadOnePage(Cpu* c);
   void SwitchToDiscard(const absl::Status& why);
   void CountDiscarded(Cpu* c, ByteView pages);
   void DiscardPipe(Cpu* c, uint64_t bytes_written_of_batch);

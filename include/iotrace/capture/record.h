@@ -51,6 +51,10 @@ struct RecordOptions {
   int progress = -1;                    // -1: when stderr is a terminal
   std::string tracefs_dir;              // "" = find the mount
   int64_t delay_ms = 0;                 // events enabled after this long; -1: by --control
+  // What the kernel recorded reaches the output file within about this long, so that a kill
+  // (SIGKILL, the OOM killer) loses at most that much: ftrace stores the page being filled of a
+  // CPU that filled none since the last flush; perf drains its rings at least this often.
+  int64_t flush_interval_ms = 1000;
   std::string control;                  // --control spec ("" = none), see record_control.h
   std::vector<std::string> argv;        // the whole command line, stored in the file
   RecordTap* tap = nullptr;             // the progress line's latency figures (not owned)

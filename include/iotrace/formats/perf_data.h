@@ -36,6 +36,20 @@ struct FileHeader {
   uint64_t features[4] = {};  // bitmap of Feature bits (HEADER_FEAT_BITS = 256)
 };
 static_assert(sizeof(FileHeader) == 104);
+
+// iotrace record's perf.data keeps, right before the data section, what finishing it writes:
+// kRecoveryMagic, the final FileHeader (its data size 0), the feature section table, and the
+// table's size (u64), ending at the data offset. A recording killed before it finished has
+// only its header of "no data, no features" at the front; RecoverPerfData (perf_data_recover.h)
+// finishes it from this block and turns the magic into kRecoveredMagic, by which a reader knows
+// the file did not end as recorded.
+inline constexpr char kRecoveryMagic[16] = {'i', 'o', 't', 'r', 'a', 'c', 'e', '-',
+                                             'f', 'i', 'n', 'i', 's', 'h', '\0', '\0'};
+inline constexpr char kRecoveredMagic[16] = {'i', 'o', 't', 'r', 'a', 'c', 'e', '-',
+                                              'r', 'e', 'c', 'o', 'v', 'e', 'r', 'd'};
+inline constexpr uint64_t RecoveryBlockSize(uint64_t table_bytes) {
+  return sizeof(kRecoveryMagic) + sizeof(FileHeader) + table_bytes + sizeof(uint64_t);
+}
 // Files from perf before 2.6.37 end the header before the feature bitmap.
 inline constexpr uint64_t kFileHeaderSizeNoFeatures = 72;
 // Pipe-mode files ("perf record -o -") have only magic + size; attrs and features travel as

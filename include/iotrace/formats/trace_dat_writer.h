@@ -3,10 +3,15 @@
 // VERSION, one CPUSTAT per CPU), "flyrecord" with each CPU's (offset, size), then the per-CPU
 // ring-buffer pages, page aligned.
 //
-// Each CPU's pages go to a descriptor of its own (an O_TMPFILE in the output's directory) that a
-// capture can splice() into, so page data never passes through user space; Finish() assembles
-// the output with copy_file_range, punching each copied chunk out of its temp file so that the
-// disk holds the data about once. The file is valid after Finish() whatever stopped the
+// Each CPU's pages go to a spool file of its own beside the output, `FILE.cpuN` (as trace-cmd
+// names its per-CPU files), that a capture can splice() into, so page data never passes through
+// user space. The output's header is written at Create with no CPU data (every CPU at offset 0,
+// size 0): a recording killed before Finish (SIGKILL, the OOM killer) leaves that header and
+// the spools, which iotrace's reader reads as an unfinished recording and RecoverTraceDat
+// (trace_dat_recover.h) turns into a complete file. Finish() assembles the output with
+// copy_file_range, writes the header that names the data, and removes the spools; a chunk is
+// freed from its spool as it is copied only when the disk lacks room for a second copy. The
+// file is valid after Finish() whatever stopped the
 // recording: a trailing partial page is cut, and when the disk fills while assembling, each CPU
 // keeps the whole pages that were stored; both losses are returned and stated in the CPU's
 // CPUSTAT text ("iotrace pages not written: N"). The output is created with mode 0600.
@@ -45,6 +50,9 @@ struct TraceDatCpuResult {
   uint64_t pages_not_written = 0;  // whole pages lost while assembling (disk full, I/O error)
 };
 
+// The spool file of CPU `cpu` of the recording `path`: "PATH.cpuN".
+std::string TraceDatSpoolPath(const std::string& path, int cpu);
+
 struct TraceDatWriteResult {
   std::vector<TraceDatCpuResult> cpus;
   uint64_t file_size = 0;
@@ -54,9 +62,16 @@ struct TraceDatWriteResult {
 
 class TraceDatWriter {
  public:
-  // Creates (truncates) `path` with mode 0600 and one temp file per CPU next to it.
+  // Creates (truncates) `path` with mode 0600, its header (no CPU data yet) and one spool file
+  // per CPU next to it.
   static absl::StatusOr<std::unique_ptr<TraceDatWriter>> Create(const std::string& path,
                                                                 TraceDatWriterOptions options);
+  // Takes up the unfinished recording `path` (its header already parsed into `options`) and
+  // its spools as they are, for Finish() to assemble: the recovery of a killed recording. Every
+  // CPU's CPUSTAT is `note` (the kernel's counters were never read).
+  static absl::StatusOr<std::unique_ptr<TraceDatWriter>> Resume(const std::string& path,
+                                                                TraceDatWriterOptions options,
+                                                                const std::string& note);
   // Finishes the file when Finish() was not called (errors are lost then).
   ~TraceDatWriter();
   TraceDatWriter(const TraceDatWriter&) = delete;
@@ -87,6 +102,7 @@ class TraceDatWriter {
   TraceDatWriter() = default;
   std::string BuildHeader(const std::vector<TraceDatCpuResult>& cpus,
                           const std::string& cmdlines) const;
+  void RemoveSpools();
 
   std::string path_;
   TraceDatWriterOptions options_;
