@@ -75,6 +75,9 @@ std::vector<std::string> RemoveStaleTracefs(const std::string& tracefs,
                        : absl::StrFormat("pid %d is now %s, not an iotrace", l.pid, l.comm);
     const std::string what = l.probe ? "probe event" : "tracefs instance";
     absl::Status s = RemoveTracefsLeftover(tracefs, l);
+    // Not root: a run that may not trace through tracefs anyway (perf) is not told, every time,
+    // about what only root can remove.
+    if (absl::IsPermissionDenied(s)) continue;
     if (s.ok()) {
       lines.push_back(absl::StrFormat("iotrace: removed stale %s %s (%s)", what, l.name, why));
     } else {

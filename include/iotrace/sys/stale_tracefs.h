@@ -45,7 +45,8 @@ absl::Status RemoveTracefsLeftover(const std::string& tracefs, const TracefsLeft
 
 // Removes every stale leftover (TracefsLeftover::stale) and returns one line per leftover for
 // stderr: "iotrace: removed stale tracefs instance iotrace_1234 (its process is gone)", or a
-// warning when it could not be removed. Nothing of a live iotrace, nothing not named iotrace_*.
+// warning when it could not be removed (nothing when removing is not permitted: not root).
+// Nothing of a live iotrace, nothing not named iotrace_*.
 std::vector<std::string> RemoveStaleTracefs(const std::string& tracefs,
                                             const std::string& procfs = "/proc");
 
