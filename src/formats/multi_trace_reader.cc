@@ -320,10 +320,7 @@ absl::Status MultiTraceReader::ReadAll(EventSink* sink) {
     stats_.events += st.events;
     for (const auto& [name, count] : st.problems) stats_.AddProblem(name, count);
     parts.push_back(st.coverage);
-    if (status.ok() && !streams[i]->status.ok()) {
-      status = absl::Status(streams[i]->status.code(),
-                            paths_[i] + ": " + std::string(streams[i]->status.message()));
-    }
+    if (status.ok() && !streams[i]->status.ok()) status = Annotate(streams[i]->status, paths_[i]);
   }
   stats_.coverage = CombineCoverage(parts);
   return status;
