@@ -170,7 +170,7 @@ TEST_F(ReportCommandTest, EachArgumentErrorPrintsItsExactMessageAndHint) {
        "hint: to read a file, give it with -i: iotrace report -i \n"},
       {{"stray.data", "--format", "xml"}, 2,
        "iotrace: error: --format 'xml': unknown format\n"
-       "hint: use --format text, --format csv or --format json\n"},
+       "hint: use --format text, --format csv, --format json or --format svg\n"},
       {{"-i"}, 2,
        "iotrace: error: option -i needs a value\n"
        "hint: run 'iotrace report --help' for the options\n"},
