@@ -718,6 +718,8 @@ LatencyReport FinishReport(LatencyReportBuilder& builder, const TraceReader& rea
                            const ReadStats& stats, const ReportOptions& options) {
   LatencyReport report = builder.Finish(stats);
   report.input = options.input;
+  report.files = reader.Files();
+  if (!report.files.empty()) report.input = absl::StrJoin(report.files, ", ");
   report.file_format = std::string(reader.FileFormat());
   report.formats_source = reader.FormatsSource();
   report.formats_warning = reader.FormatsWarning();

@@ -1,9 +1,12 @@
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "cli.h"
 #include "iotrace/base/status.h"
+#include "iotrace/sys/stale_tracefs.h"
+#include "iotrace/sys/tracefs.h"
 
 namespace iotrace {
 
@@ -49,6 +52,14 @@ void AddTracefsFlag(FlagParser& flags, std::string* tracefs_dir) {
               *tracefs_dir = v;
               return absl::OkStatus();
             });
+}
+
+void RemoveStaleTracefsLeftovers(const std::string& tracefs_dir) {
+  absl::StatusOr<std::string> tracefs = FindTracefs(tracefs_dir);
+  if (!tracefs.ok()) return;
+  for (const std::string& line : RemoveStaleTracefs(*tracefs)) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
 }
 
 }  // namespace iotrace

@@ -30,6 +30,11 @@ void AddBackendFlag(FlagParser& flags, Backend* backend);
 void AddBufferFlags(FlagParser& flags, uint32_t* mmap_pages, uint32_t* buffer_kb);
 void AddTracefsFlag(FlagParser& flags, std::string* tracefs_dir);
 
+// Before record, live and doctor set up tracing: removes what killed iotraces left in tracefs
+// (sys/stale_tracefs.h) and says so on stderr, one line each. Quiet when there is no tracefs
+// (the command reports that itself) or nothing stale.
+void RemoveStaleTracefsLeftovers(const std::string& tracefs_dir);
+
 }  // namespace iotrace
 
 #endif  // IOTRACE_CLI_CLI_H_

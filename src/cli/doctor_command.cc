@@ -42,6 +42,7 @@ int DoctorCommand(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (!parsed.ok()) return ReportError(parsed);
+  RemoveStaleTracefsLeftovers(opt.tracefs);
   DoctorReport report = RunDoctor(opt);
   std::fputs(FormatDoctorReport(report).c_str(), stdout);
   return report.recording_works ? kExitOk : kExitRuntime;

@@ -274,6 +274,7 @@ int LiveCommand(const std::vector<std::string>& args) {
   for (const std::string& w : RecordOptionWarnings(ro)) {
     std::fprintf(stderr, "iotrace: warning: %s\n", w.c_str());
   }
+  RemoveStaleTracefsLeftovers(opt.tracefs_dir);
   opt.argv = {"iotrace", "live"};
   opt.argv.insert(opt.argv.end(), args.begin(), args.end());
 

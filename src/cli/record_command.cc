@@ -175,6 +175,7 @@ int RecordCommand(const std::vector<std::string>& args) {
   for (const std::string& w : RecordOptionWarnings(opt)) {
     std::fprintf(stderr, "iotrace: warning: %s\n", w.c_str());
   }
+  RemoveStaleTracefsLeftovers(opt.tracefs_dir);
   opt.argv = {"iotrace", "record"};
   opt.argv.insert(opt.argv.end(), args.begin(), args.end());
 

@@ -1,6 +1,7 @@
 // iotrace report: flags -> ReportOptions -> RunReport. Only flag parsing lives here; everything
 // else is in the library (latency_report, report_format, report_runner) where tests call it.
 #include <cmath>
+#include <glob.h>
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli.h"
 #include "iotrace/analysis/latency_report.h"
@@ -25,7 +27,7 @@ namespace iotrace {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: iotrace report [-i FILE] [options]\n"
+    "usage: iotrace report [-i FILE]... [options] [FILE...]\n"
     "\n"
     "Per-request block I/O latency histograms from a perf.data or trace.dat file (written by\n"
     "iotrace record, perf record -e 'block:*' or trace-cmd record), per device x op x phase:\n"
@@ -36,7 +38,10 @@ constexpr char kUsage[] =
     "input and output:\n"
     "  -i, --input FILE        file to read (default: ./iotrace.data or ./iotrace.dat,\n"
     "                          whichever iotrace record wrote last); - reads standard\n"
-    "                          input (perf record -o - ... | iotrace report -i -)\n"
+    "                          input (perf record -o - ... | iotrace report -i -).\n"
+    "                          Several files (-i A -i B, files after the options, or a\n"
+    "                          quoted glob -i 'rec-*.dat') are read as one recording:\n"
+    "                          merged by time, requests paired across files\n"
     "  -o, --output FILE       write the main output to FILE instead of standard output\n"
     "  --format FORMAT         text (default), csv (histogram buckets) or json\n"
     "  --summary-csv FILE      also write one summary row (count, min, mean, percentiles,\n"
@@ -108,13 +113,41 @@ std::string DefaultInput() {
   return "iotrace.data";
 }
 
+// The files of -i and of the arguments, globs expanded (a value with *, ? or [ that names no
+// file as it is), each once: several are read as one recording.
+absl::StatusOr<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& given) {
+  std::vector<std::string> files;
+  for (const std::string& v : given) {
+    struct stat st;
+    if (v.find_first_of("*?[") == std::string::npos || ::stat(v.c_str(), &st) == 0) {
+      files.push_back(v);
+      continue;
+    }
+    glob_t g{};
+    const int rc = ::glob(v.c_str(), 0, nullptr, &g);
+    for (size_t i = 0; rc == 0 && i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
+    globfree(&g);
+    if (rc != 0) {
+      return WithHint(absl::NotFoundError(absl::StrFormat("-i '%s' matches no file", v)),
+                      "check the pattern, quoted so that iotrace expands it: -i 'rec-*.dat'");
+    }
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (files[i] == files[j]) {
+        return Usage(absl::StrFormat("%s given twice: its events would count twice", files[i]));
+      }
+    }
+  }
+  return files;
+}
+
 // Parses the arguments after "report". *help is set when --help was given, even if an error
 // follows it. --help prints kUsage, laid out by topic, rather than FlagParser::Help(): the options
 // are added without help text of their own.
 absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bool* help) {
   ReportOptions o;
   o.input = DefaultInput();
-  std::string input_given;  // the -i seen so far
   *help = false;
   FlagParser flags(FlagParser::Syntax::kExactWords, kUsageHint);
   auto store = [](std::string* field) {
@@ -127,16 +160,9 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
     *help = true;
     return absl::OkStatus();
   });
+  std::vector<std::string> inputs;  // -i and the files after the options, as given
   flags.Add("input", 'i', true, "FILE", "", [&](const std::string& v) {
-    if (!input_given.empty()) {
-      // One report is one recording: taking the last -i would drop the first file silently.
-      return Usage(absl::StrFormat("-i given twice (%s and %s): a report reads one recording",
-                                   input_given, v),
-                   "to compare two recordings, report on each (iotrace report -i A, then -i B); "
-                   "iotrace diff A B is planned, not there yet");
-    }
-    input_given = v;
-    o.input = v;
+    inputs.push_back(v);
     return absl::OkStatus();
   });
   flags.Add("output", 'o', true, "FILE", "", store(&o.output));
@@ -226,11 +252,19 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
     o.events = true;
     return absl::OkStatus();
   });
-  flags.SetArgumentHandler([](const std::string& arg) {
-    return Usage(absl::StrFormat("unexpected argument '%s'", arg),
-                 absl::StrFormat("to read a file, give it with -i: iotrace report -i %s", arg));
+  flags.SetArgumentHandler([&](const std::string& arg) {
+    if (arg.empty()) {
+      return Usage("unexpected argument ''", "to read a file, give it with -i: iotrace report -i ");
+    }
+    inputs.push_back(arg);
+    return absl::OkStatus();
   });
   IOTRACE_RETURN_IF_ERROR(flags.Parse(args, nullptr, nullptr));
+  if (!inputs.empty()) {
+    IOTRACE_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandInputs(inputs));
+    o.input = absl::StrJoin(files, ", ");
+    if (files.size() > 1) o.inputs = std::move(files);
+  }
   // The one check of the options: RunReport and the layers below take them as valid.
   IOTRACE_RETURN_IF_ERROR(AsUsageError(ValidateReportOptions(o)));
   return o;

@@ -10,6 +10,7 @@
 #include "iotrace/base/status.h"
 #include "iotrace/event/block_event.h"
 #include "iotrace/formats/external_formats.h"
+#include "iotrace/formats/multi_trace_reader.h"
 #include "iotrace/formats/trace_reader.h"
 #include "iotrace/formats/trace_reader_open.h"
 #include "iotrace/output/event_dump.h"
@@ -236,7 +237,10 @@ absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ost
                                        ? RunningKernelFormats(options.kernel_tracefs)
                                        : FormatsFromPath(options.formats_from);
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader,
-                           OpenTraceReader(options.input, &fallback));
+                           OpenTraceReaders(options.inputs.empty()
+                                                ? std::vector<std::string>{options.input}
+                                                : options.inputs,
+                                            &fallback));
   if (!options.formats_from.empty() && reader->FormatsSource() == "file") {
     err << "iotrace: warning: --formats-from " << options.formats_from
         << " not used: the file carries its own event formats\n";

@@ -1,47 +1,19 @@
 // iotrace reset: removes what a killed iotrace left in tracefs (instances named iotrace_* and
 // probe events in groups iotrace_*) and nothing else; prints each thing it removed or kept.
 #include <fnmatch.h>
-#include <signal.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "cli.h"
-#include "iotrace/base/fd.h"
 #include "iotrace/base/status.h"
-#include "iotrace/base/text.h"
 #include "iotrace/cli/flags.h"
-#include "iotrace/sys/probe.h"
+#include "iotrace/sys/stale_tracefs.h"
 #include "iotrace/sys/tracefs.h"
 
 namespace iotrace {
-namespace {
-
-constexpr char kPrefix[] = "iotrace_";
-
-// iotrace names its groups and instances iotrace_<pid> or iotrace_<what>_<pid>: the pid of
-// the process that made it, or -1 when the name carries none.
-int PidInName(const std::string& name) {
-  size_t us = name.rfind('_');
-  int pid = -1;
-  if (us == std::string::npos || !absl::SimpleAtoi(name.substr(us + 1), &pid) || pid <= 0) {
-    return -1;
-  }
-  return pid;
-}
-
-// The command name of a running process, or "" when `pid` does not run.
-std::string RunningComm(int pid) {
-  if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM)) return "";
-  auto comm = ReadFileToString(absl::StrFormat("/proc/%d/comm", pid));
-  return comm.ok() ? std::string(TrimText(*comm)) : "?";
-}
-
-}  // namespace
 
 int ResetCommand(const std::vector<std::string>& args) {
   bool help = false, dry_run = false, force = false;
@@ -79,24 +51,22 @@ int ResetCommand(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (!parsed.ok()) return ReportError(parsed);
-  std::string glob = positional.empty() ? std::string(kPrefix) + "*" : positional[0];
-  if (positional.size() > 1 || glob.rfind(kPrefix, 0) != 0) {
+  const std::string prefix = kIotraceTracefsPrefix;
+  std::string glob = positional.empty() ? prefix + "*" : positional[0];
+  if (positional.size() > 1 || glob.rfind(prefix, 0) != 0) {
     return ReportError(UsageError(
-        absl::StrFormat("reset touches only names starting with %s, not '%s'", kPrefix, glob),
+        absl::StrFormat("reset touches only names starting with %s, not '%s'", prefix, glob),
         "give a glob such as 'iotrace_1234' or 'iotrace_*'"));
   }
   auto tracefs = FindTracefs(tracefs_dir);
   if (!tracefs.ok()) return ReportError(tracefs.status());
 
   int removed = 0, kept = 0, failed = 0;
-  // Decides whether `name` goes; prints why it stays.
-  auto should_remove = [&](const std::string& what, const std::string& name,
-                           const std::string& owner) {
-    int pid = PidInName(owner);
-    std::string comm = RunningComm(pid);
-    if (!comm.empty() && !force) {
+  // Decides whether a leftover goes; prints why it stays.
+  auto should_remove = [&](const TracefsLeftover& l) {
+    if (!l.comm.empty() && !force) {
       std::printf("kept      %s %s: process %d (%s) still runs (--force removes it)\n",
-                  what.c_str(), name.c_str(), pid, comm.c_str());
+                  l.kind.c_str(), l.name.c_str(), l.pid, l.comm.c_str());
       ++kept;
       return false;
     }
@@ -115,20 +85,10 @@ int ResetCommand(const std::vector<std::string>& args) {
     }
   };
 
-  // Probes first: an instance that still has a probe event enabled keeps it busy.
-  for (const ExistingProbe& p : ListProbeEvents(*tracefs)) {
-    if (p.group.rfind(kPrefix, 0) != 0 || fnmatch(glob.c_str(), p.group.c_str(), 0) != 0) {
-      continue;
-    }
-    const std::string name = p.group + ":" + p.event;
-    if (!should_remove(ProbeTypeName(p.type), name, p.group)) continue;
-    report(ProbeTypeName(p.type), name,
-           dry_run ? absl::OkStatus() : RemoveProbeEvent(*tracefs, p.group, p.event));
-  }
-  for (const std::string& inst : ListInstances(*tracefs, kPrefix)) {
-    if (fnmatch(glob.c_str(), inst.c_str(), 0) != 0) continue;
-    if (!should_remove("instance", inst, inst)) continue;
-    report("instance", inst, dry_run ? absl::OkStatus() : RemoveInstance(*tracefs, inst));
+  // Probes first (FindTracefsLeftovers' order): an instance with a probe event enabled is busy.
+  for (const TracefsLeftover& l : FindTracefsLeftovers(*tracefs)) {
+    if (fnmatch(glob.c_str(), l.owner.c_str(), 0) != 0 || !should_remove(l)) continue;
+    report(l.kind, l.name, dry_run ? absl::OkStatus() : RemoveTracefsLeftover(*tracefs, l));
   }
   if (removed + kept + failed == 0 && !dry_run) std::printf("nothing to remove\n");
   if (dry_run) return kExitOk;

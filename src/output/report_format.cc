@@ -485,8 +485,15 @@ void WriteJsonReport(const LatencyReport& r, std::ostream& out) {
   const MatchStats& m = c.match;
   out << "{\n";
   out << "  \"schema_version\": " << LatencyReport::kSchemaVersion << ",\n";
-  out << "  \"input\": {\"path\": " << JsonString(r.input)
-      << ", \"format\": " << JsonString(r.file_format)
+  out << "  \"input\": {\"path\": " << JsonString(r.input);
+  if (!r.files.empty()) {
+    out << ", \"files\": [";
+    for (size_t i = 0; i < r.files.size(); ++i) {
+      out << (i == 0 ? "" : ", ") << JsonString(r.files[i]);
+    }
+    out << "]";
+  }
+  out << ", \"format\": " << JsonString(r.file_format)
       << ", \"formats_source\": " << JsonString(r.formats_source);
   if (!r.formats_warning.empty()) out << ", \"formats_warning\": " << JsonString(r.formats_warning);
   out << ", \"cpus\": " << r.nr_cpus

@@ -141,6 +141,24 @@ TEST_F(FakeTracefsCli, ResetKeepsWhatARunningProcessOwnsUnlessForced) {
   EXPECT_FALSE(fs::exists(root_ + "/instances/" + mine));
 }
 
+// doctor (as record and live) removes, before anything else, the instances of iotraces that
+// are gone, one stderr line each, and keeps the rest: another name, a running iotrace's (this
+// test binary's: comm iotrace_unit_te).
+TEST_F(FakeTracefsCli, DoctorRemovesStaleInstancesFirst) {
+  const std::string mine = "iotrace_" + std::to_string(getpid());
+  fs::create_directories(root_ + "/instances/" + mine);
+  Result r = RunIotrace("doctor --no-check --tracefs " + root_);
+  EXPECT_NE(r.out.find("iotrace: removed stale tracefs instance iotrace_4194304 (its process is "
+                       "gone)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(root_ + "/instances/iotrace_4194304"));
+  EXPECT_TRUE(fs::exists(root_ + "/instances/" + mine));
+  EXPECT_TRUE(fs::exists(root_ + "/instances/someone_else"));
+  EXPECT_EQ(r.out.find("stale tracefs instance " + mine), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("someone_else"), std::string::npos) << r.out;
+}
+
 TEST(ResetCliTest, RefusesNamesOutsideIotrace) {
   Result r = RunIotrace("reset 'my_*'");
   EXPECT_EQ(r.exit_code, 2);

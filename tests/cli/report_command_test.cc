@@ -9,11 +9,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "fixtures.h"
+#include "test_json.h"
 #include "gtest/gtest.h"
 #include "iotrace/sys/device_names.h"
 
@@ -119,7 +121,6 @@ TEST_F(ReportCommandTest, ArgumentErrorsExitTwoWithAnErrorAndAHint) {
       {"--max-inflight", "3"},
       {"--max-inflight", "lots"},
       {"--comm", "a-name-longer-than-15"},
-      {"stray.data"},
       {"-i"},
   };
   for (const auto& args : cases) {
@@ -131,8 +132,11 @@ TEST_F(ReportCommandTest, ArgumentErrorsExitTwoWithAnErrorAndAHint) {
     EXPECT_NE(r.err.find("\nhint: "), std::string::npos) << shown << r.err;
     EXPECT_EQ(r.out, "") << shown;
   }
+  // A file after the options is read as -i would read it.
   RunResult r = Run({"stray.data"});
-  EXPECT_NE(r.err.find("iotrace report -i stray.data"), std::string::npos) << r.err;
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.rfind("iotrace: error: open stray.data: No such file or directory", 0), 0u)
+      << r.err;
 }
 
 // Every spelling the parser refuses, with the exact lines it prints: scripts match on them.
@@ -165,8 +169,8 @@ TEST_F(ReportCommandTest, EachArgumentErrorPrintsItsExactMessageAndHint) {
        "iotrace: error: unexpected argument ''\n"
        "hint: to read a file, give it with -i: iotrace report -i \n"},
       {{"stray.data", "--format", "xml"}, 2,
-       "iotrace: error: unexpected argument 'stray.data'\n"
-       "hint: to read a file, give it with -i: iotrace report -i stray.data\n"},
+       "iotrace: error: --format 'xml': unknown format\n"
+       "hint: use --format text, --format csv or --format json\n"},
       {{"-i"}, 2,
        "iotrace: error: option -i needs a value\n"
        "hint: run 'iotrace report --help' for the options\n"},
@@ -185,14 +189,12 @@ TEST_F(ReportCommandTest, EachArgumentErrorPrintsItsExactMessageAndHint) {
       {{"-o", ""}, 2,
        "iotrace: error: option -o: empty value\n"
        "hint: run 'iotrace report --help' for the options\n"},
-      {{"--input", "a", "--input=b"}, 2,
-       "iotrace: error: -i given twice (a and b): a report reads one recording\n"
-       "hint: to compare two recordings, report on each (iotrace report -i A, then -i B); "
-       "iotrace diff A B is planned, not there yet\n"},
-      {{"-i", "a.dat", "--input", "b.dat"}, 2,
-       "iotrace: error: -i given twice (a.dat and b.dat): a report reads one recording\n"
-       "hint: to compare two recordings, report on each (iotrace report -i A, then -i B); "
-       "iotrace diff A B is planned, not there yet\n"},
+      {{"--input", "a", "--input=a"}, 2,
+       "iotrace: error: a given twice: its events would count twice\n"
+       "hint: run 'iotrace report --help' for the options\n"},
+      {{"-i", "a.dat", "b.dat", "a.dat"}, 2,
+       "iotrace: error: a.dat given twice: its events would count twice\n"
+       "hint: run 'iotrace report --help' for the options\n"},
       {{"-hx"}, 2,
        "iotrace: error: unknown option '-hx'\n"
        "hint: run 'iotrace report --help' for the options\n"},
@@ -364,15 +366,64 @@ std::string Loop0Label() {
   return name == "7:0" ? name : name + " (7:0)";
 }
 
-// One report is one recording: a second -i is refused, not silently taken instead of the first.
-TEST_F(ReportCommandTest, InputGivenTwiceIsAUsageErrorPointingToDiff) {
-  RunResult r = Run({"-i", "a.dat", "-i", "b.dat"});
-  EXPECT_EQ(r.exit_code, 2);
+// Several files are one recording: each must open, and the first that does not is named in a
+// one-line error (with its hint), before anything is read.
+TEST_F(ReportCommandTest, SeveralInputsNameTheFileThatDoesNotOpen) {
+  const std::string file = std::string(IOTRACE_FIXTURES) + "/golden/iotrace_mq.data";
+  RunResult r = Run({"-i", file, "-i", "b.dat"});
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err,
-            "iotrace: error: -i given twice (a.dat and b.dat): a report reads one recording\n"
-            "hint: to compare two recordings, report on each (iotrace report -i A, then -i B); "
-            "iotrace diff A B is planned, not there yet\n");
+            "iotrace: error: open b.dat: No such file or directory (errno 2)\n"
+            "hint: record one first: iotrace record -d 10 -o b.dat\n");
+  RunResult g = Run({file, "-i", "/nonexistent/rec-*.dat"});
+  EXPECT_EQ(g.exit_code, 1);
+  EXPECT_EQ(g.err,
+            "iotrace: error: -i '/nonexistent/rec-*.dat' matches no file\n"
+            "hint: check the pattern, quoted so that iotrace expands it: -i 'rec-*.dat'\n");
+}
+
+// A glob is expanded by iotrace and its files ordered by their first records (here the reverse
+// of their names): two recordings of dd, one after the other, read as one give each group the
+// sum of the two files' counts.
+TEST_F(ReportCommandTest, AGlobIsReadAsOneRecordingInTimeOrder) {
+  using test::Json;
+  using test::JsonParser;
+  const std::string fixtures = std::string(IOTRACE_FIXTURES) + "/tracedat/";
+  std::filesystem::copy_file(fixtures + "dd_v7_none.dat", dir_ / "rec-a.dat");
+  std::filesystem::copy_file(fixtures + "dd_v6.dat", dir_ / "rec-b.dat");
+  auto json = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> all = args;
+    all.insert(all.end(), {"--format", "json"});
+    RunResult r = Run(all);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    Json j;
+    EXPECT_TRUE(JsonParser(r.out).Parse(&j)) << r.out;
+    return j;
+  };
+  const Json both = json({"-i", "rec-*.dat"});
+  EXPECT_EQ(both["input"]["path"].text, "rec-b.dat, rec-a.dat");
+  ASSERT_EQ(both["input"]["files"].items.size(), 2u);
+  EXPECT_EQ(both["input"]["files"][0].text, "rec-b.dat");
+  EXPECT_EQ(both["input"]["files"][1].text, "rec-a.dat");
+  const Json a = json({"-i", "rec-a.dat"}), b = json({"rec-b.dat"});
+  EXPECT_FALSE(a["input"].Has("files"));
+  std::map<std::string, double> sum;
+  for (const Json* one : {&a, &b}) {
+    for (const Json& g : (*one)["groups"].items) {
+      sum[g["dev"].text + " " + g["op"].text + " " + g["phase"].text] += g["count"].num();
+    }
+  }
+  ASSERT_EQ(both["groups"].items.size(), sum.size());
+  double total = 0;
+  for (const Json& g : both["groups"].items) {
+    EXPECT_EQ(g["count"].num(), sum[g["dev"].text + " " + g["op"].text + " " + g["phase"].text]);
+    total += g["count"].num();
+  }
+  EXPECT_EQ(total, 1220);
+  // Files after the options, in any order, are the same recording.
+  const Json given = json({"rec-a.dat", "rec-b.dat"});
+  EXPECT_EQ(given["input"]["path"].text, "rec-b.dat, rec-a.dat");
 }
 
 // --events with a filter keeps the events that match and says how many, instead of ignoring it.

@@ -312,6 +312,10 @@ class ReportJsonDocTest : public ::testing::Test {
     const std::vector<testing::RqEvent> events = testing::Workload(2000, 21);
     reports.push_back(Report(Options(
         dat.Write(events, -1, -1, testing::Loss{0, 800 * testing::kMs, 805 * testing::kMs, 40}))));
+    // Two files read as one recording (input.files).
+    o = Options(golden + "iotrace_none.data");
+    o.inputs = {golden + "iotrace_none.data", dat.Write(testing::Workload(200, 22))};
+    reports.push_back(Report(o));
     // A perf.data cut before its event formats, read with those of the intact file.
     const std::string intact = ReadText(golden + "perf_mq.data");
     const std::string cut = ::testing::TempDir() + "/report_json_doc_" +

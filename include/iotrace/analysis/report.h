@@ -30,6 +30,9 @@ bool ParseOutputFormat(std::string_view name, OutputFormat* format);
 
 struct ReportOptions {
   std::string input = "iotrace.data";  // -i
+  // Several files read as one recording (-i A -i B, files after the options, a glob), as given;
+  // then `input` names them all, for messages. Empty: `input` alone.
+  std::vector<std::string> inputs;
   std::string output;                  // -o: main output file; empty = stdout
   OutputFormat format = OutputFormat::kText;
   std::string summary_csv;             // --summary-csv FILE; empty = none
@@ -242,7 +245,10 @@ struct LatencyReport {
   static constexpr int kSchemaVersion = 1;
 
   std::string input;
-  std::string file_format;  // "perf.data", "trace.dat"
+  // Several files read as one recording, in the order of their first records (then `input` is
+  // their names joined by ", "); empty for one file.
+  std::vector<std::string> files;
+  std::string file_format;  // "perf.data", "trace.dat"; "perf.data+trace.dat" for a mix
   // Where the event formats came from (TraceReader::FormatsSource): "file", "running kernel" or
   // the --formats-from path; and the warning that says so when not "file".
   std::string formats_source = "file";

@@ -147,6 +147,9 @@ class TraceReader {
   virtual int nr_cpus() const = 0;
   // Key/value facts from the file header (hostname, os release, clock, cmdline, ...).
   virtual std::vector<std::pair<std::string, std::string>> Info() const = 0;
+  // Several files read as one (multi_trace_reader.h): their paths, in the order of their first
+  // records once ReadAll has run; empty for a reader of one file.
+  virtual std::vector<std::string> Files() const { return {}; }
   // pid -> comm known from the file (COMM records, saved cmdlines); empty string if unknown.
   virtual std::string CommOf(int32_t pid) const = 0;
 
