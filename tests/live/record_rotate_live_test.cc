@@ -53,6 +53,30 @@ FileCounts CountsInFile(const std::string& path, const std::string& device) {
   return c;
 }
 
+// What a report says of `device` that two recordings of the same requests must agree on: per
+// latency group its requests (and whether it is complete), and the pairing books, as JSON
+// text. Not the latencies themselves: each recording takes its own timestamp of an event (an
+// ftrace instance, a perf event each), a few hundred ns apart; their means are printed.
+std::string ReportFigures(const std::string& inputs, const std::string& device) {
+  CommandResult r = Sh(
+      Binary() + " report " + inputs +
+      " --format json 2>/dev/null | python3 -c 'import json,sys\n"
+      "d=json.load(sys.stdin)\n"
+      "c=d[\"completeness\"]\n"
+      "keep=[\"events\",\"paired\",\"issues_without_insert\",\"completes_without_issue\","
+      "\"in_flight_at_end\",\"across_gap\",\"expired\",\"evicted\",\"losses\"]\n"
+      "g=[{k:x[k] for k in (\"dev\",\"op\",\"phase\",\"count\",\"incomplete\","
+      "\"partial\",\"outside_coverage\")} for x in d[\"groups\"]]\n"
+      "sys.stderr.write(\"means: %s\\n\" % [(x[\"phase\"], x[\"mean_ns\"]) "
+      "for x in d[\"groups\"]])\n"
+      "print(json.dumps({\"groups\":g,\"books\":{k:c[k] for k in keep},"
+      "\"device\":[x for x in c[\"devices\"] if x[\"device\"]==sys.argv[1]]},"
+      "sort_keys=True))' " +
+      device);
+  std::printf("%s: %s", inputs.c_str(), r.err.c_str());
+  return r.exit_code == 0 ? r.out : "";
+}
+
 // The files of a rotating recording OUTPUT: OUTPUT.<16 digits>, sorted (by time).
 std::vector<std::string> RotatedFiles(const std::string& output) {
   std::vector<std::string> files;
@@ -186,10 +210,19 @@ TEST_P(RecordRotateLiveTest, EveryEventIsInExactlyOneFileAndTheNewestAreKept) {
   EXPECT_EQ(static_cast<uint64_t>(sum.complete) + sum.complete_lost, kernel);
   // The plain recording spans the rotating one: the same events, nothing lost at a switch.
   ASSERT_GE(ref.complete, 0);
+  // Read together, the files are the plain recording: requests that cross a switch are paired
+  // across the files, none is left unpaired at a boundary. (When perf dropped a sample in
+  // either, the two hold different requests.)
   if (sum.complete_lost == 0 && ref.complete_lost == 0) {
     EXPECT_EQ(sum.complete, ref.complete);
     EXPECT_EQ(sum.issue, ref.issue);
     EXPECT_EQ(sum.insert, ref.insert);
+    const std::string together =
+        ReportFigures("-i '" + dir.File("all/r" + ext_) + ".*'", loop.name());
+    ASSERT_FALSE(together.empty());
+    EXPECT_EQ(together, ReportFigures("-i " + one, loop.name()));
+  } else {
+    std::printf("perf dropped samples silently: the reports are not compared\n");
   }
 
   // The newest 3 kept: the others removed as the run went, each said on stderr.
