@@ -22,7 +22,9 @@ std::string FormatRecordSummary(const RecordSummary& s) {
   // The rate is of what was written, removed files included.
   const uint64_t written = std::max(s.bytes_written, s.output_bytes);
   const std::string rate =
-      s.seconds > 0 ? absl::StrFormat(", %s/s", HumanBytes(static_cast<uint64_t>(written / s.seconds))) : "";
+      s.seconds > 0
+          ? absl::StrFormat(", %s/s", HumanBytes(static_cast<uint64_t>(written / s.seconds)))
+          : "";
   std::string where, size;
   if (s.rotated) {
     where = s.files_made == 1

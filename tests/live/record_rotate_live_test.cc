@@ -41,10 +41,12 @@ FileCounts CountsInFile(const std::string& path, const std::string& device) {
       Binary() + " report -i " + path +
       " --format json 2>/dev/null | python3 -c 'import json,sys\n"
       "d=json.load(sys.stdin)[\"completeness\"]\n"
-      "ev=lambda k: sum(x[\"events\"].get(k,0) for x in d[\"devices\"] if x[\"device\"]==sys.argv[1])\n"
+      "ev=lambda k: sum(x[\"events\"].get(k,0) for x in d[\"devices\"]\n"
+      "  if x[\"device\"]==sys.argv[1])\n"
       "cl=sum(l[\"count\"] for l in d[\"losses\"] if \"block_rq_complete\" in l[\"event\"])\n"
       "ol=sum(l[\"count\"] for l in d[\"losses\"])-cl\n"
-      "print(ev(\"block_rq_insert\"), ev(\"block_rq_issue\"), ev(\"block_rq_complete\"), cl, ol)' " +
+      "print(ev(\"block_rq_insert\"), ev(\"block_rq_issue\"), ev(\"block_rq_complete\"),"
+      " cl, ol)' " +
       device);
   FileCounts c;
   if (r.exit_code != 0) return c;

@@ -236,6 +236,32 @@ TEST(FlagParserOptionalTest, SwitchOutputValueIsOptional) {
   EXPECT_NE(help.Help().find("--switch-output[=signal|SIZE|TIME]"), std::string::npos);
 }
 
+TEST(RecordSummaryRotationTest, FilesKeptBytesAndRate) {
+  RecordSummary s;
+  s.backend = Backend::kFtrace;
+  s.seconds = 10;
+  s.rotated = true;
+  s.files_made = 6;
+  s.files_on_disk = 3;
+  s.first_output = "r.dat.2026120523464250";
+  s.output = "r.dat.2026120523465250";
+  s.output_bytes = 30 << 20;
+  s.bytes_written = 60 << 20;
+  s.stop_reason = "--max-size";
+  EXPECT_NE(FormatRecordSummary(s).find(
+                "into 6 files, r.dat.2026120523464250 .. r.dat.2026120523465250 (3 on disk: "
+                "30.0 MiB; 60.0 MiB written, 6.0 MiB/s), stopped by --max-size\n"),
+            std::string::npos)
+      << FormatRecordSummary(s);
+  RecordSummary one;
+  one.output = "one.data";
+  one.seconds = 2;
+  one.output_bytes = 4 << 20;
+  EXPECT_NE(FormatRecordSummary(one).find("into one.data (4.0 MiB, 2.0 MiB/s)"),
+            std::string::npos)
+      << FormatRecordSummary(one);
+}
+
 TEST(CpuBufferStatsSinceTest, GrowingCountersBecomeTheFileShare) {
   const char* base_text =
       "entries: 5\noverrun: 10\ncommit overrun: 1\nbytes: 400\noldest event ts: 1.0\n"
