@@ -208,10 +208,12 @@ def main():
         head = re.search(r"^iotrace: recorded .*$", err_text, re.M)
         recorded = int(total.group(1)) if total else -1
         print(f"\n{head.group(0) if head else 'no summary line'}")
+        books = int(total.group(3)) + int(total.group(4)) if total else -1
         print(f"kernel count (the script's perf counters) {kernel:,}; the files held "
               f"{recorded:,}: {kernel - recorded:,} lost; iotrace's books: ring lost "
               f"{total.group(3) if total else '?'}, dropped silent "
-              f"{total.group(4) if total else '?'}")
+              f"{total.group(4) if total else '?'} "
+              f"({'every loss stated' if recorded + books == kernel else 'losses unaccounted'})")
         print(f"disk: peak {peak_run / 2**20:.0f} MiB of the run's files, bound "
               f"{bound / 2**20:.0f} MiB ({args.switch_max_files} files of "
               f"{args.switch_output} and the one being finished)")
