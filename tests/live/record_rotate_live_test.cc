@@ -7,6 +7,7 @@
 //   - With --switch-max-files 3: exactly 3 files left, the rest removed and said so; each is a
 //     complete file that iotrace report, and perf script / trace-cmd report, read with the same
 //     count.
+//   - The bare --switch-output switches on SIGUSR2.
 //   - --max-size stops the recording cleanly (the command gets SIGTERM, iotrace exits 0, every
 //     file complete) with the run's files on disk near the bound.
 #include <signal.h>
@@ -296,6 +297,42 @@ TEST_P(RecordRotateLiveTest, MaxSizeStopsCleanlyNearTheBound) {
   EXPECT_GE(bytes, 12ull << 20);
   EXPECT_LT(bytes, 16ull << 20);
   EXPECT_EQ(TracefsSnapshot(), before) << "tracefs state changed";
+}
+
+TEST_P(RecordRotateLiveTest, Sigusr2SwitchesWithTheBareOption) {
+  IOTRACE_REQUIRE_LIVE();
+  IOTRACE_REQUIRE_TOOL("fio");
+  ScratchLoop loop("none");
+  ASSERT_TRUE(loop.ok()) << loop.error();
+  TempDir dir;
+  const std::string out = dir.File("s" + ext_);
+  std::vector<std::string> cmd = {Binary(), "record", "-b", backend_, "--no-progress", "--dev",
+                                  loop.device(), "-o", out, "--switch-output", "--"};
+  for (const std::string& a : Fio(loop.device(), 3600, dir.File("fio.json"))) cmd.push_back(a);
+  const std::string err = dir.File("s.err");
+  pid_t rec = SpawnQuiet(cmd, err);
+  ASSERT_GT(rec, 0);
+  for (int i = 0; i < 500 && Slurp(err).find("recording with") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // Two switches, then the end: three files, each with its share.
+  for (int i = 0; i < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    kill(rec, SIGUSR2);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  // SIGTERM, not SIGINT: record passes it on to fio (a terminal's Ctrl-C would reach fio by
+  // itself; SIGINT sent to record alone leaves fio running and record waiting for it).
+  kill(rec, SIGTERM);
+  int status = 0;
+  waitpid(rec, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status)) << Slurp(err);  // SIGUSR2 did not kill it
+  const std::vector<std::string> files = RotatedFiles(out);
+  ASSERT_EQ(files.size(), 3u) << Slurp(err);
+  EXPECT_EQ(CountLines(Slurp(err), "iotrace: switching output to "), 2u) << Slurp(err);
+  for (const std::string& f : files) {
+    EXPECT_GT(CountsInFile(f, loop.name()).complete, 0) << f;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, RecordRotateLiveTest, ::testing::Values("ftrace", "perf"),
