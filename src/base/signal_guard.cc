@@ -7,9 +7,10 @@
 
 namespace iotrace {
 
-SignalGuard::SignalGuard() {
+SignalGuard::SignalGuard(bool take_sigusr2) {
   sigemptyset(&set_);
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&set_, s);
+  if (take_sigusr2) sigaddset(&set_, SIGUSR2);
   sigprocmask(SIG_BLOCK, &set_, &old_);
   fd_.Reset(signalfd(-1, &set_, SFD_CLOEXEC | SFD_NONBLOCK));
 }
@@ -20,12 +21,14 @@ SignalGuard::~SignalGuard() {
   sigprocmask(SIG_SETMASK, &old_, nullptr);
 }
 
-int SignalGuard::Read(bool* child_changed) {
+int SignalGuard::Read(bool* child_changed, bool* sigusr2) {
   int term = 0;
   signalfd_siginfo si;
   while (read(fd_.get(), &si, sizeof(si)) == sizeof(si)) {
     if (si.ssi_signo == SIGCHLD) {
       *child_changed = true;
+    } else if (si.ssi_signo == SIGUSR2) {
+      if (sigusr2 != nullptr) *sigusr2 = true;
     } else {
       term = static_cast<int>(si.ssi_signo);
     }

@@ -111,6 +111,7 @@ absl::StatusOr<std::unique_ptr<FtraceCapture>> FtraceCapture::Create(FtraceCaptu
   wopts.trace_clock = setup.clock;
   wopts.recorder = options.recorder;
   wopts.flush_interval_ms = options.flush_interval_ms;
+  c->writer_options_ = wopts;
   IOTRACE_ASSIGN_OR_RETURN(c->writer_, TraceDatWriter::Create(options.output, std::move(wopts)));
 
   const uint32_t page = c->writer_->page_size();
@@ -344,6 +345,12 @@ uint64_t FtraceCapture::StoredBytes(size_t index) const {
   return end < 0 ? 0 : static_cast<uint64_t>(end);
 }
 
+uint64_t FtraceCapture::OutputBytes() const {
+  uint64_t total = writer_->data_start();
+  for (size_t i = 0; i < cpu_state_.size(); ++i) total += StoredBytes(i);
+  return total;
+}
+
 uint64_t FtraceCapture::bytes_moved() const {
   uint64_t total = 0;
   for (const Cpu& c : cpu_state_) total += c.bytes_moved;
@@ -355,14 +362,92 @@ absl::StatusOr<CpuBufferStats> FtraceCapture::ReadCpuStats(size_t index) const {
   return instance_->ReadCpuStats(cpus_[index]);
 }
 
+std::string FtraceCapture::StatsText(size_t i, const CpuBufferStats& now) const {
+  return stats_base_.empty() ? now.text : CpuBufferStatsSince(now, stats_base_[i]);
+}
+
+FtraceOutputPart FtraceCapture::TakePart() {
+  FtraceOutputPart part;
+  part.writer = std::move(writer_);
+  part.events = options_.events;
+  part.cpus = cpus_;
+  for (Cpu& c : cpu_state_) {
+    part.unwritten.push_back(c.unwritten);
+    std::fill(c.unwritten.begin(), c.unwritten.end(), 0);
+  }
+  part.unwritten_pages_unknown = std::exchange(unwritten_pages_unknown_, 0);
+  part.disk_full = disk_full_;
+  part.storage_error = storage_error_;
+  return part;
+}
+
+absl::StatusOr<FtraceOutputPart> FtraceCapture::SwitchOutput(const std::string& path) {
+  if (finished_ || stopped_) {
+    return absl::FailedPreconditionError("ftrace capture: switch after the end");
+  }
+  // Everything of the old file's share first: whole pages, then each page being filled (one
+  // read hands out what it holds so far; the kernel goes on in another).
+  for (Cpu& c : cpu_state_) {
+    IOTRACE_RETURN_IF_ERROR(SpliceCpu(&c).status());
+    ReadOnePage(&c);
+    c.spliced_at_flush = c.pages_spliced;
+  }
+  std::vector<CpuBufferStats> now(cpu_state_.size());
+  for (size_t i = 0; i < cpu_state_.size(); ++i) {
+    IOTRACE_ASSIGN_OR_RETURN(now[i], instance_->ReadCpuStats(cpu_state_[i].cpu));
+    writer_->SetCpuStats(cpu_state_[i].cpu, StatsText(i, now[i]));
+  }
+  writer_->SetSavedCmdlines(ReadSavedCmdlines(options_.tracefs));
+  IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceDatWriter> next,
+                           TraceDatWriter::Create(path, writer_options_));
+  stats_base_ = std::move(now);
+  FtraceOutputPart part = TakePart();
+  writer_ = std::move(next);
+  options_.output = path;
+  for (Cpu& c : cpu_state_) c.out = writer_->CpuFd(c.cpu);
+  return part;
+}
+
+absl::StatusOr<FtraceCaptureResult> FinishFtraceOutput(FtraceOutputPart part) {
+  FtraceCaptureResult result;
+  const std::string path = part.writer->path();
+  auto written = part.writer->Finish();
+  if (!written.ok()) return written.status();
+  part.writer.reset();
+  result.output_bytes = written->file_size;
+  result.storage_error = part.disk_full ? part.storage_error : written->storage_error;
+  result.disk_full = part.disk_full || !written->storage_error.ok();
+  result.unwritten_pages_unknown = part.unwritten_pages_unknown;
+  for (int cpu : part.cpus) {
+    FtraceCpuResult r;
+    r.cpu = cpu;
+    if (static_cast<size_t>(cpu) < written->cpus.size()) r.file = written->cpus[cpu];
+    result.cpus.push_back(std::move(r));
+  }
+  for (size_t e = 0; e < part.events.size(); ++e) {
+    FtraceEventResult ev;
+    ev.name = part.events[e].FullName();
+    ev.id = part.events[e].id;
+    ev.recorded.assign(part.cpus.size(), 0);
+    for (const std::vector<uint64_t>& u : part.unwritten) ev.unwritten.push_back(u[e]);
+    result.events.push_back(std::move(ev));
+  }
+  // The books come from the file itself: what a report will read is what is counted.
+  auto reader = OpenTraceDat(path);
+  if (!reader.ok()) return Annotate(reader.status(), "read back the recording");
+  CountingSink sink(&result.events, part.cpus);
+  IOTRACE_RETURN_IF_ERROR((*reader)->ReadAll(&sink));
+  return result;
+}
+
 absl::StatusOr<FtraceCaptureResult> FtraceCapture::Finish() {
   if (finished_) return absl::FailedPreconditionError("ftrace capture: Finish called twice");
   finished_ = true;
-  FtraceCaptureResult result;
-  result.instance = instance_->name();
   absl::Status status = Stop();
 
-  for (const Cpu& c : cpu_state_) {
+  std::vector<FtraceCpuResult> cpus;
+  for (size_t i = 0; i < cpu_state_.size(); ++i) {
+    const Cpu& c = cpu_state_[i];
     FtraceCpuResult r;
     r.cpu = c.cpu;
     r.bytes_moved = c.bytes_moved;
@@ -370,16 +455,16 @@ absl::StatusOr<FtraceCaptureResult> FtraceCapture::Finish() {
     r.pages_flushed = c.pages_flushed;
     auto stats = instance_->ReadCpuStats(c.cpu);
     if (stats.ok()) {
-      r.stats = *stats;
-      writer_->SetCpuStats(c.cpu, stats->text);
+      r.stats = *stats;  // the run's totals; the file holds its share
+      writer_->SetCpuStats(c.cpu, StatsText(i, *stats));
     } else if (status.ok()) {
       status = stats.status();
     }
-    result.cpus.push_back(std::move(r));
+    cpus.push_back(std::move(r));
   }
   writer_->SetSavedCmdlines(ReadSavedCmdlines(options_.tracefs));
   auto clock = instance_->ReadFile("trace_clock");
-  result.clock = clock.ok() ? CurrentClockName(*clock) : options_.clock;
+  const std::string clock_name = clock.ok() ? CurrentClockName(*clock) : options_.clock;
 
   // Open files keep an instance busy: close them, then remove it.
   for (Cpu& c : cpu_state_) {
@@ -390,30 +475,13 @@ absl::StatusOr<FtraceCaptureResult> FtraceCapture::Finish() {
   absl::Status removed = instance_->Remove();
   if (status.ok()) status = removed;
 
-  auto written = writer_->Finish();
-  if (!written.ok()) return written.status();
-  result.output_bytes = written->file_size;
-  result.storage_error = disk_full_ ? storage_error_ : written->storage_error;
-  result.disk_full = disk_full_ || !written->storage_error.ok();
-  result.unwritten_pages_unknown = unwritten_pages_unknown_;
-  for (size_t i = 0; i < result.cpus.size(); ++i) {
-    int cpu = result.cpus[i].cpu;
-    if (static_cast<size_t>(cpu) < written->cpus.size()) result.cpus[i].file = written->cpus[cpu];
+  IOTRACE_ASSIGN_OR_RETURN(FtraceCaptureResult result, FinishFtraceOutput(TakePart()));
+  result.instance = instance_->name();
+  result.clock = clock_name;
+  for (size_t i = 0; i < cpus.size(); ++i) {
+    cpus[i].file = result.cpus[i].file;
   }
-
-  for (size_t e = 0; e < options_.events.size(); ++e) {
-    FtraceEventResult ev;
-    ev.name = options_.events[e].FullName();
-    ev.id = options_.events[e].id;
-    ev.recorded.assign(cpus_.size(), 0);
-    for (const Cpu& c : cpu_state_) ev.unwritten.push_back(c.unwritten[e]);
-    result.events.push_back(std::move(ev));
-  }
-  // The books come from the file itself: what a report will read is what is counted.
-  auto reader = OpenTraceDat(options_.output);
-  if (!reader.ok()) return Annotate(reader.status(), "read back the recording");
-  CountingSink sink(&result.events, cpus_);
-  IOTRACE_RETURN_IF_ERROR((*reader)->ReadAll(&sink));
+  result.cpus = std::move(cpus);
   result.cleanup_error = status;
   return result;
 }

@@ -53,7 +53,7 @@ absl::StatusOr<int> RunRecord(const RecordOptions& opt, RecordSummary* summary) 
   // From here on iotrace changes things (probes, an instance): Ctrl-C and SIGTERM are taken
   // from a signalfd, so that they end the recording through the cleanup path, even if they
   // arrive while things are being set up.
-  SignalGuard signals;
+  SignalGuard signals(opt.switch_output.kind == SwitchOutputMode::Kind::kSignal);
   std::vector<TraceEventInfo> events;
   if (!opt.events.empty()) {
     auto resolved = ResolveEvents(tracefs, opt.events);

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -101,9 +103,42 @@ absl::StatusOr<uint64_t> StartRecording(const RecordOptions& opt, RunningCapture
   return start_ns;
 }
 
+std::unique_ptr<OutputRotation> MakeRotation(const RecordOptions& opt, const std::string& output,
+                                             std::string* first_path) {
+  *first_path = output;
+  if (!opt.switch_output.on() && opt.max_size == 0) return nullptr;
+  auto rotation = std::make_unique<OutputRotation>(output, opt.switch_output,
+                                                   opt.switch_max_files, opt.max_size);
+  if (opt.switch_output.on()) *first_path = rotation->Open(RealtimeNs(), MonotonicNs());
+  return rotation;
+}
+
+void RemoveRotatedFiles(const std::vector<std::string>& paths, int max_files) {
+  for (const std::string& path : paths) {
+    if (::unlink(path.c_str()) == 0) {
+      std::fprintf(stderr, "iotrace: removed %s (--switch-max-files %d)\n", path.c_str(),
+                   max_files);
+    } else {
+      std::fprintf(stderr, "iotrace: warning: could not remove %s (--switch-max-files): %s\n",
+                   path.c_str(), std::strerror(errno));
+    }
+  }
+}
+
+void SummarizeRotation(const OutputRotation& rotation, RecordSummary* summary) {
+  summary->output_bytes = rotation.DiskBytes(0);
+  summary->bytes_written = rotation.bytes_written();
+  if (!rotation.mode().on()) return;
+  summary->rotated = true;
+  summary->files_made = rotation.files_made();
+  summary->files_on_disk = rotation.files_on_disk();
+  summary->first_output = rotation.first_name();
+  summary->output = rotation.last_name();
+}
+
 absl::Status RunLoop(const RecordOptions& opt, RunningCapture& cap, SignalGuard& signals,
                      GatedChild* child, ControlChannel* control, uint64_t start_ns,
-                     RecordSummary* summary) {
+                     OutputRotation* rotation, RecordSummary* summary) {
   ProgressLine progress(opt.progress < 0 ? isatty(STDERR_FILENO) : opt.progress > 0);
   uint64_t last_check_ns = start_ns;
   EventSwitch events(cap, opt.delay_ms == 0, start_ns);
@@ -135,7 +170,8 @@ absl::Status RunLoop(const RecordOptions& opt, RunningCapture& cap, SignalGuard&
       break;
     }
     bool child_changed = false;
-    int sig = *woke ? signals.Read(&child_changed) : 0;
+    bool sigusr2 = false;
+    int sig = *woke ? signals.Read(&child_changed, &sigusr2) : 0;
     if (sig != 0) {
       summary->stop_reason = SignalName(sig);
       summary->stop_signal = sig;
@@ -163,7 +199,34 @@ absl::Status RunLoop(const RecordOptions& opt, RunningCapture& cap, SignalGuard&
     if (check) last_check_ns = now;
     failure = cap.Drain(check);
     if (!failure.ok()) break;
-    if (check) progress.Update((now - start_ns) / 1e9, cap.Progress());
+    if (rotation != nullptr) {
+      // A full disk stores nothing more: a new file would hold nothing either.
+      if (!cap.disk_full() && rotation->Due(now, cap.CurrentBytes(), sigusr2)) {
+        progress.Clear();
+        const std::string next = rotation->Open(RealtimeNs(), now);
+        std::fprintf(stderr, "iotrace: switching output to %s\n", next.c_str());
+        failure = cap.SwitchOutput(next);
+        if (!failure.ok()) break;
+      }
+      if (rotation->OverMaxSize(cap.OpenBytes())) {
+        progress.Clear();
+        std::fprintf(stderr,
+                     "iotrace: --max-size %s reached: the run's files hold %s; recording "
+                     "stopped\n",
+                     HumanBytes(rotation->max_size()).c_str(),
+                     HumanBytes(rotation->DiskBytes(cap.OpenBytes())).c_str());
+        summary->stop_reason = "--max-size";
+        break;
+      }
+    }
+    if (check) {
+      CaptureProgress p = cap.Progress();
+      if (rotation != nullptr) {
+        p.files = rotation->files_on_disk();
+        p.disk_bytes = rotation->DiskBytes(cap.OpenBytes());
+      }
+      progress.Update((now - start_ns) / 1e9, p);
+    }
   }
   progress.Clear();
   summary->disabled_s = events.OffSeconds(MonotonicNs());

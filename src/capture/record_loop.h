@@ -5,11 +5,15 @@
 #define IOTRACE_CAPTURE_RECORD_LOOP_H_
 
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "iotrace/base/gated_child.h"
 #include "iotrace/capture/record.h"
 #include "iotrace/capture/record_control.h"
+#include "iotrace/capture/record_rotation.h"
 #include "record_progress.h"
 #include "iotrace/base/signal_guard.h"
 
@@ -30,6 +34,14 @@ class RunningCapture {
   virtual absl::Status Drain(bool check) = 0;
   virtual CaptureProgress Progress() const = 0;
   virtual bool disk_full() const = 0;
+  // --switch-output: the file being written is finished (or handed to a thread that finishes
+  // it) with everything taken from the kernel so far, and the recording goes on into `path`.
+  // Files finished meanwhile are reported to the rotation (the oldest removed past
+  // --switch-max-files).
+  virtual absl::Status SwitchOutput(const std::string& path) = 0;
+  // Bytes on disk of the file being written, and of every file opened but not finished yet.
+  virtual uint64_t CurrentBytes() const = 0;
+  virtual uint64_t OpenBytes() const = 0;
   // The recording ends before it began (the command could not be let go): the events off, the
   // output closed, errors aside (the cause is what is reported).
   virtual void Abandon() = 0;
@@ -43,11 +55,22 @@ absl::StatusOr<uint64_t> StartRecording(const RecordOptions& opt, RunningCapture
                                         SignalGuard& signals, GatedChild* child,
                                         ControlChannel* control, const RecordSummary& summary);
 
-// Runs until the duration passes, the command exits, a signal arrives or the --control client
-// says stop. The caller released the command and enabled the events unless --delay holds them.
+// Runs until the duration passes, the command exits, a signal arrives, the --control client
+// says stop or the run's files reach --max-size. The caller released the command and enabled the
+// events unless --delay holds them. `rotation` (--switch-output, --max-size; may be null) says
+// when to switch files and when to stop.
 absl::Status RunLoop(const RecordOptions& opt, RunningCapture& cap, SignalGuard& signals,
                      GatedChild* child, ControlChannel* control, uint64_t start_ns,
-                     RecordSummary* summary);
+                     OutputRotation* rotation, RecordSummary* summary);
+
+// The rotation of a recording with --switch-output or --max-size (null without them), and the
+// name of its first file: OUTPUT itself, or OUTPUT.YYYYMMDDHHMMSSCC when switching.
+std::unique_ptr<OutputRotation> MakeRotation(const RecordOptions& opt, const std::string& output,
+                                             std::string* first_path);
+// Removes the finished files the rotation gave up (--switch-max-files), saying so on stderr.
+void RemoveRotatedFiles(const std::vector<std::string>& paths, int max_files);
+// The summary's figures of a rotating recording (files made, kept, bytes).
+void SummarizeRotation(const OutputRotation& rotation, RecordSummary* summary);
 
 // After the recording: a command still running when the recording stopped for a reason of its
 // own (duration, --control stop, an error) is ended with SIGTERM, as perf record does, instead of

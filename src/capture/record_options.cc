@@ -145,6 +145,24 @@ absl::Status ValidateRecordOptions(const RecordOptions& opt) {
     return absl::InvalidArgumentError(
         absl::StrFormat("--buffer-kb %u is too small (at least one 4 KiB page)", opt.buffer_kb));
   }
+  if (opt.switch_output.on() && opt.output == "-") {
+    return WithHint(absl::InvalidArgumentError(
+                        "--switch-output with -o -: a stream cannot be switched to new files"),
+                    "give -o FILE: the files are FILE.YYYYMMDDHHMMSSCC");
+  }
+  if (opt.switch_max_files < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--switch-max-files %d: not a number of files", opt.switch_max_files));
+  }
+  if (opt.switch_max_files > 0 && !opt.switch_output.on()) {
+    return WithHint(absl::InvalidArgumentError(
+                        "--switch-max-files without --switch-output: there is only one file"),
+                    "add --switch-output=SIZE|TIME|signal, e.g. --switch-output=1m");
+  }
+  if (opt.max_size != 0 && opt.output == "-") {
+    return WithHint(absl::InvalidArgumentError("--max-size with -o -: a stream has no files"),
+                    "give -o FILE");
+  }
   if (opt.events.empty() && opt.probes.empty()) {
     return WithHint(absl::InvalidArgumentError("no events to record"),
                     "drop --no-default-events or add -e SYS:EVENT");

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "iotrace/capture/record.h"
 
@@ -21,9 +22,13 @@ void ProgressLine::Update(double seconds, const CaptureProgress& p) {
   last_s_ = seconds;
   last_events_ = p.events;
   last_bytes_ = p.bytes;
+  const std::string disk =
+      p.files == 0 ? ""
+                   : absl::StrFormat("  on disk %s in %s", HumanBytes(p.disk_bytes),
+                                     p.files == 1 ? "1 file" : absl::StrCat(p.files, " files"));
   std::string line = absl::StrFormat(
-      "[%6.1fs] %s  %9s written  lost %llu (ring %llu, silent %llu)%s%s", seconds, rate,
-      HumanBytes(p.bytes), static_cast<unsigned long long>(p.ring_lost + p.silent),
+      "[%6.1fs] %s  %9s written%s  lost %llu (ring %llu, silent %llu)%s%s", seconds, rate,
+      HumanBytes(p.bytes), disk, static_cast<unsigned long long>(p.ring_lost + p.silent),
       static_cast<unsigned long long>(p.ring_lost), static_cast<unsigned long long>(p.silent),
       p.latency.empty() ? "" : "  ", p.latency);
   // A line longer than the terminal would wrap, and \r would then rewrite only its last row.

@@ -16,6 +16,9 @@ struct CaptureProgress {
   uint64_t ring_lost = 0;    // reported lost so far
   uint64_t silent = 0;       // silently dropped so far (perf)
   std::string latency;       // RecordTap::Progress: device time per disk ("" for none)
+  // --switch-output / --max-size: the run's files on disk and their bytes (files 0: not shown).
+  uint64_t files = 0;
+  uint64_t disk_bytes = 0;
 };
 
 class ProgressLine {

@@ -19,10 +19,26 @@ std::string HumanBytes(uint64_t b) {
 }
 
 std::string FormatRecordSummary(const RecordSummary& s) {
+  // The rate is of what was written, removed files included.
+  const uint64_t written = std::max(s.bytes_written, s.output_bytes);
+  const std::string rate =
+      s.seconds > 0
+          ? absl::StrFormat(", %s/s", HumanBytes(static_cast<uint64_t>(written / s.seconds)))
+          : "";
+  std::string where, size;
+  if (s.rotated) {
+    where = s.files_made == 1
+                ? s.output
+                : absl::StrFormat("%u files, %s .. %s", s.files_made, s.first_output, s.output);
+    size = absl::StrFormat("%u on disk: %s; %s written%s", s.files_on_disk,
+                           HumanBytes(s.output_bytes), HumanBytes(written), rate);
+  } else {
+    where = s.output == "-" ? "standard output" : s.output;
+    size = HumanBytes(s.output_bytes) + rate;
+  }
   std::string out = absl::StrFormat(
       "iotrace: recorded %.2f s with the %s backend into %s (%s)%s%s\n", s.seconds,
-      BackendName(s.backend), s.output == "-" ? "standard output" : s.output,
-      HumanBytes(s.output_bytes),
+      BackendName(s.backend), where, size,
       s.stop_reason.empty() ? "" : ", stopped by " + s.stop_reason,
       s.disabled_s > 0 ? absl::StrFormat("; events off for %.2f s of it", s.disabled_s) : "");
   size_t width = 5;

@@ -28,7 +28,15 @@ void FlagParser::SetArgumentHandler(Handler handler) { argument_handler_ = std::
 void FlagParser::Add(std::string long_name, char short_name, bool takes_value,
                      std::string value_name, std::string help, Handler handler) {
   options_.push_back({std::move(long_name), short_name, takes_value, std::move(value_name),
-                      std::move(help), std::move(handler)});
+                      std::move(help), std::move(handler), nullptr});
+}
+
+void FlagParser::AddOptionalValue(std::string long_name, std::string value_name,
+                                  std::string help,
+                                  std::function<bool(const std::string&)> takes_next,
+                                  Handler handler) {
+  options_.push_back({std::move(long_name), 0, true, std::move(value_name), std::move(help),
+                      std::move(handler), std::move(takes_next)});
 }
 
 const FlagParser::Option* FlagParser::FindLong(const std::string& name) const {
@@ -94,7 +102,9 @@ absl::Status FlagParser::Parse(const std::vector<std::string>& args,
       positional->push_back(a);
       continue;
     }
-    if (opt->takes_value && !has_inline) {
+    if (opt->takes_next && !has_inline) {
+      if (i + 1 < args.size() && opt->takes_next(args[i + 1])) value = args[++i];
+    } else if (opt->takes_value && !has_inline) {
       if (i + 1 >= args.size()) {
         return Error(
             exact ? absl::StrFormat("option %s needs a value", shown)
@@ -117,7 +127,11 @@ std::string FlagParser::Help() const {
   for (const Option& o : options_) {
     std::string left = o.short_name ? absl::StrFormat("-%c, --%s", o.short_name, o.long_name)
                                     : absl::StrFormat("    --%s", o.long_name);
-    if (o.takes_value) left += " " + o.value_name;
+    if (o.takes_next) {
+      left += "[=" + o.value_name + "]";
+    } else if (o.takes_value) {
+      left += " " + o.value_name;
+    }
     out += absl::StrFormat("  %-30s %s\n", left, o.help);
   }
   return out;

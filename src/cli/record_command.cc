@@ -92,6 +92,35 @@ int RecordCommand(const std::vector<std::string>& args) {
               opt.flush_interval_ms = ms;
               return absl::OkStatus();
             });
+  flags.AddOptionalValue(
+      "switch-output", "signal|SIZE|TIME",
+      "a new output file, OUTPUT.YYYYMMDDHHMMSSCC (its start, local time, as perf names them), "
+      "on SIGUSR2 (signal, the default), when the file holds SIZE (B, K, M, G: 100M) or after "
+      "TIME (s, m, h, d: 30s); each file is complete on its own, nothing is lost at a switch",
+      [](const std::string& v) { return ParseSwitchOutput(v).ok(); },
+      [&](const std::string& v) {
+        IOTRACE_ASSIGN_OR_RETURN(opt.switch_output, ParseSwitchOutput(v));
+        return absl::OkStatus();
+      });
+  flags.Add("switch-max-files", 0, true, "N",
+            "with --switch-output: keep the newest N files of the run, removing the oldest",
+            [&](const std::string& v) {
+              int n = 0;
+              if (!absl::SimpleAtoi(v, &n) || n < 1) {
+                return UsageError(absl::StrFormat("--switch-max-files '%s': expected a number "
+                                                  "of files, 1 or more", v),
+                                  "e.g. --switch-max-files 10");
+              }
+              opt.switch_max_files = n;
+              return absl::OkStatus();
+            });
+  flags.Add("max-size", 0, true, "SIZE",
+            "stop (cleanly, every file complete) once the run's files on disk hold SIZE (B, K, "
+            "M, G: 2G); checked at every drain, so a file may pass it by one drain",
+            [&](const std::string& v) {
+              IOTRACE_ASSIGN_OR_RETURN(opt.max_size, ParseByteSize("--max-size", v));
+              return absl::OkStatus();
+            });
   flags.Add("probe", 0, true, "DEF",
             "add a dynamic probe: 'p:[GRP/]NAME SYMBOL[+OFFS] [ARGS]', 'r:...', or "
             "'p:NAME /path/bin:SYMBOL [ARGS]' (repeatable)",
@@ -132,7 +161,8 @@ int RecordCommand(const std::vector<std::string>& args) {
         "Stops after --duration, when the command after -- exits (iotrace then exits with its\n"
         "status), on Ctrl-C / SIGTERM, or on 'stop' from --control; the file is complete in\n"
         "every case. A command still running when the recording stops gets SIGTERM, as with\n"
-        "perf record.\n\n"
+        "perf record. A long recording can be split into files (--switch-output, the oldest\n"
+        "removed past --switch-max-files) and bounded on disk (--max-size).\n\n"
         "Default events: %s\n\noptions:\n%s",
         absl::StrJoin(DefaultRecordEvents(), ", ").c_str(), flags.Help().c_str());
     return kExitOk;

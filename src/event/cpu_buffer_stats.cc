@@ -31,4 +31,30 @@ CpuBufferStats ParseCpuBufferStats(std::string_view text) {
   return s;
 }
 
+std::string CpuBufferStatsSince(const CpuBufferStats& now, const CpuBufferStats& base) {
+  std::string out;
+  for (std::string_view line : SplitText(now.text, '\n')) {
+    if (line.empty()) continue;
+    const size_t colon = line.find(':');
+    const std::string_view key =
+        colon == std::string_view::npos ? std::string_view() : TrimText(line.substr(0, colon));
+    const uint64_t* now_v = key == "overrun"          ? &now.overrun
+                            : key == "commit overrun" ? &now.commit_overrun
+                            : key == "dropped events" ? &now.dropped_events
+                            : key == "read events"    ? &now.read_events
+                                                      : nullptr;
+    if (now_v == nullptr) {
+      out.append(line).append("\n");
+      continue;
+    }
+    const uint64_t base_v = key == "overrun"          ? base.overrun
+                            : key == "commit overrun" ? base.commit_overrun
+                            : key == "dropped events" ? base.dropped_events
+                                                      : base.read_events;
+    out.append(key).append(": ");
+    out += std::to_string(*now_v >= base_v ? *now_v - base_v : 0) + "\n";
+  }
+  return out;
+}
+
 }  // namespace iotrace

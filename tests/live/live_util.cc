@@ -1,8 +1,11 @@
 #include "live_util.h"
 
 #include <fcntl.h>
+#include <linux/perf_event.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -181,6 +184,40 @@ uint64_t FioIos(const std::string& json_path, const std::string& direction) {
   return std::regex_search(rest, m, std::regex("\"total_ios\"\\s*:\\s*(\\d+)"))
              ? std::stoull(m[1])
              : 0;
+}
+
+CompletionCounter::CompletionCounter(uint32_t major, uint32_t minor) {
+  const std::string id_text = Slurp("/sys/kernel/tracing/events/block/block_rq_complete/id");
+  if (id_text.empty()) return;
+  const std::string filter = "dev == " + std::to_string((uint64_t{major} << 20) | minor);
+  const long cpus = sysconf(_SC_NPROCESSORS_CONF);
+  for (long cpu = 0; cpu < cpus; ++cpu) {
+    perf_event_attr attr{};
+    attr.type = PERF_TYPE_TRACEPOINT;
+    attr.size = sizeof(attr);
+    attr.config = std::stoull(id_text);
+    const int fd = static_cast<int>(
+        syscall(SYS_perf_event_open, &attr, -1, static_cast<int>(cpu), -1, 0));
+    if (fd < 0) continue;  // an offline CPU
+    if (ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter.c_str()) != 0) {
+      close(fd);
+      continue;
+    }
+    fds_.push_back(fd);
+  }
+}
+
+CompletionCounter::~CompletionCounter() {
+  for (int fd : fds_) close(fd);
+}
+
+uint64_t CompletionCounter::Read() const {
+  uint64_t total = 0;
+  for (int fd : fds_) {
+    uint64_t v = 0;
+    if (read(fd, &v, sizeof(v)) == sizeof(v)) total += v;
+  }
+  return total;
 }
 
 }  // namespace iotrace::live

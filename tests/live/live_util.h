@@ -88,6 +88,21 @@ std::string Slurp(const std::string& path);
 // "write" section of its --output-format=json), 0 when absent.
 uint64_t FioIos(const std::string& json_path, const std::string& direction);
 
+// block:block_rq_complete counted on every CPU for one device, as the kernel counts it: a
+// counting perf event per CPU with the device filter, independent of what iotrace records.
+class CompletionCounter {
+ public:
+  CompletionCounter(uint32_t major, uint32_t minor);
+  ~CompletionCounter();
+  CompletionCounter(const CompletionCounter&) = delete;
+  CompletionCounter& operator=(const CompletionCounter&) = delete;
+  bool ok() const { return !fds_.empty(); }
+  uint64_t Read() const;
+
+ private:
+  std::vector<int> fds_;
+};
+
 }  // namespace iotrace::live
 
 #endif  // IOTRACE_TESTS_LIVE_LIVE_UTIL_H_

@@ -7,10 +7,7 @@
 // report` reads the file as it is; `iotrace recover` makes it a standard file that perf script
 // / trace-cmd report read with the same count; the next `iotrace record` removes the instance
 // the kill left (ftrace) and says so.
-#include <linux/perf_event.h>
 #include <signal.h>
-#include <sys/ioctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,47 +25,6 @@
 
 namespace iotrace::live {
 namespace {
-
-// block:block_rq_complete counted on every CPU for one device, as the kernel counts it.
-class CompletionCounter {
- public:
-  CompletionCounter(uint32_t major, uint32_t minor) {
-    const std::string id_text = Slurp("/sys/kernel/tracing/events/block/block_rq_complete/id");
-    if (id_text.empty()) return;
-    const std::string filter =
-        "dev == " + std::to_string((uint64_t{major} << 20) | minor);
-    const long cpus = sysconf(_SC_NPROCESSORS_CONF);
-    for (long cpu = 0; cpu < cpus; ++cpu) {
-      perf_event_attr attr{};
-      attr.type = PERF_TYPE_TRACEPOINT;
-      attr.size = sizeof(attr);
-      attr.config = std::stoull(id_text);
-      const int fd = static_cast<int>(
-          syscall(SYS_perf_event_open, &attr, -1, static_cast<int>(cpu), -1, 0));
-      if (fd < 0) continue;  // an offline CPU
-      if (ioctl(fd, PERF_EVENT_IOC_SET_FILTER, filter.c_str()) != 0) {
-        close(fd);
-        continue;
-      }
-      fds_.push_back(fd);
-    }
-  }
-  ~CompletionCounter() {
-    for (int fd : fds_) close(fd);
-  }
-  bool ok() const { return !fds_.empty(); }
-  uint64_t Read() const {
-    uint64_t total = 0;
-    for (int fd : fds_) {
-      uint64_t v = 0;
-      if (read(fd, &v, sizeof(v)) == sizeof(v)) total += v;
-    }
-    return total;
-  }
-
- private:
-  std::vector<int> fds_;
-};
 
 pid_t SpawnQuiet(const std::vector<std::string>& argv, const std::string& err) {
   pid_t pid = fork();

@@ -92,6 +92,22 @@ struct FtraceCaptureResult {
   std::string clock;
 };
 
+// One file of a rotating recording (--switch-output), handed over by FtraceCapture::SwitchOutput
+// with every page of its share stored and its CPUSTAT set.
+struct FtraceOutputPart {
+  std::unique_ptr<TraceDatWriter> writer;
+  std::vector<TraceEventInfo> events;
+  std::vector<int> cpus;
+  std::vector<std::vector<uint64_t>> unwritten;  // [CPU index][event]: not stored (disk full)
+  uint64_t unwritten_pages_unknown = 0;
+  bool disk_full = false;
+  absl::Status storage_error;
+};
+// Assembles the file (TraceDatWriter::Finish) and reads it back for its per-event counts; may
+// run on another thread than the capture. Fills output_bytes, disk_full, storage_error,
+// unwritten_pages_unknown, events and each CPU's `file`.
+absl::StatusOr<FtraceCaptureResult> FinishFtraceOutput(FtraceOutputPart part);
+
 class FtraceCapture {
  public:
   // Creates the instance (tracing off), sets buffer size, clock, events and filters, creates the
@@ -103,6 +119,7 @@ class FtraceCapture {
   FtraceCapture& operator=(const FtraceCapture&) = delete;
 
   const std::string& instance_name() const { return instance_->name(); }
+  const std::string& output() const { return options_.output; }
   const std::vector<int>& cpus() const { return cpus_; }
   uint32_t page_size() const { return writer_->page_size(); }
 
@@ -126,6 +143,12 @@ class FtraceCapture {
   absl::Status FlushIdle();
   // Turns tracing off and flushes everything left, partial pages included.
   absl::Status Stop();
+  // --switch-output: what the CPUs filled so far (full pages, and the page being filled) goes
+  // to the current file, whose CPUSTAT gets the kernel's counters since the last switch; the
+  // CPUs then write to a new file `path` (same header), and the current one is handed back to
+  // be finished (FinishFtraceOutput). Tracing goes on throughout: what the kernel records
+  // meanwhile stays in its buffers for the new file.
+  absl::StatusOr<FtraceOutputPart> SwitchOutput(const std::string& path);
   // Stop (if needed), stats into CPUSTAT, the output assembled, the instance removed, the file
   // read back for the per-event counts. Error only when no valid output could be made; other
   // failures are in the result's cleanup_error.
@@ -133,6 +156,8 @@ class FtraceCapture {
 
   // Progress while recording.
   uint64_t bytes_moved() const;
+  // The current output file's bytes on disk so far: its header and every CPU's spool.
+  uint64_t OutputBytes() const;
   // What CPU `index` (of cpus()) has in the output so far: whole pages from offset 0 of `fd`
   // (readable with pread), `bytes` of them. The layout of its pages.
   int StoredFd(size_t index) const { return cpu_state_[index].out; }
@@ -164,11 +189,17 @@ class FtraceCapture {
   void SwitchToDiscard(const absl::Status& why);
   void CountDiscarded(Cpu* c, ByteView pages);
   void DiscardPipe(Cpu* c, uint64_t bytes_written_of_batch);
+  // The CPUSTAT text of CPU `i` for the current file: the counters since the last switch.
+  std::string StatsText(size_t i, const CpuBufferStats& now) const;
+  // The current writer handed over with what the CPUs did not store into it.
+  FtraceOutputPart TakePart();
 
   FtraceCaptureOptions options_;
   FtracePageLayout layout_;
   std::unique_ptr<TracefsInstance> instance_;
   std::unique_ptr<TraceDatWriter> writer_;
+  TraceDatWriterOptions writer_options_;  // for the next file of a rotating recording
+  std::vector<CpuBufferStats> stats_base_;  // per CPU at the last switch (none before one)
   std::vector<int> cpus_;
   std::vector<Cpu> cpu_state_;
   std::vector<int> watched_;

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "iotrace/base/bytes.h"
+#include "iotrace/capture/record_rotation.h"
 #include "iotrace/formats/ftrace_page.h"
 #include "iotrace/sys/tracefs.h"
 
@@ -56,6 +57,10 @@ struct RecordOptions {
   // CPU that filled none since the last flush; perf drains its rings at least this often.
   int64_t flush_interval_ms = 1000;
   std::string control;                  // --control spec ("" = none), see record_control.h
+  // --switch-output: a new file OUTPUT.YYYYMMDDHHMMSSCC each time (record_rotation.h).
+  SwitchOutputMode switch_output;
+  int switch_max_files = 0;             // --switch-max-files: the oldest removed past it (0: none)
+  uint64_t max_size = 0;                // --max-size: stop once the run's files hold this much
   std::vector<std::string> argv;        // the whole command line, stored in the file
   RecordTap* tap = nullptr;             // the progress line's latency figures (not owned)
 };
@@ -75,13 +80,20 @@ struct RecordSummary {
   std::string backend_reason;
   std::string output;
   double seconds = 0;
-  uint64_t output_bytes = 0;
+  uint64_t output_bytes = 0;       // the run's files on disk at the end
+  // --switch-output: the files made (output names the last), those still on disk, and what was
+  // written into all of them.
+  bool rotated = false;
+  uint64_t files_made = 1;
+  uint64_t files_on_disk = 1;
+  uint64_t bytes_written = 0;
+  std::string first_output;
   std::vector<EventSummary> events;
   uint64_t unattributed_lost = 0;  // losses whose event is unknown (ftrace per-CPU drops)
   // perf counts per event; ftrace only per CPU (then ring lost / dropped silent show "-").
   bool per_event_losses = true;
   bool disk_full = false;
-  std::string stop_reason;          // "duration", "command exited", "SIGINT", ...
+  std::string stop_reason;          // "duration", "command exited", "SIGINT", "--max-size", ...
   int stop_signal = 0;              // the signal that stopped it, if one did
   double disabled_s = 0;            // time with events off (--delay, --control disable)
 };

@@ -34,6 +34,12 @@ class FlagParser {
   void Add(std::string long_name, char short_name, bool takes_value, std::string value_name,
            std::string help, Handler handler);
 
+  // A long option whose value may be left out (getopt's optional argument), as perf's
+  // --switch-output: "--name=VALUE", or "--name VALUE" when `takes_next` accepts the next
+  // argument, else the handler gets "". Help shows "--name[=VALUE_NAME]".
+  void AddOptionalValue(std::string long_name, std::string value_name, std::string help,
+                        std::function<bool(const std::string&)> takes_next, Handler handler);
+
   // Positional arguments go to `handler` one by one as they come (it may refuse one, before the
   // arguments after it are read) instead of to Parse's *positional.
   void SetArgumentHandler(Handler handler);
@@ -55,6 +61,7 @@ class FlagParser {
     std::string value_name;
     std::string help;
     Handler handler;
+    std::function<bool(const std::string&)> takes_next;  // set: the value is optional
   };
   const Option* FindLong(const std::string& name) const;
   const Option* FindShort(char c) const;

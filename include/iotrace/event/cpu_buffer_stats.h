@@ -27,6 +27,12 @@ struct CpuBufferStats {
 // Unknown lines are ignored ("oldest event ts", "now ts").
 CpuBufferStats ParseCpuBufferStats(std::string_view text);
 
+// `now`'s text with the counters that only grow (overrun, commit overrun, dropped events, read
+// events) made counts since `base` (an earlier reading of the same CPU); the others as `now` has
+// them. A recording split into several files stores each file's share so, and files read
+// together count a loss once.
+std::string CpuBufferStatsSince(const CpuBufferStats& now, const CpuBufferStats& base);
+
 }  // namespace iotrace
 
 #endif  // IOTRACE_EVENT_CPU_BUFFER_STATS_H_
