@@ -40,13 +40,6 @@ void PutOption(std::string* out, uint16_t id, std::string_view text) {
   out->push_back('\0');
 }
 
-std::string DirOf(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
 bool IsNoSpace(int err) { return err == ENOSPC || err == EFBIG || err == EDQUOT; }
 
 // Copies [src_off, src_off + len) of `src` to `dst` at `dst_off`, in the kernel when it can.
