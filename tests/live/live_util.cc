@@ -220,4 +220,27 @@ uint64_t CompletionCounter::Read() const {
   return total;
 }
 
+pid_t SpawnQuiet(const std::vector<std::string>& argv, const std::string& err) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  if (freopen("/dev/null", "w", stdout) == nullptr ||
+      freopen(err.c_str(), "w", stderr) == nullptr) {
+    _exit(126);
+  }
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execv(args[0], args.data());
+  _exit(127);
+}
+
+int64_t PeerCompletes(const std::string& backend, const std::string& path) {
+  const std::string peer =
+      backend == "perf"
+          ? "perf script -i " + path + " 2>/dev/null | grep -c 'block:block_rq_complete'"
+          : "trace-cmd report " + path + " 2>/dev/null | grep -c 'block_rq_complete:'";
+  CommandResult p = Sh(peer);
+  return p.out.empty() ? -1 : std::stoll(p.out);
+}
+
 }  // namespace iotrace::live

@@ -4,6 +4,8 @@
 #ifndef IOTRACE_TESTS_LIVE_LIVE_UTIL_H_
 #define IOTRACE_TESTS_LIVE_LIVE_UTIL_H_
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -87,6 +89,13 @@ std::string Slurp(const std::string& path);
 // fio's count of I/Os it completed in one direction ("total_ios" of the job's "read" or
 // "write" section of its --output-format=json), 0 when absent.
 uint64_t FioIos(const std::string& json_path, const std::string& direction);
+
+// Starts argv with standard output to /dev/null and standard error into `err`; the pid.
+pid_t SpawnQuiet(const std::vector<std::string>& argv, const std::string& err);
+
+// `perf script` (backend "perf") or `trace-cmd report`'s count of block_rq_complete records in
+// `path`, -1 when it fails.
+int64_t PeerCompletes(const std::string& backend, const std::string& path);
 
 // block:block_rq_complete counted on every CPU for one device, as the kernel counts it: a
 // counting perf event per CPU with the device filter, independent of what iotrace records.

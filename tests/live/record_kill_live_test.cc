@@ -26,20 +26,6 @@
 namespace iotrace::live {
 namespace {
 
-pid_t SpawnQuiet(const std::vector<std::string>& argv, const std::string& err) {
-  pid_t pid = fork();
-  if (pid != 0) return pid;
-  if (freopen("/dev/null", "w", stdout) == nullptr ||
-      freopen(err.c_str(), "w", stderr) == nullptr) {
-    _exit(126);
-  }
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  execv(args[0], args.data());
-  _exit(127);
-}
-
 struct FileFigures {
   int64_t completes = -1;    // block_rq_complete events of the device, -1: unreadable
   int64_t unfinished = -1;   // the reader's file_not_finished problem
@@ -147,12 +133,7 @@ TEST_P(RecordKillLiveTest, WhatAKilledRecordingStoredIsReadAndRecovered) {
     EXPECT_EQ(recovered.completes, stored) << "run " << run;
     EXPECT_EQ(recovered.unfinished, 1) << "run " << run;
     if (check_readers) {
-      const std::string peer =
-          backend == "perf"
-              ? "perf script -i " + out + " 2>/dev/null | grep -c 'block:block_rq_complete'"
-              : "trace-cmd report " + out + " 2>/dev/null | grep -c 'block_rq_complete:'";
-      CommandResult p = Sh(peer);
-      EXPECT_EQ(p.out.empty() ? -1 : std::stoll(p.out), stored) << peer;
+      EXPECT_EQ(PeerCompletes(backend, out), stored) << "run " << run;
     }
     Sh("rm -f " + out + "*");
   }

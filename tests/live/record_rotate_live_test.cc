@@ -107,30 +107,6 @@ std::vector<std::string> Fio(const std::string& device, int seconds, const std::
           "--output=" + json};
 }
 
-pid_t SpawnQuiet(const std::vector<std::string>& argv, const std::string& err) {
-  pid_t pid = fork();
-  if (pid != 0) return pid;
-  if (freopen("/dev/null", "w", stdout) == nullptr ||
-      freopen(err.c_str(), "w", stderr) == nullptr) {
-    _exit(126);
-  }
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  execv(args[0], args.data());
-  _exit(127);
-}
-
-// `trace-cmd report` / `perf script`'s count of block_rq_complete in a file; -1 when it fails.
-int64_t PeerCompletes(const std::string& backend, const std::string& path) {
-  const std::string peer =
-      backend == "perf"
-          ? "perf script -i " + path + " 2>/dev/null | grep -c 'block:block_rq_complete'"
-          : "trace-cmd report " + path + " 2>/dev/null | grep -c 'block_rq_complete:'";
-  CommandResult p = Sh(peer);
-  return p.out.empty() ? -1 : std::stoll(p.out);
-}
-
 class RecordRotateLiveTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {

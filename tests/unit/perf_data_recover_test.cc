@@ -22,24 +22,6 @@
 namespace iotrace {
 namespace {
 
-constexpr size_t kDataOffsetAt = 40, kDataSizeAt = 48, kFeaturesAt = 72, kFeaturesSize = 32;
-
-uint64_t GetU64(const std::string& b, size_t at) {
-  uint64_t v;
-  std::memcpy(&v, b.data() + at, 8);
-  return v;
-}
-
-// The bytes a kill leaves: the same up to the end of the data, the header without data size or
-// features (as PerfDataWriter::WritePrefix wrote it), no feature table after the data.
-std::string Unfinished(const std::string& finished) {
-  std::string b =
-      finished.substr(0, GetU64(finished, kDataOffsetAt) + GetU64(finished, kDataSizeAt));
-  std::memset(b.data() + kDataSizeAt, 0, 8);
-  std::memset(b.data() + kFeaturesAt, 0, kFeaturesSize);
-  return b;
-}
-
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
@@ -102,14 +84,14 @@ class PerfDataRecoverTest : public ::testing::Test {
 };
 
 TEST_F(PerfDataRecoverTest, AKilledFileBecomesTheFinishedOneMarkedRecovered) {
-  Put(path_, Unfinished(finished_));
+  Put(path_, test::Unfinished(finished_));
   const Read killed = ReadFile(path_);
   EXPECT_EQ(killed.unfinished, 1u);
   auto r = RecoverPerfData(path_);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_FALSE(r->was_complete);
   EXPECT_EQ(r->bytes_cut, 0u);
-  EXPECT_EQ(r->data_bytes, GetU64(finished_, kDataSizeAt));
+  EXPECT_EQ(r->data_bytes, test::HeaderU64(finished_, test::kHeaderDataSizeAt));
   // Byte for byte what Finish wrote, but for the block's magic.
   const std::string recovered = Slurp(path_);
   ASSERT_EQ(recovered.size(), finished_.size());
@@ -129,13 +111,13 @@ TEST_F(PerfDataRecoverTest, AKilledFileBecomesTheFinishedOneMarkedRecovered) {
 }
 
 TEST_F(PerfDataRecoverTest, ARecordCutByTheKillIsDroppedAndCounted) {
-  std::string killed = Unfinished(finished_);
+  std::string killed = test::Unfinished(finished_);
   killed.resize(killed.size() - 5);  // the last record's write cut short
   Put(path_, killed);
   auto r = RecoverPerfData(path_);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_GT(r->bytes_cut, 0u);
-  EXPECT_EQ(r->data_bytes + r->bytes_cut, GetU64(finished_, kDataSizeAt) - 5);
+  EXPECT_EQ(r->data_bytes + r->bytes_cut, test::HeaderU64(finished_, test::kHeaderDataSizeAt) - 5);
   const Read after = ReadFile(path_);
   EXPECT_GT(after.events, 0u);
   EXPECT_EQ(after.unfinished, 1u);
@@ -151,7 +133,7 @@ TEST_F(PerfDataRecoverTest, AFinishedFileIsCompleteAndPerfsOwnFileIsRefused) {
   EXPECT_EQ(Slurp(path_), finished_);
   EXPECT_EQ(ReadFile(path_).unfinished, 0u);
 
-  Put(path_, Unfinished(test::ReadFixture("perf/block-mq-deadline.data")));
+  Put(path_, test::Unfinished(test::ReadFixture("perf/block-mq-deadline.data")));
   auto perfs = RecoverPerfData(path_);
   ASSERT_FALSE(perfs.ok());
   EXPECT_NE(std::string(perfs.status().message()).find("no iotrace recovery block"),

@@ -29,6 +29,27 @@
 
 namespace iotrace::test {
 
+// A perf.data header's data offset and size (u64 each) and feature bitmap (32 bytes).
+inline constexpr size_t kHeaderDataOffsetAt = 40, kHeaderDataSizeAt = 48, kHeaderFeaturesAt = 72,
+                        kHeaderFeaturesSize = 32;
+
+inline uint64_t HeaderU64(const std::string& file, size_t at) {
+  uint64_t v;
+  std::memcpy(&v, file.data() + at, 8);
+  return v;
+}
+
+// The bytes a kill leaves of a finished iotrace perf.data: the same up to the end of the data,
+// the header without data size or features (as PerfDataWriter::WritePrefix wrote it), no
+// feature table after the data.
+inline std::string Unfinished(const std::string& finished) {
+  std::string b = finished.substr(
+      0, HeaderU64(finished, kHeaderDataOffsetAt) + HeaderU64(finished, kHeaderDataSizeAt));
+  std::memset(b.data() + kHeaderDataSizeAt, 0, 8);
+  std::memset(b.data() + kHeaderFeaturesAt, 0, kHeaderFeaturesSize);
+  return b;
+}
+
 inline std::string ReadFixtureFile(const std::string& relative) {
   return ::iotrace::test::ReadFixture(relative);
 }

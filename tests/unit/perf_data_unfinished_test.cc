@@ -11,26 +11,10 @@
 #include "gtest/gtest.h"
 #include "iotrace/formats/trace_reader.h"
 #include "iotrace/formats/trace_reader_open.h"
+#include "perf_data_test_builder.h"
 
 namespace iotrace {
 namespace {
-
-constexpr size_t kDataOffsetAt = 40, kDataSizeAt = 48, kFeaturesAt = 72, kFeaturesSize = 32;
-
-uint64_t GetU64(const std::string& b, size_t at) {
-  uint64_t v;
-  std::memcpy(&v, b.data() + at, 8);
-  return v;
-}
-
-// The file as it is on disk when its writer dies before Finish: the same bytes up to the end of
-// the data, header without data size or features, no feature table after the data.
-std::string Unfinished(const std::string& finished) {
-  std::string b = finished.substr(0, GetU64(finished, kDataOffsetAt) + GetU64(finished, kDataSizeAt));
-  std::memset(b.data() + kDataSizeAt, 0, 8);
-  std::memset(b.data() + kFeaturesAt, 0, kFeaturesSize);
-  return b;
-}
 
 class UnfinishedPerfDataTest : public ::testing::Test {
  protected:
@@ -73,14 +57,14 @@ TEST_F(UnfinishedPerfDataTest, IotracesKilledRecordingIsReadAndSaysSo) {
   ASSERT_TRUE(full.opened) << full.error;
   EXPECT_EQ(full.stats.Problem(kProblemUnfinishedFile), 0u);
 
-  Result killed = Read(Unfinished(finished));
+  Result killed = Read(test::Unfinished(finished));
   ASSERT_TRUE(killed.opened) << killed.error;
   EXPECT_EQ(killed.events, full.events);
   EXPECT_EQ(killed.stats.Problem(kProblemUnfinishedFile), 1u);
 
   // Killed in the middle of a write: the records before the cut are read.
-  const std::string cut = Unfinished(finished);
-  Result partial = Read(cut.substr(0, cut.size() - (cut.size() - GetU64(cut, kDataOffsetAt)) / 3));
+  const std::string cut = test::Unfinished(finished);
+  Result partial = Read(cut.substr(0, cut.size() - (cut.size() - test::HeaderU64(cut, test::kHeaderDataOffsetAt)) / 3));
   ASSERT_TRUE(partial.opened) << partial.error;
   EXPECT_GT(partial.events, 0u);
   EXPECT_LT(partial.events, full.events);
@@ -89,7 +73,7 @@ TEST_F(UnfinishedPerfDataTest, IotracesKilledRecordingIsReadAndSaysSo) {
 
 TEST_F(UnfinishedPerfDataTest, PerfsOwnUnfinishedFileStillLacksItsFormats) {
   // perf record writes its tracing data after the data: nothing to decode the samples with.
-  Result r = Read(Unfinished(test::ReadFixture("perf/block-mq-deadline.data")));
+  Result r = Read(test::Unfinished(test::ReadFixture("perf/block-mq-deadline.data")));
   EXPECT_FALSE(r.opened);
   EXPECT_NE(r.error.find("no tracing data"), std::string::npos) << r.error;
 }
