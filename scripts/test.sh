@@ -10,6 +10,7 @@ bash scripts/ensure-tracefs.sh
 bash scripts/build.sh
 cd build
 # The SIGKILL test kills a recording 20 times per backend when run alone (about 3 min each);
-# here 6, so that the whole suite (with its build) stays under 15 minutes. IOTRACE_KILL_RUNS=20 for the full run.
+# here 6, so that the whole suite (with its build) stays under 15 minutes.
+# IOTRACE_KILL_RUNS=20 for the full run.
 export IOTRACE_KILL_RUNS="${IOTRACE_KILL_RUNS:-6}"
 ctest --output-on-failure --timeout 600 "$@"
