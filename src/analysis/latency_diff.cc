@@ -22,7 +22,8 @@ namespace {
 // The percentiles of LatencySummary, by DiffStatKind.
 constexpr double kPercentiles[] = {50, 90, 99, 99.9};
 
-using RowKey = std::tuple<uint32_t, BlockOp, Phase>;
+// Device, --by's class, op, phase.
+using RowKey = std::tuple<uint32_t, std::string, BlockOp, Phase>;
 
 // splitmix64: a fixed stream, so that the same files give the same p-values on any machine
 // (std's distributions are not specified bit for bit).
@@ -173,7 +174,7 @@ absl::flat_hash_map<RowKey, std::vector<std::vector<LatencyBucket>>> BlocksOf(
   std::map<std::pair<RowKey, uint64_t>, std::map<uint64_t, LatencyBucket>> merged;
   for (const LatencyInterval& iv : r.intervals) {
     for (const LatencyGroup& g : iv.groups) {
-      auto& buckets = merged[{RowKey{g.dev, g.op, g.phase}, iv.index / per_block}];
+      auto& buckets = merged[{RowKey{g.dev, g.by, g.op, g.phase}, iv.index / per_block}];
       for (const LatencyBucket& b : g.buckets) {
         LatencyBucket& m = buckets[b.lo_ns];
         m.lo_ns = b.lo_ns;
@@ -412,6 +413,7 @@ absl::StatusOr<LatencyDiff> DiffLatencyReports(const LatencyReport& a, const Lat
   d.a = SideOf(a, block_s);
   d.b = SideOf(b, block_s);
   d.block_s = block_s;
+  d.by = a.by;
   d.resamples = options.resamples;
   d.alpha = options.alpha;
   d.min_change_pct = options.min_change_pct;
@@ -450,14 +452,14 @@ absl::StatusOr<LatencyDiff> DiffLatencyReports(const LatencyReport& a, const Lat
   };
 
   absl::flat_hash_map<RowKey, const LatencyGroup*> groups_b;
-  for (const LatencyGroup& g : b.groups) groups_b[RowKey{g.dev, g.op, g.phase}] = &g;
+  for (const LatencyGroup& g : b.groups) groups_b[RowKey{g.dev, g.by, g.op, g.phase}] = &g;
   absl::flat_hash_set<const LatencyGroup*> used_b;
   // Rows, each with its groups (null where the side has none).
   std::vector<std::pair<const LatencyGroup*, const LatencyGroup*>> pairs;
   for (const LatencyGroup& g : a.groups) {
     const LatencyGroup* other = nullptr;
     if (auto p = partner.find(g.dev); p != partner.end()) {
-      if (auto it = groups_b.find(RowKey{p->second, g.op, g.phase}); it != groups_b.end()) {
+      if (auto it = groups_b.find(RowKey{p->second, g.by, g.op, g.phase}); it != groups_b.end()) {
         other = it->second;
         used_b.insert(other);
       }
@@ -475,7 +477,7 @@ absl::StatusOr<LatencyDiff> DiffLatencyReports(const LatencyReport& a, const Lat
   const auto blocks_a = BlocksOf(a, per_block(a)), blocks_b = BlocksOf(b, per_block(b));
   static const std::vector<std::vector<LatencyBucket>> kNoBlocks;
   auto blocks = [](const auto& map, const LatencyGroup& g) -> const auto& {
-    auto it = map.find(RowKey{g.dev, g.op, g.phase});
+    auto it = map.find(RowKey{g.dev, g.by, g.op, g.phase});
     return it == map.end() ? kNoBlocks : it->second;
   };
   for (const auto& [ga, gb] : pairs) {
@@ -486,6 +488,8 @@ absl::StatusOr<LatencyDiff> DiffLatencyReports(const LatencyReport& a, const Lat
     }
     DiffRow row;
     const LatencyGroup& any = ga != nullptr ? *ga : *gb;
+    row.by = any.by;
+    row.by_order = any.by_order;
     row.op = any.op;
     row.phase = any.phase;
     if (ga != nullptr) {
@@ -536,7 +540,8 @@ absl::StatusOr<LatencyDiff> DiffLatencyReports(const LatencyReport& a, const Lat
   std::stable_sort(d.rows.begin(), d.rows.end(), [](const DiffRow& x, const DiffRow& y) {
     const uint32_t dx = x.count_a != 0 ? x.dev_a : x.dev_b;
     const uint32_t dy = y.count_a != 0 ? y.dev_a : y.dev_b;
-    return std::tie(dx, x.op, x.phase) < std::tie(dy, y.op, y.phase);
+    return std::tie(dx, x.by_order, x.by, x.op, x.phase) <
+           std::tie(dy, y.by_order, y.by, y.op, y.phase);
   });
 
   // Holm across the rows both sides have.

@@ -47,7 +47,8 @@ LatencyGroup MakeGroup(const Histogram& h, uint32_t dev, const std::string& devi
 namespace {
 
 bool GroupLess(const LatencyGroup& a, const LatencyGroup& b) {
-  return std::tie(a.dev, a.op, a.phase) < std::tie(b.dev, b.op, b.phase);
+  return std::tie(a.dev, a.by_order, a.by, a.op, a.phase) <
+         std::tie(b.dev, b.by_order, b.by, b.op, b.phase);
 }
 
 }  // namespace
@@ -56,7 +57,8 @@ LatencyReportBuilder::LatencyReportBuilder(const std::vector<EventFormat>& forma
                                            const ReportOptions& options)
     : options_(options),
       names_(options.sysfs_root, options.procfs_root),
-      decoder_(formats) {
+      decoder_(formats),
+      breakdown_(options.by) {
   MatcherOptions mo;
   mo.expiry_ns = SecondsToNs(options.expiry_s);
   mo.max_entries = options.max_inflight;
@@ -77,8 +79,12 @@ LatencyReportBuilder::LatencyReportBuilder(const std::vector<EventFormat>& forma
   filtering_ = !options.devices.empty() || !options.ops.empty() || process_filter_;
   comm_hit_.assign(options.comms.size(), 0);
   pid_hit_.assign(options.pids.size(), 0);
-  // The names of processes matter only to --comm (set_block_event_sink turns this back on).
-  decoder_.set_decode_comm(!options.comms.empty());
+  // The names of processes matter only to --comm and --by comm (set_block_event_sink turns this
+  // back on).
+  decoder_.set_decode_comm(!options.comms.empty() || breakdown_.needs_comm());
+  breakdown_.set_ioprio_absent(options.by == BreakdownBy::kIoprio &&
+                               !decoder_.HasIoprio(BlockEventKind::kIssue) &&
+                               !decoder_.HasIoprio(BlockEventKind::kInsert));
 }
 
 LatencyReportBuilder::~LatencyReportBuilder() = default;
@@ -319,24 +325,27 @@ void LatencyReportBuilder::AddLoss(LossRecord::Kind kind, int32_t cpu, int32_t e
   losses_.push_back(std::move(l));
 }
 
-LatencyReportBuilder::DeviceSlot& LatencyReportBuilder::SlotForSlow(uint32_t dev) {
+LatencyReportBuilder::DeviceSlot& LatencyReportBuilder::SlotForSlow(uint64_t key) {
   for (size_t i = 0; i < fast_count_; ++i) {
-    if (fast_dev_[i] == dev) return *fast_slot_[i];
+    if (fast_dev_[i] == key) return *fast_slot_[i];
   }
-  auto it = slot_index_.find(dev);
+  auto it = slot_index_.find(key);
   if (it != slot_index_.end()) return *slots_[it->second];
-  // First sample of a device: resolve the --dev filter once (reads sysfs).
+  // First sample of a device (x class): resolve the --dev filter once (reads sysfs).
   auto s = std::make_unique<DeviceSlot>();
+  const uint32_t dev = static_cast<uint32_t>(key);
+  s->key = key;
   s->dev = dev;
+  s->klass = static_cast<uint32_t>(key >> 32);
   s->allowed = options_.devices.empty();
   for (const std::string& spec : options_.devices) {
     if (names_.Matches(spec, dev)) s->allowed = true;
   }
   DeviceSlot* slot = s.get();
-  slot_index_.emplace(dev, static_cast<uint32_t>(slots_.size()));
+  slot_index_.emplace(key, static_cast<uint32_t>(slots_.size()));
   slots_.push_back(std::move(s));
   if (fast_count_ < kFastDevices) {
-    fast_dev_[fast_count_] = dev;
+    fast_dev_[fast_count_] = key;
     fast_slot_[fast_count_] = slot;
     ++fast_count_;
   }
@@ -349,6 +358,7 @@ LatencyReportBuilder::Group* LatencyReportBuilder::GroupFor(DeviceSlot& slot, Bl
   if (g == nullptr) {
     auto ng = std::make_unique<Group>();
     ng->dev = slot.dev;
+    ng->klass = slot.klass;
     ng->op = op;
     ng->phase = phase;
     if (interval_ns_ != 0) ng->current = std::make_unique<Histogram>();
@@ -422,7 +432,7 @@ void LatencyReportBuilder::CloseInterval(Group* g) {
   if (g->current == nullptr || g->current->empty()) return;
   LatencyInterval iv;
   iv.index = g->current_index;
-  iv.groups.push_back(MakeGroup(*g->current, g->dev, "", g->op, g->phase));
+  iv.groups.push_back(GroupOf(*g->current, *g, ""));
   g->closed.push_back(std::move(iv));
   g->current->Reset();
 }
@@ -465,8 +475,18 @@ void LatencyReportBuilder::OnRequestSampleCovered(const RequestSample& s) {
   Record(s, s.phases);
 }
 
+LatencyGroup LatencyReportBuilder::GroupOf(const Histogram& h, const Group& g,
+                                           const std::string& device) const {
+  LatencyGroup out = MakeGroup(h, g.dev, device, g.op, g.phase);
+  if (breakdown_.active()) {
+    out.by = breakdown_.Label(g.klass);
+    out.by_order = breakdown_.Order(g.klass);
+  }
+  return out;
+}
+
 inline void LatencyReportBuilder::Record(const RequestSample& s, unsigned phases) {
-  DeviceSlot& slot = SlotFor(s.dev);
+  DeviceSlot& slot = SlotFor(SlotKey(s));
   if (filtering_ && !PassesFilters(slot, s)) return;
   std::array<Group*, kPhaseCount>& groups = slot.groups[static_cast<int>(s.op)];
   if (coverage_ != nullptr) [[unlikely]] {
@@ -577,6 +597,8 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
   r.last_ts_ns = last_ts_;
   r.interval_s = interval_ns_ != 0 ? options_.interval_s : 0;
   r.expiry_s = options_.expiry_s;
+  r.by = std::string(BreakdownName(options_.by));
+  r.ioprio_absent = breakdown_.ioprio_absent();
   r.max_inflight = options_.max_inflight;
   for (const std::string& d : options_.devices) r.filters.emplace_back("dev", d);
   for (BlockOp op : options_.ops) r.filters.emplace_back("op", std::string(BlockOpName(op)));
@@ -604,7 +626,7 @@ void LatencyReportBuilder::FinishHistograms(const ReadStats& reader_stats, Laten
     // A group whose every sample lay outside the coverage has nothing to show (its count is
     // in the coverage's).
     if (!g->total.empty() || g->outside_coverage == 0) {
-      r.groups.push_back(MakeGroup(g->total, g->dev, device, g->op, g->phase));
+      r.groups.push_back(GroupOf(g->total, *g, device));
       r.groups.back().partial = partial;
       r.groups.back().outside_coverage = g->outside_coverage;
     }
@@ -620,7 +642,7 @@ void LatencyReportBuilder::FinishHistograms(const ReadStats& reader_stats, Laten
         if (shown.contains(index)) continue;
         LatencyInterval iv;
         iv.index = index;
-        iv.groups.push_back(MakeGroup(kEmpty, g->dev, "", g->op, g->phase));
+        iv.groups.push_back(GroupOf(kEmpty, *g, ""));
         g->closed.push_back(std::move(iv));
       }
     }

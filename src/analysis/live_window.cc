@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <tuple>
 
 #include "report_steps.h"
@@ -65,17 +66,24 @@ void LiveWindow::SmallHistogram::Reset() {
 }
 
 LiveWindow::LiveWindow(const LiveWindowOptions& options, DeviceNames* names)
-    : options_(options), names_(names), others_(std::make_unique<Process>()) {}
+    : options_(options),
+      names_(names),
+      breakdown_(options.by),
+      others_(std::make_unique<Process>()) {
+  breakdown_.set_ioprio_absent(options.ioprio_absent);
+}
 
 LiveWindow::~LiveWindow() = default;
 
-LiveWindow::Slot& LiveWindow::SlotFor(uint32_t dev) {
-  if (last_slot_ != nullptr && last_slot_->dev == dev) return *last_slot_;
-  auto it = slot_index_.find(dev);
+LiveWindow::Slot& LiveWindow::SlotFor(uint64_t key) {
+  if (last_slot_ != nullptr && last_slot_->key == key) return *last_slot_;
+  auto it = slot_index_.find(key);
   if (it == slot_index_.end()) {
     auto slot = std::make_unique<Slot>();
-    slot->dev = dev;
-    it = slot_index_.emplace(dev, slot.get()).first;
+    slot->key = key;
+    slot->dev = static_cast<uint32_t>(key);
+    slot->klass = static_cast<uint32_t>(key >> 32);
+    it = slot_index_.emplace(key, slot.get()).first;
     slots_.push_back(std::move(slot));
   }
   last_slot_ = it->second;
@@ -101,7 +109,8 @@ LiveWindow::Process& LiveWindow::ProcessFor(const RequestSample& s) {
 }
 
 void LiveWindow::OnSample(const RequestSample& s, unsigned phases) {
-  Slot& slot = SlotFor(s.dev);
+  Slot& slot = SlotFor(breakdown_.active() ? s.dev | uint64_t{breakdown_.ClassOf(s)} << 32
+                                           : uint64_t{s.dev});
   const int op = static_cast<int>(s.op);
   for (unsigned bits = phases & options_.phases; bits != 0; bits &= bits - 1) {
     const int p = std::countr_zero(bits);
@@ -126,10 +135,21 @@ LiveInterval LiveWindow::Take(uint64_t index, double start_s, double length_s,
   iv.start_s = start_s;
   iv.length_s = length_s;
   iv.counts = counts;
-  std::vector<Slot*> slots;
-  for (const auto& s : slots_) slots.push_back(s.get());
-  std::sort(slots.begin(), slots.end(), [](const Slot* a, const Slot* b) { return a->dev < b->dev; });
-  for (Slot* slot : slots) {
+  iv.by = std::string(BreakdownName(options_.by));
+  struct Row {
+    Slot* slot;
+    std::string by;
+    uint64_t order;
+  };
+  std::vector<Row> rows;
+  for (const auto& s : slots_) {
+    rows.push_back({s.get(), breakdown_.Label(s->klass), breakdown_.Order(s->klass)});
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return std::tie(a.slot->dev, a.order, a.by) < std::tie(b.slot->dev, b.order, b.by);
+  });
+  for (const Row& row : rows) {
+    Slot* slot = row.slot;
     const std::string device = names_->Label(slot->dev);
     for (int op = 0; op < kBlockOpCount; ++op) {
       for (int p = 0; p < kPhaseCount; ++p) {
@@ -137,16 +157,19 @@ LiveInterval LiveWindow::Take(uint64_t index, double start_s, double length_s,
         if (h == nullptr || h->empty()) continue;
         iv.groups.push_back(
             MakeGroup(*h, slot->dev, device, static_cast<BlockOp>(op), static_cast<Phase>(p)));
+        iv.groups.back().by = row.by;
+        iv.groups.back().by_order = row.order;
         h->Reset();
       }
       if (slot->requests[op] != 0) {
-        iv.throughput.push_back(
-            {slot->dev, device, static_cast<BlockOp>(op), slot->requests[op], slot->bytes[op]});
+        iv.throughput.push_back({slot->dev, device, row.by, static_cast<BlockOp>(op),
+                                 slot->requests[op], slot->bytes[op]});
       }
       slot->requests[op] = 0;
       slot->bytes[op] = 0;
     }
   }
+
   std::vector<Process*> procs;
   for (size_t i = 0; i < used_; ++i) procs.push_back(processes_[i].get());
   if (others_->requests != 0) procs.push_back(others_.get());

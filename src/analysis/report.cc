@@ -47,6 +47,24 @@ bool ParseOutputFormat(std::string_view name, OutputFormat* format) {
   return false;
 }
 
+namespace {
+constexpr std::string_view kBreakdownNames[] = {"", "size", "comm", "ioprio", "cpu"};
+}  // namespace
+
+std::string_view BreakdownName(BreakdownBy by) { return kBreakdownNames[static_cast<int>(by)]; }
+
+absl::Status ParseBreakdown(std::string_view name, BreakdownBy* by) {
+  for (int i = 1; i < 5; ++i) {
+    if (kBreakdownNames[i] == name) {
+      *by = static_cast<BreakdownBy>(i);
+      return absl::OkStatus();
+    }
+  }
+  return WithHint(
+      absl::InvalidArgumentError(absl::StrFormat("--by: unknown dimension '%s'", name)),
+      "--by takes size, comm, ioprio or cpu");
+}
+
 absl::Status ParsePhaseList(std::string_view list, unsigned* mask) {
   *mask = 0;
   for (absl::string_view name :

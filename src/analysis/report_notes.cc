@@ -2,6 +2,7 @@
 // what is absent and why, what the filters removed, and the fixes to try.
 #include <algorithm>
 #include <array>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -280,6 +281,11 @@ void LatencyReportBuilder::AddNotes(const ReadStats& reader_stats, LatencyReport
   if (block_events == 0) {
     r.notes.push_back("the file holds no decodable block events: nothing to pair");
   }
+  if (r.ioprio_absent) {
+    r.notes.push_back(
+        "--by ioprio: the file's block_rq_insert/issue events have no ioprio field (it came with "
+        "Linux 6.11): every row's priority is shown as -");
+  }
   for (const DeviceSummary& d : c.devices) {
     bool has_d2c = false, has_i2d = false;
     for (const LatencyGroup& g : r.groups) {
@@ -381,14 +387,11 @@ void LatencyReportBuilder::ExplainFilters(LatencyReport& r) {
           absl::StrFormat("%s %u", BlockOpName(static_cast<BlockOp>(op)), requests_by_op_[op]));
     }
   }
-  std::vector<const DeviceSlot*> slots;
-  for (const auto& slot : slots_) slots.push_back(slot.get());
-  std::sort(slots.begin(), slots.end(),
-            [](const DeviceSlot* a, const DeviceSlot* b) { return a->dev < b->dev; });
-  for (const DeviceSlot* slot : slots) {
-    if (slot->requests != 0) {
-      by_dev.push_back(absl::StrFormat("%s %u", label(slot->dev), slot->requests));
-    }
+  // Per device (with --by, a device has a slot per class).
+  std::map<uint32_t, uint64_t> requests_by_dev;
+  for (const auto& slot : slots_) requests_by_dev[slot->dev] += slot->requests;
+  for (const auto& [dev, requests] : requests_by_dev) {
+    if (requests != 0) by_dev.push_back(absl::StrFormat("%s %u", label(dev), requests));
   }
   auto holds = [](const std::vector<std::string>& held) {
     return held.empty() ? std::string("no completed request") : absl::StrJoin(held, ", ");

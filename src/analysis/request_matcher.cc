@@ -133,6 +133,8 @@ RequestSample SampleOf(const RequestEntry& ent) {
   s.issue_pid = ent.issue_pid;
   s.insert_comm = ent.insert_comm;
   s.issue_comm = ent.issue_comm;
+  s.ioprio = ent.ioprio;
+  s.issue_cpu = ent.issue_cpu;
   return s;
 }
 
@@ -211,6 +213,7 @@ inline void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
   ent->flags = e.flags;
   ent->nr_sector = ent->outstanding = e.nr_sector;
   ent->bytes = e.bytes;
+  ent->ioprio = IoprioClassLevel(e.ioprio);
 }
 
 inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
@@ -248,7 +251,9 @@ inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
   // The issue carries the final size (bios may have merged in since the insert).
   ent->nr_sector = ent->outstanding = e.nr_sector;
   ent->bytes = e.bytes;
-  if (emit_queue_phases && !ent->issued_before) {
+  ent->ioprio = IoprioClassLevel(e.ioprio);
+  ent->issue_cpu = static_cast<uint16_t>(e.cpu);
+  if (emit_queue_phases && (ent->has & kIssuedBefore) == 0) {
     uint8_t phases = 0;
     if (ent->has & kHasInsert) phases |= PhaseBit(Phase::kI2D);
     if (ent->has & kHasQueue) phases |= PhaseBit(Phase::kQ2D);
@@ -260,7 +265,7 @@ inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
       Emit(&s);
     }
   }
-  ent->issued_before = true;
+  ent->has |= kIssuedBefore;
 }
 
 inline void RequestMatcher::OnComplete(Device& d, const BlockEvent& e) {
@@ -488,6 +493,8 @@ void RequestMatcher::OnFlush(Device& d, const BlockEvent& e) {
     s.issue_pid = f.issue_pid;
     s.insert_comm = f.insert_comm;
     s.issue_comm = f.issue_comm;
+    s.ioprio = f.ioprio;
+    s.issue_cpu = f.issue_cpu;
     return s;
   };
   switch (e.kind) {
@@ -498,6 +505,7 @@ void RequestMatcher::OnFlush(Device& d, const BlockEvent& e) {
       f.flags = e.flags;
       f.insert_ts = f.last_ts = e.ts;
       f.insert_pid = e.pid;
+      f.ioprio = IoprioClassLevel(e.ioprio);
       CopyComm(f.insert_comm, e.comm);
       break;
     }
@@ -513,6 +521,8 @@ void RequestMatcher::OnFlush(Device& d, const BlockEvent& e) {
       f->has |= kHasIssue;
       f->issue_ts = f->last_ts = e.ts;
       f->issue_pid = e.pid;
+      f->ioprio = IoprioClassLevel(e.ioprio);
+      f->issue_cpu = static_cast<uint16_t>(e.cpu);
       CopyComm(f->issue_comm, e.comm);
       if (first_issue) {
         RequestSample s = sample_of(*f);

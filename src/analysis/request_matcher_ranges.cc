@@ -28,7 +28,8 @@ bool SameRequest(const RequestEntry& a, const RequestEntry& b) {
          std::memcmp(a.insert_comm, b.insert_comm, kCommSize) == 0 &&
          std::memcmp(a.issue_comm, b.issue_comm, kCommSize) == 0 && a.state == b.state &&
          a.op == b.op && a.flags == b.flags && a.has == b.has &&
-         a.issued_before == b.issued_before && a.pending_phases == b.pending_phases;
+         a.pending_phases == b.pending_phases && a.ioprio == b.ioprio &&
+         a.issue_cpu == b.issue_cpu;
 }
 
 bool SameRequests(const std::vector<RequestEntry>& a, const std::vector<RequestEntry>& b) {

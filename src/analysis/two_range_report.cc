@@ -38,8 +38,13 @@ void LatencyReportBuilder::Absorb(LatencyReportBuilder& later) {
   later.matcher_->TakeOver(later.cut_->counts, matcher_->counts());
   later.matcher_->set_sink(this);
   matcher_ = std::move(later.matcher_);
+  // The later builder's --by classes in this one's numbers (names of processes get their ids
+  // in the order each builder met them).
+  auto key = [this, &later](uint32_t dev, uint32_t klass) {
+    return dev | uint64_t{breakdown_.Translate(later.breakdown_, klass)} << 32;
+  };
   for (const auto& g : later.groups_) {
-    GroupFor(SlotFor(g->dev), g->op, g->phase)->total.Merge(g->total);
+    GroupFor(SlotFor(key(g->dev, g->klass)), g->op, g->phase)->total.Merge(g->total);
   }
   counters_.samples_filtered += later.counters_.samples_filtered;
   FilterCounts& f = counters_.filtered;
@@ -51,7 +56,9 @@ void LatencyReportBuilder::Absorb(LatencyReportBuilder& later) {
   for (int op = 0; op < kBlockOpCount; ++op) requests_by_op_[op] += later.requests_by_op_[op];
   for (size_t i = 0; i < comm_hit_.size(); ++i) comm_hit_[i] |= later.comm_hit_[i];
   for (size_t i = 0; i < pid_hit_.size(); ++i) pid_hit_[i] |= later.pid_hit_[i];
-  for (const auto& slot : later.slots_) SlotFor(slot->dev).requests += slot->requests;
+  for (const auto& slot : later.slots_) {
+    SlotFor(key(slot->dev, slot->klass)).requests += slot->requests;
+  }
   longest_d2c_ = std::max(longest_d2c_, later.longest_d2c_);
   last_ts_ = std::max(last_ts_, later.last_ts_);
   for (const LossSummary& l : later.losses_) AddLoss(l.kind, l.cpu, l.event_id, l.count, l.placed);

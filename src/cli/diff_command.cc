@@ -41,6 +41,9 @@ constexpr char kUsage[] =
     "  --map A_DEV=B_DEV       compare A's device A_DEV with B's B_DEV (7:0=7:1,\n"
     "                          loop0=loop1); repeatable; other devices pair by number\n"
     "  --phases LIST           phases to compare: I2D,D2C,I2C,Q2D,Q2C (default: all)\n"
+    "  --by DIM                rows of device x DIM x op x phase, DIM one of size, comm,\n"
+    "                          ioprio, cpu (as report --by); a class compares with the same\n"
+    "                          class of the other side\n"
     "  --format FORMAT         text (default), csv or json\n"
     "  -o, --output FILE       write to FILE instead of standard output\n"
     "  --unit UNIT             ns, us (default) or ms, for the text output\n"
@@ -66,6 +69,7 @@ struct DiffArgs {
   OutputFormat format = OutputFormat::kText;
   TimeUnit unit = TimeUnit::kUs;
   std::optional<double> block_s;
+  BreakdownBy by = BreakdownBy::kNone;  // --by: rows of device x class x op x phase
   DiffOptions diff;
 };
 
@@ -124,6 +128,9 @@ absl::StatusOr<DiffArgs> ParseArgs(const std::vector<std::string>& args, bool* h
     }
     return absl::OkStatus();
   });
+  flags.Add("by", 0, true, "DIM", "", [&](const std::string& v) {
+    return AsUsageError(ParseBreakdown(v, &o.by));
+  });
   flags.Add("min-change", 0, true, "PCT", "", [&](const std::string& v) {
     std::string s = v;
     if (!s.empty() && s.back() == '%') s.pop_back();
@@ -176,10 +183,11 @@ absl::StatusOr<DiffArgs> ParseArgs(const std::vector<std::string>& args, bool* h
 }
 
 // One side, as `iotrace report -i PATH --interval BLOCK` builds it.
-absl::StatusOr<LatencyReport> BuildSide(const std::string& path, double block_s) {
+absl::StatusOr<LatencyReport> BuildSide(const std::string& path, double block_s, BreakdownBy by) {
   ReportOptions options;
   options.input = path;
   options.interval_s = block_s;
+  options.by = by;
   IOTRACE_RETURN_IF_ERROR(AsUsageError(ValidateReportOptions(options)));
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader,
                            OpenReportInput(options, std::cerr));
@@ -205,15 +213,15 @@ absl::Status Write(const LatencyDiff& diff, const DiffArgs& args) {
 
 absl::StatusOr<LatencyDiff> RunDiff(const DiffArgs& args) {
   double block_s = args.block_s.value_or(1);
-  IOTRACE_ASSIGN_OR_RETURN(LatencyReport a, BuildSide(args.a, block_s));
-  IOTRACE_ASSIGN_OR_RETURN(LatencyReport b, BuildSide(args.b, block_s));
+  IOTRACE_ASSIGN_OR_RETURN(LatencyReport a, BuildSide(args.a, block_s, args.by));
+  IOTRACE_ASSIGN_OR_RETURN(LatencyReport b, BuildSide(args.b, block_s, args.by));
   if (!args.block_s.has_value()) {
     // The lengths are known only once read: a short recording is read again in finer
     // intervals; a long one's 1 s intervals are merged into longer blocks by the diff.
     const double chosen = ChooseBlockSeconds(a.duration_s(), b.duration_s());
     if (chosen < block_s) {
-      IOTRACE_ASSIGN_OR_RETURN(a, BuildSide(args.a, chosen));
-      IOTRACE_ASSIGN_OR_RETURN(b, BuildSide(args.b, chosen));
+      IOTRACE_ASSIGN_OR_RETURN(a, BuildSide(args.a, chosen, args.by));
+      IOTRACE_ASSIGN_OR_RETURN(b, BuildSide(args.b, chosen, args.by));
     }
     block_s = chosen;
   }

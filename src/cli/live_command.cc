@@ -58,7 +58,7 @@ class IntervalPrinter : public IntervalSink {
     }
     switch (format_) {
       case OutputFormat::kCsv:
-        if (!csv_header_written_) WriteLiveCsvHeader(out_);
+        if (!csv_header_written_) WriteLiveCsvHeader(iv.by, out_);
         csv_header_written_ = true;
         WriteLiveCsv(iv, out_);
         break;
@@ -181,6 +181,11 @@ int LiveCommand(const std::vector<std::string>& args) {
               opt.events = LiveEventsForPhases(opt.window.phases);
               return absl::OkStatus();
             });
+  flags.Add("by", 0, true, "DIM",
+            "one latency row per device x DIM x op x phase: size (request size classes, powers "
+            "of two: 4K holds 4 KiB to under 8 KiB), comm (the process that inserted the "
+            "request), ioprio (its I/O priority, Linux 6.11+), cpu (the CPU that issued it)",
+            [&](const std::string& v) { return ParseBreakdown(v, &opt.window.by); });
   flags.Add("top", 0, true, "N", "rows of the top processes (default 10)",
             [&](const std::string& v) {
               uint32_t n = 0;

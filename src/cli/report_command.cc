@@ -65,6 +65,10 @@ constexpr char kUsage[] =
     "  --dev DEV               device as MAJ:MIN (7:0) or name (loop0, /dev/loop0)\n"
     "  --op OP                 read, write, flush, discard, other\n"
     "  --phases LIST           phases to show: i2d, d2c, i2c, q2d, q2c (default: all)\n"
+    "  --by DIM                one row per device x DIM x op x phase: size (request size\n"
+    "                          classes, powers of two: 4K holds 4 KiB to under 8 KiB), comm\n"
+    "                          (the process that inserted the request), ioprio (its I/O\n"
+    "                          priority, Linux 6.11+), cpu (the CPU that issued it)\n"
     "  --comm NAME             requests inserted or issued by a process named NAME\n"
     "  --pid PID               requests inserted or issued by process PID\n"
     "  --since SECONDS         keep phases that end SECONDS or more after the first event\n"
@@ -211,6 +215,9 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
   });
   flags.Add("phases", 0, true, "LIST", "", [&](const std::string& v) {
     return AsUsageError(ParsePhaseList(v, &o.phases));
+  });
+  flags.Add("by", 0, true, "DIM", "", [&](const std::string& v) {
+    return AsUsageError(ParseBreakdown(v, &o.by));
   });
   flags.Add("comm", 0, true, "NAME", "", [&](const std::string& v) {
     for (std::string& c : SplitList(v)) o.comms.push_back(std::move(c));

@@ -157,21 +157,25 @@ BlockDecoder::BlockDecoder(const std::vector<EventFormat>& formats) {
     field("comm", false, false, &layout.comm);
     field("error", false, true, &layout.error);
     field("common_pid", false, true, &layout.common_pid);
+    field("ioprio", false, true, &layout.ioprio);
     layout.usable = missing.empty();
     for (const Field* f : {&layout.dev, &layout.sector, &layout.nr_sector, &layout.rwbs,
-                           &layout.bytes, &layout.comm, &layout.error, &layout.common_pid}) {
+                           &layout.bytes, &layout.comm, &layout.error, &layout.common_pid,
+                           &layout.ioprio}) {
       if (f->size != 0) layout.full_size = std::max(layout.full_size, f->offset + f->size);
     }
     layout.fast = layout.usable && layout.dev.size == 4 && layout.sector.size == 8 &&
                   layout.nr_sector.size == 4 && layout.rwbs.size >= 8 &&
                   (layout.bytes.size == 0 || layout.bytes.size == 4) &&
                   (layout.error.size == 0 || layout.error.size == 4) &&
+                  (layout.ioprio.size == 0 || layout.ioprio.size == 2) &&
                   (layout.comm.size == 0 || layout.comm.size == kCommSize);
     for (const std::string& m : missing) {
       format_problems_.push_back(absl::StrFormat("%s: %s", format.FullName(), m));
     }
     if (layout.usable) {
       has_[kind_index] = true;
+      has_ioprio_[kind_index] = layout.ioprio.size != 0;
       ids_[kind_index] = static_cast<int32_t>(format.id);
     }
     layouts_.push_back(layout);
@@ -225,6 +229,10 @@ bool BlockDecoder::DecodeSlow(const RawEvent& raw, BlockEvent* out) {
   out->error = (l.error.size != 0 && LoadUnsigned(p, l.error.offset, l.error.size, &v))
                    ? static_cast<int32_t>(static_cast<uint32_t>(v))
                    : 0;
+  v = 0;
+  out->ioprio = (l.ioprio.size != 0 && LoadUnsigned(p, l.ioprio.offset, l.ioprio.size, &v))
+                    ? static_cast<uint16_t>(v)
+                    : 0;
   out->pid = raw.pid;
   if (out->pid < 0 && l.common_pid.size != 0 &&
       LoadUnsigned(p, l.common_pid.offset, l.common_pid.size, &v)) {

@@ -196,10 +196,14 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
   ro.expiry_s = o.expiry_s;
   ro.max_inflight = o.max_inflight;
   ro.sysfs_root = o.sysfs_root;
+  ro.by = o.window.by;
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<LatencyReportBuilder> builder,
                            LatencyReportBuilder::Create(source->formats(), ro));
   DeviceNames names(o.sysfs_root);
-  LiveWindow window(o.window, &names);
+  LiveWindowOptions wo = o.window;
+  wo.ioprio_absent = !builder->decoder().HasIoprio(BlockEventKind::kIssue) &&
+                     !builder->decoder().HasIoprio(BlockEventKind::kInsert);
+  LiveWindow window(wo, &names);
   // Nobody looks at the intervals (an exporter with --quiet): the window is not filled.
   if (sink != nullptr) builder->add_sample_tap(&window);
   if (o.observer != nullptr) {

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -103,12 +104,19 @@ void WriteTextDiff(const LatencyDiff& d, TimeUnit unit, std::ostream& out) {
 
   size_t dev_width = 6;
   for (const DiffRow& r : d.rows) dev_width = std::max(dev_width, RowDevice(r).size());
+  // With --by, the class is a column after the device, under the dimension's name.
+  size_t by_width = d.by.size();
+  for (const DiffRow& r : d.rows) by_width = std::max(by_width, r.by.size());
+  auto device_cell = [&](const std::string& device, const std::string& klass) {
+    return d.by.empty() ? absl::StrFormat("%-*s", dev_width, device)
+                        : absl::StrFormat("%-*s  %-*s", dev_width, device, by_width, klass);
+  };
   auto lead = [&](const DiffRow& r) {
-    return absl::StrFormat("%-*s  %-7s %-5s", dev_width, RowDevice(r), BlockOpName(r.op),
+    return absl::StrFormat("%s  %-7s %-5s", device_cell(RowDevice(r), r.by), BlockOpName(r.op),
                            PhaseName(r.phase));
   };
-  const std::string lead_header =
-      absl::StrFormat("%-*s  %-7s %-5s", dev_width, "DEVICE", "OP", "PHASE");
+  const std::string lead_header = absl::StrFormat(
+      "%s  %-7s %-5s", device_cell("DEVICE", absl::AsciiStrToUpper(d.by)), "OP", "PHASE");
 
   if (!d.rows.empty()) {
     out << "verdict: + slower in B, - faster in B, ~ no change shown; change of B against A in %,\n"
@@ -187,7 +195,8 @@ void WriteTextDiff(const LatencyDiff& d, TimeUnit unit, std::ostream& out) {
 }
 
 void WriteDiffCsv(const LatencyDiff& d, std::ostream& out) {
-  out << "dev_a,device_a,dev_b,device_b,op,phase,verdict,reason,count_a,count_b,rate_a,rate_b";
+  out << "dev_a,device_a,dev_b,device_b," << (d.by.empty() ? "" : d.by + ",")
+      << "op,phase,verdict,reason,count_a,count_b,rate_a,rate_b";
   for (int k = 0; k < kDiffStatCount; ++k) {
     const std::string s(DiffStatName(static_cast<DiffStatKind>(k)));
     out << absl::StrFormat(
@@ -201,9 +210,9 @@ void WriteDiffCsv(const LatencyDiff& d, std::ostream& out) {
     auto dev = [](uint64_t count, uint32_t dev) {
       return count == 0 ? std::string() : DevString(dev);
     };
-    out << absl::StrFormat("%s,%s,%s,%s,%s,%s,%s,%s,%u,%u,%s,%s", dev(r.count_a, r.dev_a),
+    out << absl::StrFormat("%s,%s,%s,%s,%s%s,%s,%s,%s,%u,%u,%s,%s", dev(r.count_a, r.dev_a),
                            CsvField(r.device_a), dev(r.count_b, r.dev_b), CsvField(r.device_b),
-                           BlockOpName(r.op), PhaseName(r.phase), DiffVerdictName(r.verdict),
+                           d.by.empty() ? "" : CsvField(r.by) + ",", BlockOpName(r.op), PhaseName(r.phase), DiffVerdictName(r.verdict),
                            CsvField(r.reason), r.count_a, r.count_b, JsonDouble(r.rate_a),
                            JsonDouble(r.rate_b));
     for (const DiffStat& s : r.stats) {
@@ -244,6 +253,7 @@ void WriteJsonDiff(const LatencyDiff& d, std::ostream& out) {
   }
   out << "  \"phases\": [" << absl::StrJoin(phases, ", ") << "],\n";
   out << "  \"map\": [" << absl::StrJoin(map, ", ") << "],\n";
+  if (!d.by.empty()) out << "  \"by\": " << JsonString(d.by) << ",\n";
   out << "  \"rows\": [";
   for (size_t i = 0; i < d.rows.size(); ++i) {
     const DiffRow& r = d.rows[i];
@@ -255,7 +265,9 @@ void WriteJsonDiff(const LatencyDiff& d, std::ostream& out) {
           DevString(dev), JsonString(name), count, JsonDouble(rate),
           incomplete ? "true" : "false");
     };
-    out << (i == 0 ? "\n" : ",\n") << "    {\"op\": " << JsonString(BlockOpName(r.op))
+    out << (i == 0 ? "\n" : ",\n") << "    {"
+        << (d.by.empty() ? "" : absl::StrCat(JsonString(d.by), ": ", JsonString(r.by), ", "))
+        << "\"op\": " << JsonString(BlockOpName(r.op))
         << ", \"phase\": " << JsonString(PhaseName(r.phase))
         << ", \"verdict\": " << JsonString(DiffVerdictName(r.verdict))
         << ", \"symbol\": " << JsonString(DiffVerdictSymbol(r.verdict))

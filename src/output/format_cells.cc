@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace iotrace {
@@ -44,10 +45,18 @@ std::string JsonDouble(double v) {
   return s;
 }
 
-std::string SummaryCsvCells(const LatencyGroup& g) {
+std::string CsvHeaderWithBy(std::string_view header, const std::string& by) {
+  if (by.empty()) return std::string(header);
+  const size_t device_end = header.find(",op,");
+  return std::string(header.substr(0, device_end)) + "," + by +
+         std::string(header.substr(device_end));
+}
+
+std::string SummaryCsvCells(const LatencyGroup& g, bool with_by) {
   const LatencySummary& s = g.summary;
-  return absl::StrFormat("%s,%s,%s,%s,%u,%u,%s,%u,%u,%u,%u,%u", DevString(g.dev),
-                         CsvField(g.device), BlockOpName(g.op), PhaseName(g.phase), s.count,
+  return absl::StrFormat("%s,%s%s,%s,%s,%u,%u,%s,%u,%u,%u,%u,%u", DevString(g.dev),
+                         CsvField(g.device), with_by ? "," + CsvField(g.by) : "",
+                         BlockOpName(g.op), PhaseName(g.phase), s.count,
                          s.min_ns, JsonDouble(s.mean_ns), s.p50_ns, s.p90_ns, s.p99_ns, s.p999_ns,
                          s.max_ns);
 }

@@ -17,8 +17,11 @@ std::string CsvField(const std::string& s);
 std::string JsonString(std::string_view s);
 // A JSON number with at most 3 decimals and no trailing zeros; null when not finite.
 std::string JsonDouble(double v);
-// The cells of kSummaryCsvHeader for `g` ("7:0,loop0,read,D2C,12,..."), without a newline.
-std::string SummaryCsvCells(const LatencyGroup& g);
+// The cells of kSummaryCsvHeader for `g` ("7:0,loop0,read,D2C,12,..."), without a newline;
+// with_by: --by's class after the device ("7:0,loop0,4K,read,...").
+std::string SummaryCsvCells(const LatencyGroup& g, bool with_by = false);
+// A CSV header with --by's dimension as a column after "device" (`header` itself without --by).
+std::string CsvHeaderWithBy(std::string_view header, const std::string& by);
 
 }  // namespace iotrace
 

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "format_cells.h"
@@ -40,7 +41,7 @@ double PerSecond(uint64_t n, double length_s) { return length_s > 0 ? n / length
 
 const LiveThroughput* ThroughputOf(const LiveInterval& iv, const LatencyGroup& g) {
   for (const LiveThroughput& t : iv.throughput) {
-    if (t.dev == g.dev && t.op == g.op) return &t;
+    if (t.dev == g.dev && t.op == g.op && t.by == g.by) return &t;
   }
   return nullptr;
 }
@@ -99,12 +100,16 @@ std::vector<std::string> GroupTable(const LiveInterval& iv, TimeUnit unit, int c
   std::vector<std::vector<std::string>> cells;
   cells.push_back({"DEVICE", "OP", "PHASE", "COUNT", "IOPS", "MB/s", "MIN", "P50", "P90", "P99",
                    "P99.9", "MAX"});
+  // With --by, the class is a column after the device.
+  const bool by = !iv.by.empty();
+  if (by) cells[0].insert(cells[0].begin() + 1, absl::AsciiStrToUpper(iv.by));
   for (size_t i = 0; i < iv.groups.size(); ++i) {
     const LatencyGroup& g = iv.groups[i];
     const LatencySummary& s = g.summary;
     // Throughput is of the device x op, the same for each of its phases: on its first row only.
     std::string iops, mbps;
-    if (i == 0 || iv.groups[i - 1].dev != g.dev || iv.groups[i - 1].op != g.op) {
+    if (i == 0 || iv.groups[i - 1].dev != g.dev || iv.groups[i - 1].op != g.op ||
+        iv.groups[i - 1].by != g.by) {
       const LiveThroughput* t = ThroughputOf(iv, g);
       iops = absl::StrFormat("%.0f", PerSecond(t ? t->requests : 0, iv.length_s));
       mbps = absl::StrFormat("%.1f", PerSecond(t ? t->bytes : 0, iv.length_s) / 1e6);
@@ -114,8 +119,9 @@ std::vector<std::string> GroupTable(const LiveInterval& iv, TimeUnit unit, int c
                      FormatLatency(s.min_ns, unit), FormatLatency(s.p50_ns, unit),
                      FormatLatency(s.p90_ns, unit), FormatLatency(s.p99_ns, unit),
                      FormatLatency(s.p999_ns, unit), FormatLatency(s.max_ns, unit)});
+    if (by) cells.back().insert(cells.back().begin() + 1, Printable(g.by));
   }
-  return LayOut(cells, "lllrrrrrrrrr", cols);
+  return LayOut(cells, by ? "llllrrrrrrrrr" : "lllrrrrrrrrr", cols);
 }
 
 // A blank line, the title, the column header and one line per process; nothing without any.
@@ -257,8 +263,9 @@ absl::Status LiveTerminal::WriteAll(std::string_view bytes) {
   return absl::OkStatus();
 }
 
-void WriteLiveCsvHeader(std::ostream& out) {
-  out << "interval_start_s," << kSummaryCsvHeader << ",iops,bytes_per_s,lost,late,unpaired\n";
+void WriteLiveCsvHeader(const std::string& by, std::ostream& out) {
+  out << "interval_start_s," << CsvHeaderWithBy(kSummaryCsvHeader, by)
+      << ",iops,bytes_per_s,lost,late,unpaired\n";
 }
 
 void WriteLiveCsv(const LiveInterval& iv, std::ostream& out) {
@@ -266,13 +273,13 @@ void WriteLiveCsv(const LiveInterval& iv, std::ostream& out) {
   const std::string tail = absl::StrFormat(",%u,%u,%u\n", iv.counts.lost, iv.counts.late,
                                            iv.counts.unpaired);
   if (iv.groups.empty()) {
-    // dev, device, op, phase empty, count 0, no latencies, no throughput.
-    out << lead << ",,,,0,,,,,,," << ",0,0" << tail;
+    // dev, device, (class,) op, phase empty, count 0, no latencies, no throughput.
+    out << lead << (iv.by.empty() ? "" : ",") << ",,,,0,,,,,,," << ",0,0" << tail;
     return;
   }
   for (const LatencyGroup& g : iv.groups) {
     const LiveThroughput* t = ThroughputOf(iv, g);
-    out << lead << SummaryCsvCells(g) << ","
+    out << lead << SummaryCsvCells(g, !iv.by.empty()) << ","
         << JsonDouble(PerSecond(t ? t->requests : 0, iv.length_s)) << ","
         << JsonDouble(PerSecond(t ? t->bytes : 0, iv.length_s)) << tail;
   }
@@ -287,7 +294,9 @@ void WriteLiveJson(const LiveInterval& iv, const LiveHeader& header, std::ostrea
     const LatencyGroup& g = iv.groups[i];
     const LatencySummary& s = g.summary;
     out << (i == 0 ? "" : ", ") << "{\"dev\": " << JsonString(DevString(g.dev))
-        << ", \"device\": " << JsonString(g.device) << ", \"op\": " << JsonString(BlockOpName(g.op))
+        << ", \"device\": " << JsonString(g.device)
+        << (iv.by.empty() ? "" : absl::StrCat(", ", JsonString(iv.by), ": ", JsonString(g.by)))
+        << ", \"op\": " << JsonString(BlockOpName(g.op))
         << ", \"phase\": " << JsonString(PhaseName(g.phase)) << ", \"count\": " << s.count
         << ", \"min_ns\": " << s.min_ns << ", \"mean_ns\": " << JsonDouble(s.mean_ns)
         << ", \"p50_ns\": " << s.p50_ns << ", \"p90_ns\": " << s.p90_ns
@@ -304,7 +313,9 @@ void WriteLiveJson(const LiveInterval& iv, const LiveHeader& header, std::ostrea
   for (size_t i = 0; i < iv.throughput.size(); ++i) {
     const LiveThroughput& t = iv.throughput[i];
     out << (i == 0 ? "" : ", ") << "{\"dev\": " << JsonString(DevString(t.dev))
-        << ", \"device\": " << JsonString(t.device) << ", \"op\": " << JsonString(BlockOpName(t.op))
+        << ", \"device\": " << JsonString(t.device)
+        << (iv.by.empty() ? "" : absl::StrCat(", ", JsonString(iv.by), ": ", JsonString(t.by)))
+        << ", \"op\": " << JsonString(BlockOpName(t.op))
         << ", \"requests\": " << t.requests << ", \"bytes\": " << t.bytes << "}";
   }
   out << "], \"processes\": [";

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -31,9 +32,15 @@ std::string GroupLabel(const LatencyGroup& g) {
                                       : absl::StrFormat("%s (%s)", g.device, DevString(g.dev));
 }
 
+// The device and, with --by, the class ("loop0 (7:0) size 4K").
+std::string GroupLabel(const LatencyGroup& g, const std::string& by) {
+  return by.empty() ? GroupLabel(g) : absl::StrFormat("%s %s %s", GroupLabel(g), by, g.by);
+}
+
 // biolatency-style power-of-two rows in `unit`: row k holds values in [2^k, 2^(k+1)) units,
 // row 0 also holds values below 1 unit. A fine bucket goes to the row of its middle value.
-void WriteAsciiHistogram(const LatencyGroup& g, TimeUnit unit, std::ostream& out) {
+void WriteAsciiHistogram(const LatencyGroup& g, const std::string& by, TimeUnit unit,
+                         std::ostream& out) {
   const double div = UnitDivisor(unit);
   std::vector<uint64_t> rows;
   for (const LatencyBucket& b : g.buckets) {
@@ -48,7 +55,7 @@ void WriteAsciiHistogram(const LatencyGroup& g, TimeUnit unit, std::ostream& out
     peak = std::max(peak, rows[i]);
     if (rows[i] != 0 && first == rows.size()) first = i;
   }
-  out << absl::StrFormat("%s %s %s%s: %s\n", GroupLabel(g), BlockOpName(g.op), PhaseName(g.phase),
+  out << absl::StrFormat("%s %s %s%s: %s\n", GroupLabel(g, by), BlockOpName(g.op), PhaseName(g.phase),
                          g.incomplete ? " (INCOMPLETE)" : "", Plural(g.summary.count, "request"));
   out << absl::StrFormat("%24s : %-10s distribution\n", TimeUnitName(unit), "count");
   for (size_t i = first; i < rows.size(); ++i) {
@@ -61,18 +68,26 @@ void WriteAsciiHistogram(const LatencyGroup& g, TimeUnit unit, std::ostream& out
   out << "\n";
 }
 
-void WriteSummaryTable(const std::vector<LatencyGroup>& groups, TimeUnit unit, std::ostream& out,
-                       const std::string& first_column) {
+// `by`: --by's dimension, a column after the device ("" without --by).
+void WriteSummaryTable(const std::vector<LatencyGroup>& groups, const std::string& by,
+                       TimeUnit unit, std::ostream& out, const std::string& first_column) {
   size_t width = 6;
   for (const LatencyGroup& g : groups) width = std::max(width, GroupLabel(g).size());
-  out << absl::StrFormat("%s%-*s  %-7s %-5s %10s %10s %10s %10s %10s %10s %10s %10s\n",
-                         first_column, width, "DEVICE", "OP", "PHASE", "COUNT", "MIN", "MEAN",
-                         "P50", "P90", "P99", "P99.9", "MAX");
+  // With --by, the class is the device column's second part, under the dimension's name.
+  size_t by_width = by.size();
+  for (const LatencyGroup& g : groups) by_width = std::max(by_width, g.by.size());
+  auto device_cell = [&](const std::string& device, const std::string& klass) {
+    return by.empty() ? absl::StrFormat("%-*s", width, device)
+                      : absl::StrFormat("%-*s  %-*s", width, device, by_width, klass);
+  };
+  out << absl::StrFormat("%s%s  %-7s %-5s %10s %10s %10s %10s %10s %10s %10s %10s\n",
+                         first_column, device_cell("DEVICE", absl::AsciiStrToUpper(by)), "OP",
+                         "PHASE", "COUNT", "MIN", "MEAN", "P50", "P90", "P99", "P99.9", "MAX");
   for (const LatencyGroup& g : groups) {
     const LatencySummary& s = g.summary;
     out << absl::StrFormat(
-        "%s%-*s  %-7s %-5s %10u %10s %10s %10s %10s %10s %10s %10s%s\n", first_column, width,
-        GroupLabel(g), BlockOpName(g.op), PhaseName(g.phase), s.count,
+        "%s%s  %-7s %-5s %10u %10s %10s %10s %10s %10s %10s %10s%s\n", first_column,
+        device_cell(GroupLabel(g), g.by), BlockOpName(g.op), PhaseName(g.phase), s.count,
         FormatLatency(s.min_ns, unit), FormatLatency(static_cast<uint64_t>(std::llround(s.mean_ns)), unit),
         FormatLatency(s.p50_ns, unit), FormatLatency(s.p90_ns, unit),
         FormatLatency(s.p99_ns, unit), FormatLatency(s.p999_ns, unit),
@@ -298,10 +313,14 @@ void WriteNothingToShow(const LatencyReport& r, std::ostream& out) {
       << "\n\n";
 }
 
-void WriteJsonGroup(const LatencyGroup& g, std::ostream& out, const std::string& indent) {
+// `by`: --by's dimension, the key of the group's class ("size": "4K"); "" without --by.
+void WriteJsonGroup(const LatencyGroup& g, const std::string& by, std::ostream& out,
+                    const std::string& indent) {
   const LatencySummary& s = g.summary;
   out << indent << "{\"dev\": " << JsonString(DevString(g.dev))
-      << ", \"device\": " << JsonString(g.device) << ", \"op\": " << JsonString(BlockOpName(g.op))
+      << ", \"device\": " << JsonString(g.device)
+      << (by.empty() ? "" : absl::StrCat(", ", JsonString(by), ": ", JsonString(g.by)))
+      << ", \"op\": " << JsonString(BlockOpName(g.op))
       << ", \"phase\": " << JsonString(PhaseName(g.phase))
       << ", \"incomplete\": " << (g.incomplete ? "true" : "false")
       << ", \"partial\": " << (g.partial ? "true" : "false")
@@ -320,12 +339,12 @@ void WriteJsonGroup(const LatencyGroup& g, std::ostream& out, const std::string&
   out << "]}";
 }
 
-void WriteJsonGroups(const std::vector<LatencyGroup>& groups, std::ostream& out,
-                     const std::string& indent) {
+void WriteJsonGroups(const std::vector<LatencyGroup>& groups, const std::string& by,
+                     std::ostream& out, const std::string& indent) {
   out << "[";
   for (size_t i = 0; i < groups.size(); ++i) {
     out << (i == 0 ? "\n" : ",\n");
-    WriteJsonGroup(groups[i], out, indent + "  ");
+    WriteJsonGroup(groups[i], by, out, indent + "  ");
   }
   out << (groups.empty() ? "]" : "\n" + indent + "]");
 }
@@ -396,17 +415,17 @@ void WriteTextReport(const LatencyReport& r, TimeUnit unit, std::ostream& out) {
     if (!legend.empty()) legend.back() += ", see warnings";
     out << absl::StrFormat("latency (%s)%s%s\n", TimeUnitName(unit), legend.empty() ? "" : "; ",
                            absl::StrJoin(legend, "; "));
-    WriteSummaryTable(r.groups, unit, out, "");
+    WriteSummaryTable(r.groups, r.by, unit, out, "");
     out << "\n";
     write_warnings();
-    for (const LatencyGroup& g : r.groups) WriteAsciiHistogram(g, unit, out);
+    for (const LatencyGroup& g : r.groups) WriteAsciiHistogram(g, r.by, unit, out);
   }
   if (!r.intervals.empty()) {
     out << absl::StrFormat("time series, every %s s, latency (%s)\n", FormatSeconds(r.interval_s),
                            TimeUnitName(unit));
     for (const LatencyInterval& iv : r.intervals) {
       out << absl::StrFormat("[%s s]\n", FormatSeconds(iv.start_s));
-      WriteSummaryTable(iv.groups, unit, out, "  ");
+      WriteSummaryTable(iv.groups, r.by, unit, out, "  ");
     }
     out << "\n";
   }
@@ -419,12 +438,12 @@ void WriteTextReport(const LatencyReport& r, TimeUnit unit, std::ostream& out) {
 
 void WriteBucketCsv(const LatencyReport& r, std::ostream& out) {
   const bool series = r.interval_s > 0;
-  out << (series ? "interval_start_s," : "") << kBucketCsvHeader << "\n";
-  auto rows = [&out](const std::vector<LatencyGroup>& groups, const std::string& lead) {
+  out << (series ? "interval_start_s," : "") << CsvHeaderWithBy(kBucketCsvHeader, r.by) << "\n";
+  auto rows = [&out, &r](const std::vector<LatencyGroup>& groups, const std::string& lead) {
     for (const LatencyGroup& g : groups) {
-      const std::string prefix = absl::StrFormat("%s%s,%s,%s,%s,", lead, DevString(g.dev),
-                                                 CsvField(g.device), BlockOpName(g.op),
-                                                 PhaseName(g.phase));
+      const std::string prefix = absl::StrFormat(
+          "%s%s,%s%s,%s,%s,", lead, DevString(g.dev), CsvField(g.device),
+          r.by.empty() ? "" : "," + CsvField(g.by), BlockOpName(g.op), PhaseName(g.phase));
       for (const LatencyBucket& b : g.buckets) {
         out << prefix << b.lo_ns << "," << b.hi_ns << "," << b.count << "\n";
       }
@@ -439,9 +458,9 @@ void WriteBucketCsv(const LatencyReport& r, std::ostream& out) {
 
 void WriteSummaryCsv(const LatencyReport& r, std::ostream& out) {
   const bool series = r.interval_s > 0;
-  out << (series ? "interval_start_s," : "") << kSummaryCsvHeader << "\n";
-  auto rows = [&out](const std::vector<LatencyGroup>& groups, const std::string& lead) {
-    for (const LatencyGroup& g : groups) out << lead << SummaryCsvCells(g) << "\n";
+  out << (series ? "interval_start_s," : "") << CsvHeaderWithBy(kSummaryCsvHeader, r.by) << "\n";
+  auto rows = [&out, &r](const std::vector<LatencyGroup>& groups, const std::string& lead) {
+    for (const LatencyGroup& g : groups) out << lead << SummaryCsvCells(g, !r.by.empty()) << "\n";
   };
   if (!series) {
     rows(r.groups, "");
@@ -503,21 +522,22 @@ void WriteJsonReport(const LatencyReport& r, std::ostream& out) {
   WriteJsonCoverage(r, out);
   out << "},\n";
   out << "  \"options\": {\"interval_s\": " << JsonDouble(r.interval_s)
-      << ", \"expiry_s\": " << JsonDouble(r.expiry_s) << ", \"max_inflight\": " << r.max_inflight
-      << ", \"filters\": [";
+      << ", \"expiry_s\": " << JsonDouble(r.expiry_s) << ", \"max_inflight\": " << r.max_inflight;
+  if (!r.by.empty()) out << ", \"by\": " << JsonString(r.by);
+  out << ", \"filters\": [";
   for (size_t i = 0; i < r.filters.size(); ++i) {
     out << (i == 0 ? "" : ", ") << "{\"name\": " << JsonString(r.filters[i].first)
         << ", \"value\": " << JsonString(r.filters[i].second) << "}";
   }
   out << "]},\n";
   out << "  \"groups\": ";
-  WriteJsonGroups(r.groups, out, "  ");
+  WriteJsonGroups(r.groups, r.by, out, "  ");
   out << ",\n  \"intervals\": [";
   for (size_t i = 0; i < r.intervals.size(); ++i) {
     const LatencyInterval& iv = r.intervals[i];
     out << (i == 0 ? "\n" : ",\n") << "    {\"interval_start_s\": "
         << JsonDouble(iv.start_s) << ", \"groups\": ";
-    WriteJsonGroups(iv.groups, out, "    ");
+    WriteJsonGroups(iv.groups, r.by, out, "    ");
     out << "}";
   }
   out << (r.intervals.empty() ? "]" : "\n  ]") << ",\n";

@@ -256,16 +256,16 @@ class SvgWriter {
 };
 
 void SvgWriter::Layout() {
-  std::map<std::tuple<uint32_t, BlockOp, Phase>, size_t> index;
+  std::map<std::tuple<uint32_t, std::string, BlockOp, Phase>, size_t> index;
   for (const LatencyGroup& g : r_.groups) {
-    index[{g.dev, g.op, g.phase}] = panels_.size();
+    index[{g.dev, g.by, g.op, g.phase}] = panels_.size();
     panels_.emplace_back().total = &g;
   }
   uint64_t intervals = 1;
   for (const LatencyInterval& iv : r_.intervals) {
     intervals = std::max(intervals, iv.index + 1);
     for (const LatencyGroup& g : iv.groups) {
-      auto it = index.find({g.dev, g.op, g.phase});
+      auto it = index.find({g.dev, g.by, g.op, g.phase});
       if (it == index.end()) continue;
       panels_[it->second].intervals.push_back(&iv);
       panels_[it->second].groups.push_back(&g);
@@ -435,6 +435,7 @@ void SvgWriter::DrawPanel(const Panel& p, double top) {
   for (const auto& [dev, model] : o_.models) {
     if (dev == g.dev && !model.empty()) device += ", " + model;
   }
+  if (!r_.by.empty()) device += absl::StrCat(" ", r_.by, " ", g.by);
   out_ << absl::StrFormat(
       "<g class=\"panel\" data-dev=\"%s\" data-op=\"%s\" data-phase=\"%s\" data-count=\"%u\">\n",
       DevString(g.dev), BlockOpName(g.op), PhaseName(g.phase), g.summary.count);
@@ -733,12 +734,13 @@ LatencyReport LiveSvgHistory::Report(double interval_s, double* start_s) const {
   r.interval_s = interval_s;
   *start_s = intervals_.empty() ? 0 : intervals_.front().start_s;
   if (intervals_.empty()) return r;
+  r.by = intervals_.back().by;
   const LiveInterval& last = intervals_.back();
   const double span_s = last.start_s + last.length_s - *start_s;
   r.last_ts_ns = static_cast<uint64_t>(std::llround(span_s * 1e9));
   // Per group: its buckets summed over the intervals, and its exact count, min, max, sum.
-  std::map<std::tuple<uint32_t, BlockOp, Phase>, std::pair<LatencyGroup, std::map<uint64_t,
-                                                                                  LatencyBucket>>>
+  std::map<std::tuple<uint32_t, uint64_t, std::string, BlockOp, Phase>,
+           std::pair<LatencyGroup, std::map<uint64_t, LatencyBucket>>>
       totals;
   const uint64_t first = intervals_.front().index;
   for (const LiveInterval& iv : intervals_) {
@@ -749,11 +751,13 @@ LatencyReport LiveSvgHistory::Report(double interval_s, double* start_s) const {
     out.lost = iv.counts.lost;
     out.unpaired = iv.counts.unpaired;
     for (const LatencyGroup& g : iv.groups) {
-      auto [it, added] = totals.try_emplace({g.dev, g.op, g.phase});
+      auto [it, added] = totals.try_emplace({g.dev, g.by_order, g.by, g.op, g.phase});
       LatencyGroup& t = it->second.first;
       if (added) {
         t.dev = g.dev;
         t.device = g.device;
+        t.by = g.by;
+        t.by_order = g.by_order;
         t.op = g.op;
         t.phase = g.phase;
         t.summary.min_ns = ~uint64_t{0};

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <tuple>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -95,7 +96,7 @@ TEST_F(ReportCommandTest, HelpListsEveryOptionAndExitsZero) {
   for (const char* option :
        {"-i, --input FILE", "-o, --output FILE", "--format", "--summary-csv FILE", "--unit",
         "--interval SECONDS", "--dev DEV", "--op OP", "--comm NAME", "--pid PID",
-        "--since SECONDS", "--until SECONDS", "--expiry SECONDS", "--max-inflight N",
+        "--since SECONDS", "--until SECONDS", "--expiry SECONDS", "--max-inflight N", "--by DIM",
         "-h, --help", "./iotrace.data", "I2D", "D2C", "I2C", "Q2D"}) {
     EXPECT_NE(r.out.find(option), std::string::npos) << "--help does not mention " << option;
   }
@@ -243,6 +244,9 @@ TEST_F(ReportCommandTest, EachArgumentErrorPrintsItsExactMessageAndHint) {
       {{"--bogus", "--format", "xml"}, 2,
        "iotrace: error: unknown option '--bogus'\n"
        "hint: run 'iotrace report --help' for the options\n"},
+      {{"--by", "disk"}, 2,
+       "iotrace: error: --by: unknown dimension 'disk'\n"
+       "hint: --by takes size, comm, ioprio or cpu\n"},
       {{"--format", "xml", "--bogus"}, 2,
        "iotrace: error: --format 'xml': unknown format\n"
        "hint: use --format text, --format csv, --format json or --format svg\n"},
@@ -561,6 +565,91 @@ TEST_F(ReportCommandTest, FormatsFromAnotherRecordingThroughTheCommandLine) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Lines(r.err).front(), "iotrace: warning: --formats-from " + path +
                                       " not used: the file carries its own event formats");
+}
+
+// --by against an independent pairing of the file's own events (--events --format json): each
+// read/write request, paired insert -> issue -> complete by device and sector, lands in the class
+// its events say (the issue's size, the inserting process, the issue's priority and CPU).
+TEST_F(ReportCommandTest, ByClassesMatchAPairingOfTheEvents) {
+  using test::Json;
+  using test::JsonParser;
+  for (const std::string fixture : {"/golden/iotrace_mq.data", "/tracedat/dd_v7_none.dat"}) {
+    const std::string file = std::string(IOTRACE_FIXTURES) + fixture;
+    RunResult events = Run({"-i", file, "--events", "--format", "json"});
+    ASSERT_EQ(events.exit_code, 0) << events.err;
+    struct Open {
+      Json insert, issue;
+      bool inserted = false, issued = false;
+    };
+    std::map<std::string, Open> open;  // "dev sector"
+    // (dimension, dev, class, phase) -> requests
+    std::map<std::tuple<std::string, std::string, std::string, std::string>, double> expected;
+    for (const std::string& line : Lines(events.out)) {
+      Json e;
+      ASSERT_TRUE(JsonParser(line).Parse(&e)) << line;
+      const std::string name = e["event"].text;
+      if (name.rfind("block:block_rq_", 0) != 0) continue;
+      const Json& f = e["fields"];
+      const std::string rwbs = f["rwbs"].text;
+      const bool rw = rwbs.find('R') != std::string::npos || rwbs.find('W') != std::string::npos;
+      if (!rw || rwbs[0] == 'F' || f["nr_sector"].num() == 0) continue;
+      // dev as report's JSON prints it: "7:0" (the events print "7,0").
+      std::string dev = f["dev"].text;
+      std::replace(dev.begin(), dev.end(), ',', ':');
+      const std::string key = dev + " " + f["sector"].text;
+      if (name == "block:block_rq_insert") {
+        open[key] = Open{e, Json(), true, false};
+      } else if (name == "block:block_rq_issue") {
+        Open& o = open[key];
+        o.issue = e;
+        o.issued = true;
+      } else if (name == "block:block_rq_complete") {
+        auto it = open.find(key);
+        if (it == open.end() || !it->second.issued) continue;
+        const Open& o = it->second;
+        const Json& issue = o.issue["fields"];
+        const uint64_t bytes = static_cast<uint64_t>(issue["bytes"].num());
+        int width = 0;
+        while ((bytes >> width) != 0) ++width;
+        const uint64_t lo = width == 0 ? 0 : uint64_t{1} << (width - 1);
+        const std::string size = lo >= (1u << 20)   ? std::to_string(lo >> 20) + "M"
+                                 : lo >= (1u << 10) ? std::to_string(lo >> 10) + "K"
+                                                    : std::to_string(lo);
+        const std::string comm = o.inserted ? o.insert["fields"]["comm"].text : issue["comm"].text;
+        const unsigned prio = static_cast<unsigned>(issue["ioprio"].num());
+        const unsigned cls = prio >> 13, level = prio & 7;
+        const std::string ioprio = cls == 0   ? "none"
+                                   : cls == 1 ? "rt/" + std::to_string(level)
+                                   : cls == 2 ? "be/" + std::to_string(level)
+                                              : "idle";
+        const std::string cpu = o.issue["cpu"].text;
+        for (const auto& [dim, klass] : std::vector<std::pair<std::string, std::string>>{
+                 {"size", size}, {"comm", comm}, {"ioprio", ioprio}, {"cpu", cpu}}) {
+          expected[{dim, dev, klass, "D2C"}] += 1;
+          if (o.inserted) expected[{dim, dev, klass, "I2D"}] += 1;
+        }
+        open.erase(it);
+      }
+    }
+    ASSERT_FALSE(expected.empty()) << fixture;
+    for (const std::string dim : {"size", "comm", "ioprio", "cpu"}) {
+      RunResult r = Run({"-i", file, "--by", dim, "--format", "json"});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      Json j;
+      ASSERT_TRUE(JsonParser(r.out).Parse(&j)) << r.out;
+      EXPECT_EQ(j["options"]["by"].text, dim);
+      std::map<std::tuple<std::string, std::string, std::string, std::string>, double> got, want;
+      for (const Json& g : j["groups"].items) {
+        const std::string op = g["op"].text, phase = g["phase"].text;
+        if ((op != "read" && op != "write") || (phase != "D2C" && phase != "I2D")) continue;
+        got[{dim, g["dev"].text, g[dim].text, phase}] += g["count"].num();
+      }
+      for (const auto& [k, n] : expected) {
+        if (std::get<0>(k) == dim) want[k] = n;
+      }
+      EXPECT_EQ(got, want) << fixture << " --by " << dim;
+    }
+  }
 }
 
 }  // namespace

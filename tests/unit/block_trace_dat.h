@@ -39,6 +39,7 @@ struct RqEvent {
   uint32_t nr;
   std::string rwbs;
   int32_t pid = 100;
+  std::string comm;
 };
 
 // Events lost from one CPU's data in [from, to): see BlockTraceDat::Write.
@@ -116,7 +117,7 @@ class BlockTraceDat {
           }
         }
         const std::string payload = BlockPayload(
-            formats_[e.kind], {e.pid, e.dev, e.sector, e.nr, e.rwbs});
+            formats_[e.kind], {e.pid, e.dev, e.sector, e.nr, e.rwbs, e.comm});
         if (page.has_value() && page->AddEvent(e.ts, payload)) continue;
         flush();
         uint64_t page_ts = e.ts;

@@ -160,6 +160,7 @@ struct BlockFields {
   uint64_t sector = 0;
   uint32_t nr_sector = 0;
   std::string rwbs;
+  std::string comm;
 };
 
 inline std::string BlockPayload(const EventFormat& fmt, const BlockFields& f) {
@@ -177,6 +178,7 @@ inline std::string BlockPayload(const EventFormat& fmt, const BlockFields& f) {
   put("sector", &f.sector, 8);
   put("nr_sector", &f.nr_sector, 4);
   put("rwbs", f.rwbs.data(), f.rwbs.size());
+  put("comm", f.comm.data(), f.comm.size());
   return p;
 }
 

@@ -72,8 +72,8 @@ LiveInterval SampleInterval() {
   iv.groups.push_back(Group(kLoop0, "loop0", BlockOp::kRead, Phase::kD2C, 64000));
   iv.groups.push_back(Group(kLoop0, "loop0", BlockOp::kRead, Phase::kI2C, 128000));
   iv.groups.push_back(Group(kVda, "vda", BlockOp::kWrite, Phase::kD2C, 1'024'000));
-  iv.throughput.push_back({kLoop0, "loop0", BlockOp::kRead, 400, 1'638'400});
-  iv.throughput.push_back({kVda, "vda", BlockOp::kWrite, 3, 12288});
+  iv.throughput.push_back({kLoop0, "loop0", "", BlockOp::kRead, 400, 1'638'400});
+  iv.throughput.push_back({kVda, "vda", "", BlockOp::kWrite, 3, 12288});
   iv.processes.push_back({1234, "fio", kLoop0, "loop0", 390, 1'597'440, 150000, 290000, 70000,
                           130000});
   iv.processes.push_back({77, "jbd2/vda1-8", kVda, "vda", 3, 12288, 0, 0, 1'100'000, 2'000'000});
@@ -282,7 +282,7 @@ TEST(LiveTerminalTest, NothingWrittenWithoutADraw) {
 
 TEST(LiveCsvTest, RowsHaveTheHeadersColumns) {
   std::ostringstream out;
-  WriteLiveCsvHeader(out);
+  WriteLiveCsvHeader("", out);
   WriteLiveCsv(SampleInterval(), out);
   LiveInterval empty;
   empty.start_s = 11.5;

@@ -58,6 +58,7 @@ struct RecordFields {
   std::string comm;
   int32_t error = 0;
   int32_t common_pid = 0;
+  uint16_t ioprio = 0;
 };
 
 // Lays out a record for `format`: common header, then every named field at its offset.
@@ -81,6 +82,7 @@ inline std::vector<uint8_t> EncodeRecord(const EventFormat& format, const Record
     else if (fi.name == "nr_sector") put(fi, f.nr_sector);
     else if (fi.name == "bytes") put(fi, f.bytes);
     else if (fi.name == "error") put(fi, static_cast<uint32_t>(f.error));
+    else if (fi.name == "ioprio") put(fi, f.ioprio);
     else if (fi.name == "rwbs") put_str(fi, f.rwbs);
     else if (fi.name == "comm") put_str(fi, f.comm);
     else if (fi.is_dynamic) put(fi, uint64_t{dynamic_at} | (uint64_t{1} << 16));
@@ -158,6 +160,7 @@ class SyntheticTrace {
     std::string comm = "fio";
     uint32_t cpu = 0;
     int32_t error = 0;
+    uint16_t ioprio = 0;
   };
 
   SyntheticTrace& Add(std::string_view event, const Ev& e) {
@@ -173,6 +176,7 @@ class SyntheticTrace {
     f.comm = e.comm;
     f.error = e.error;
     f.common_pid = e.pid;
+    f.ioprio = e.ioprio;
     return AddRaw(format->id, e.ts, e.cpu, e.pid, EncodeRecord(*format, f));
   }
   SyntheticTrace& AddRaw(uint32_t type, uint64_t ts, uint32_t cpu, int32_t pid,

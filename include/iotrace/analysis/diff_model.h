@@ -49,6 +49,8 @@ struct DiffRow {
   uint32_t dev_b = 0;
   std::string device_a;  // name, or "MAJ:MIN" when unknown (as the report names it)
   std::string device_b;
+  std::string by;  // --by's class (LatencyGroup::by), the same on both sides; "" without --by
+  uint64_t by_order = 0;
   BlockOp op = BlockOp::kOther;
   Phase phase = Phase::kD2C;
   uint64_t count_a = 0;
@@ -107,6 +109,7 @@ struct LatencyDiff {
   double alpha = 0.05;          // family-wise error rate of Holm's correction
   double min_change_pct = 0;
   std::vector<std::string> phases;  // --phases, as given (empty: all)
+  std::string by;                   // --by's dimension (LatencyReport::by); "" without it
   std::vector<std::pair<std::string, std::string>> map;  // --map A:DEV=B:DEV pairs
   std::vector<DiffRow> rows;  // by A's device (then B's for B-only rows), op, phase
   std::vector<FailOnRule> fail_on;

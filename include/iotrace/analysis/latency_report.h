@@ -16,6 +16,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "iotrace/analysis/breakdown.h"
 #include "iotrace/analysis/histogram.h"
 #include "iotrace/analysis/pairing_placement.h"
 #include "iotrace/analysis/report.h"
@@ -100,6 +101,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
  private:
   struct Group {
     uint32_t dev;
+    uint32_t klass;  // --by's class (ClassOf), 0 without --by
     BlockOp op;
     Phase phase;
     Histogram total;
@@ -111,8 +113,11 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
     uint64_t current_index = 0;
     std::vector<LatencyInterval> closed;  // one group each
   };
+  // A device's (with --by: a device x class's) groups.
   struct DeviceSlot {
+    uint64_t key = 0;  // SlotKey
     uint32_t dev = 0;
+    uint32_t klass = 0;
     bool allowed = true;
     std::array<std::array<Group*, kPhaseCount>, kBlockOpCount> groups{};
     uint64_t requests = 0;  // before filters; counted only when a filter is given
@@ -140,13 +145,20 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // Auto: the current stretch of events is over; time it and go on in the placement chosen.
   void EndStretch();
   void OnRequestSample(const RequestSample& sample) override;
-  DeviceSlot& SlotFor(uint32_t dev) {
+  // The slot of a device, with --by of a device x class: dev | class << 32.
+  uint64_t SlotKey(const RequestSample& s) {
+    if (!breakdown_.active()) [[likely]] return s.dev;
+    return s.dev | uint64_t{breakdown_.ClassOf(s)} << 32;
+  }
+  DeviceSlot& SlotFor(uint64_t key) {
     // Samples of one device come in long stretches: remember the last one.
-    if (last_slot_ != nullptr && last_slot_->dev == dev) return *last_slot_;
-    last_slot_ = &SlotForSlow(dev);
+    if (last_slot_ != nullptr && last_slot_->key == key) return *last_slot_;
+    last_slot_ = &SlotForSlow(key);
     return *last_slot_;
   }
-  DeviceSlot& SlotForSlow(uint32_t dev);
+  DeviceSlot& SlotForSlow(uint64_t key);
+  // A model group of `g` (its by label set; the device name left to the caller).
+  LatencyGroup GroupOf(const Histogram& h, const Group& g, const std::string& device) const;
   Group* GroupFor(DeviceSlot& slot, BlockOp op, Phase phase);
   void CloseInterval(Group* g);
   // Counts what the filters remove (filtering_ only); true when `s` passes all of them.
@@ -225,6 +237,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // Pairing thread (since_ns_ and until_ns_ are set by the reading thread at the first event,
   // before the first batch is published).
   alignas(64) std::unique_ptr<RequestMatcher> matcher_;
+  Breakdown breakdown_;  // --by
   bool process_filter_ = false;  // --comm or --pid given
   bool filtering_ = false;       // --dev, --op, --comm or --pid given
   DeviceSlot* last_slot_ = nullptr;
@@ -251,9 +264,9 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
 
   std::vector<std::unique_ptr<Group>> groups_;
   std::vector<std::unique_ptr<DeviceSlot>> slots_;
-  absl::flat_hash_map<uint32_t, uint32_t> slot_index_;
+  absl::flat_hash_map<uint64_t, uint32_t> slot_index_;
   static constexpr size_t kFastDevices = 8;  // found by a linear scan, the rest by hash
-  std::array<uint32_t, kFastDevices> fast_dev_{};
+  std::array<uint64_t, kFastDevices> fast_dev_{};
   std::array<DeviceSlot*, kFastDevices> fast_slot_{};
   size_t fast_count_ = 0;
 

@@ -13,10 +13,12 @@
 
 namespace iotrace {
 
-// Requests that ended in the interval (at their final completion), per device x op.
+// Requests that ended in the interval (at their final completion), per device x op (x class
+// with --by).
 struct LiveThroughput {
   uint32_t dev = 0;
   std::string device;
+  std::string by;  // --by's class (LatencyGroup::by)
   BlockOp op = BlockOp::kOther;
   uint64_t requests = 0;
   uint64_t bytes = 0;
@@ -52,7 +54,8 @@ struct LiveInterval {
   uint64_t index = 0;
   double start_s = 0;       // from the start of tracing
   double length_s = 0;
-  std::vector<LatencyGroup> groups;  // by dev, op, phase; only the phases asked for
+  std::string by;  // --by's dimension (LatencyReport::by); "" without it
+  std::vector<LatencyGroup> groups;  // by dev, class, op, phase; only the phases asked for
   std::vector<LiveThroughput> throughput;  // by dev, op
   std::vector<LiveProcess> processes;      // by requests, most first; at most the bound asked
   LiveIntervalCounts counts;

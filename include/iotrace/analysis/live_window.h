@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "iotrace/analysis/breakdown.h"
 #include "iotrace/analysis/histogram.h"
 #include "iotrace/analysis/latency_report.h"
 #include "iotrace/analysis/live_model.h"
@@ -24,6 +25,10 @@ struct LiveWindowOptions {
   // Processes (pid x device) told apart in one interval; the rest are added up in one row of
   // pid -1. Bounds the memory: about 5.5 KiB each.
   size_t max_processes = 1024;
+  // --by: the latency rows broken down by one more dimension (the report's, breakdown.h);
+  // ioprio_absent: the events lack the field (every class "-").
+  BreakdownBy by = BreakdownBy::kNone;
+  bool ioprio_absent = false;
 };
 
 class LiveWindow : public SampleTap {
@@ -60,8 +65,11 @@ class LiveWindow : public SampleTap {
   };
 
  private:
+  // A device's (with --by: a device x class's) histograms.
   struct Slot {
+    uint64_t key = 0;  // dev | class << 32
     uint32_t dev = 0;
+    uint32_t klass = 0;
     std::array<std::array<std::unique_ptr<Histogram>, kPhaseCount>, kBlockOpCount> groups;
     std::array<uint64_t, kBlockOpCount> requests{};
     std::array<uint64_t, kBlockOpCount> bytes{};
@@ -75,13 +83,14 @@ class LiveWindow : public SampleTap {
     SmallHistogram i2c;
     SmallHistogram d2c;
   };
-  Slot& SlotFor(uint32_t dev);
+  Slot& SlotFor(uint64_t key);
   Process& ProcessFor(const RequestSample& s);
 
   LiveWindowOptions options_;
   DeviceNames* names_;
   std::vector<std::unique_ptr<Slot>> slots_;
-  absl::flat_hash_map<uint32_t, Slot*> slot_index_;
+  absl::flat_hash_map<uint64_t, Slot*> slot_index_;
+  Breakdown breakdown_;
   Slot* last_slot_ = nullptr;
   std::vector<std::unique_ptr<Process>> processes_;  // the first used_ are this interval's
   size_t used_ = 0;

@@ -29,6 +29,16 @@ enum class OutputFormat : uint8_t { kText, kCsv, kJson, kSvg };
 std::string_view OutputFormatName(OutputFormat format);
 bool ParseOutputFormat(std::string_view name, OutputFormat* format);
 
+// --by: a dimension the rows are broken down by, besides device x op x phase.
+//   size    the request's size class: a power of two, 4K = 4 KiB up to under 8 KiB (0: no data)
+//   comm    the process that inserted the request (the one that issued it when not inserted)
+//   ioprio  its I/O priority class and level as the insert/issue events carry it (6.11+)
+//   cpu     the CPU that issued it to the driver
+enum class BreakdownBy : uint8_t { kNone, kSize, kComm, kIoprio, kCpu };
+std::string_view BreakdownName(BreakdownBy by);  // "", "size", "comm", "ioprio", "cpu"
+// --by's value; an unknown one is an InvalidArgument with a hint (report, live, diff).
+absl::Status ParseBreakdown(std::string_view name, BreakdownBy* by);
+
 struct ReportOptions {
   std::string input = "iotrace.data";  // -i
   // Several files read as one recording (-i A -i B, files after the options, a glob), as given;
@@ -53,6 +63,7 @@ struct ReportOptions {
   double interval_s = 0;  // > 0: a time series, one block per interval of this length
   // --phases: the phases whose histograms the report shows (PhaseBit); 0: all of them.
   unsigned phases = 0;
+  BreakdownBy by = BreakdownBy::kNone;  // --by
 
   // --events: instead of the latency report, one line per record in time order (every event
   // of the file, tracepoints and probes alike), as text, CSV or JSON lines (`format`).
@@ -140,6 +151,10 @@ struct LatencyGroup {
   std::string device;  // name, or "MAJ:MIN" when unknown
   BlockOp op = BlockOp::kOther;
   Phase phase = Phase::kD2C;
+  // --by's class of this row ("4K", "fio", "be/4", "3"; LatencyReport::by names the
+  // dimension), and its place in the order of the classes; empty and 0 without --by.
+  std::string by;
+  uint64_t by_order = 0;
   LatencySummary summary;
   std::vector<LatencyBucket> buckets;  // non-empty buckets, increasing
   bool incomplete = false;             // its phase has a warning (inputs were lost)
@@ -272,7 +287,12 @@ struct LatencyReport {
   double expiry_s = 0;
   size_t max_inflight = 0;
 
-  std::vector<LatencyGroup> groups;  // sorted by dev, op, phase
+  // --by's dimension ("size", "comm", "ioprio", "cpu"; empty: none): each row is a device x
+  // class x op x phase. ioprio_absent: --by ioprio on a file whose events lack the field (before
+  // 6.11), every row's class then "-" (said in the notes).
+  std::string by;
+  bool ioprio_absent = false;
+  std::vector<LatencyGroup> groups;  // sorted by dev, by_order, by, op, phase
   std::vector<LatencyInterval> intervals;  // only with interval_s > 0, increasing
   Completeness completeness;
   std::vector<PhaseWarning> warnings;  // inputs of a phase were incomplete

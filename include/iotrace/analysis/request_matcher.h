@@ -28,6 +28,8 @@ struct RequestSample {
   BlockOp op = BlockOp::kOther;
   uint8_t flags = 0;
   uint8_t phases = 0;  // PhaseBit() set
+  uint8_t ioprio = 0;  // IoprioClassLevel of its last insert or issue (0 when not recorded)
+  uint16_t issue_cpu = 0;  // the CPU of its last issue
   uint64_t queue_ts = 0;
   uint64_t insert_ts = 0;
   uint64_t issue_ts = 0;
@@ -87,6 +89,8 @@ class RequestMatcher {
     RequestState state;
     uint8_t has;
     uint8_t flags;
+    uint8_t ioprio;      // as RequestEntry's
+    uint16_t issue_cpu;
     uint64_t insert_ts, issue_ts, last_ts;
     int32_t insert_pid, issue_pid;
     char insert_comm[kCommSize];

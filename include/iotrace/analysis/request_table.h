@@ -25,6 +25,7 @@ enum RequestHas : uint8_t {
   kHasQueue = 1 << 0,
   kHasInsert = 1 << 1,
   kHasIssue = 1 << 2,
+  kIssuedBefore = 1 << 3,  // issued at least once (a requeued request has its I2D already)
 };
 
 // Trivially constructible on purpose: the slab is allocated uninitialized so that a large
@@ -49,9 +50,12 @@ struct RequestEntry {
   BlockOp op;
   uint8_t flags;          // BlockFlag bits
   uint8_t has;            // RequestHas bits
-  bool issued_before;     // issued at least once (a requeued request has its I2D already)
   uint8_t pending_phases; // PhaseBit()s ended at the issue, not sent yet (combined samples)
+  uint8_t ioprio;         // IoprioClassLevel of the last insert or issue
+  uint16_t issue_cpu;     // the CPU of the last issue
 };
+// The table's memory is max_inflight of these: keep them at 112 bytes.
+static_assert(sizeof(RequestEntry) == 112);
 
 class RequestTable {
  public:

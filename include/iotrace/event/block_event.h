@@ -73,6 +73,9 @@ struct BlockEvent {
   BlockEventKind kind = BlockEventKind::kIssue;
   BlockOp op = BlockOp::kOther;
   uint8_t flags = 0;  // BlockFlag bits
+  // The request's I/O priority (class << 13 | hints << 3 | level) where the event carries it
+  // (insert and issue since Linux 6.11), else 0.
+  uint16_t ioprio = 0;
   char comm[kCommSize] = {};  // always NUL-terminated; empty when the event has no comm
 
   static constexpr uint64_t kFlushCompleteSector = ~uint64_t{0};
@@ -83,6 +86,12 @@ struct BlockEvent {
            (nr_sector == 0 && ((flags & kBlockFlagPreflush) != 0 || sector == kFlushCompleteSector));
   }
 };
+
+// An ioprio as its class and level in one byte (class << 3 | level), without the hints: what
+// `--by ioprio` tells apart.
+inline uint8_t IoprioClassLevel(uint16_t ioprio) {
+  return static_cast<uint8_t>(((ioprio >> 13) & 7) << 3 | (ioprio & 7));
+}
 
 // Receives every decoded block event (for consumers other than the matcher, e.g. a dump).
 class BlockEventSink {
@@ -126,6 +135,8 @@ class BlockDecoder {
 
   // True when the file carries a usable format for `kind`.
   bool Has(BlockEventKind kind) const { return has_[static_cast<int>(kind)]; }
+  // True when the format of `kind` has the ioprio field (6.11+ insert and issue).
+  bool HasIoprio(BlockEventKind kind) const { return has_ioprio_[static_cast<int>(kind)]; }
   // The format id of `kind`, -1 when absent.
   int32_t FormatId(BlockEventKind kind) const { return ids_[static_cast<int>(kind)]; }
   // One line per format that cannot be used, e.g. "block:block_rq_issue: no field 'dev'".
@@ -142,12 +153,13 @@ class BlockDecoder {
     BlockEventKind kind = BlockEventKind::kIssue;
     bool usable = false;
     // The fast path applies: dev u32, sector u64, nr_sector u32, rwbs char[8] (char[10] since
-    // Linux 6.11), bytes / error u32 or absent, comm char[16] or absent (the layouts of
-    // include/trace/events/block.h), and a record that holds every field (>= full_size).
+    // Linux 6.11), bytes / error u32 or absent, ioprio u16 or absent, comm char[16] or absent
+    // (the layouts of include/trace/events/block.h), and a record that holds every field
+    // (>= full_size).
     bool fast = false;
     uint32_t required_size = 0;  // the payload must hold every required field
     uint32_t full_size = 0;      // ... and every field, optional ones included
-    Field dev, sector, nr_sector, rwbs, bytes, comm, error, common_pid;
+    Field dev, sector, nr_sector, rwbs, bytes, comm, error, common_pid, ioprio;
   };
   // rwbs strings seen so far, keyed by their bytes up to the NUL (a recording has a handful:
   // "R", "WS", "FF", ...), so that ParseRwbs runs once per distinct string.
@@ -168,6 +180,7 @@ class BlockDecoder {
   std::vector<Layout> layouts_;      // a few entries, one per block format in the file
   std::vector<int16_t> slot_by_id_;  // format id -> index into layouts_, -1 when not ours
   std::array<bool, kBlockEventKindCount> has_{};
+  std::array<bool, kBlockEventKindCount> has_ioprio_{};
   std::array<int32_t, kBlockEventKindCount> ids_{};
   std::vector<std::string> format_problems_;
   DecodeStats stats_;
@@ -212,6 +225,11 @@ inline bool BlockDecoder::Decode(const RawEvent& raw, BlockEvent* out) {
     std::memcpy(&out->error, p + l.error.offset, 4);
   } else {
     out->error = 0;
+  }
+  if (l.ioprio.size != 0) {
+    std::memcpy(&out->ioprio, p + l.ioprio.offset, 2);
+  } else {
+    out->ioprio = 0;
   }
   out->pid = raw.pid;
   if (decode_comm_) {

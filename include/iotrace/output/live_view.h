@@ -70,7 +70,8 @@ class LiveTerminal {
 // kSummaryCsvHeader) and iops,bytes_per_s,lost,late,unpaired: one row per group (all times in
 // ns), and one row with empty dev, device, op, phase and latencies and a count of 0 for an
 // interval without groups, so that a reader sees the time pass.
-void WriteLiveCsvHeader(std::ostream& out);
+// by: --by's dimension, a column after device ("" without --by).
+void WriteLiveCsvHeader(const std::string& by, std::ostream& out);
 void WriteLiveCsv(const LiveInterval& interval, std::ostream& out);
 
 // One JSON object on one line per interval ({"type": "interval", ...}; docs/live.md).
