@@ -5,8 +5,8 @@ and CPU per event flat over time, zero lost events, disk use within the bound").
 `iotrace record --switch-output SIZE --switch-max-files N` records fio at full speed (the job of
 bench/bench-e2e.sh: 4k random reads, iodepth 16, O_DIRECT, on a scratch loop device with
 mq-deadline) as its command, for --minutes. Every --period seconds a row: the recorder's RSS
-(VmRSS), its CPU time (user + system, every thread: the drain loop and the thread that finishes
-a file) per event the kernel counted in that period, and the disk use of the run's files (the
+(the peak VmRSS of the period, sampled every 2 s), its CPU time (user + system, every thread:
+the drain loop and the thread that finishes a file) per event the kernel counted in that period, and the disk use of the run's files (the
 peak of samples taken every 2 s). The kernel's count is the script's own: counting perf events on
 block_rq_insert/issue/complete with the device's filter, opened before the recording starts,
 independent of iotrace. At the end: lost events = the kernel's count minus what the recording's
@@ -164,6 +164,7 @@ def main():
         last_t, last_cpu, last_k = 0.0, 0.0, k_start
         next_row = args.period
         peak_period = peak_run = 0
+        rss_period = 0  # the period's peak RSS (a sample after the recorder exited reads 0)
         while rec.poll() is None:
             time.sleep(2)
             t = time.monotonic() - start
@@ -171,19 +172,21 @@ def main():
                 r, c = rss_kb(rec.pid), cpu_s(rec.pid)
             except (FileNotFoundError, ProcessLookupError):
                 break
+            rss_period = max(rss_period, r)
             d = disk_bytes(output)
             peak_period = max(peak_period, d)
             peak_run = max(peak_run, d)
             if t >= next_row:
                 k = counter.read()
                 ev = k - last_k
-                rows.append((t, r, c - last_cpu, ev, (c - last_cpu) * 1e9 / ev if ev else 0,
-                             peak_period, files_of(output)))
-                print(f"bench-soak: {t / 60:5.1f} min: RSS {r / 1024:.1f} MiB, "
+                rows.append((t, rss_period, c - last_cpu, ev,
+                             (c - last_cpu) * 1e9 / ev if ev else 0, peak_period,
+                             files_of(output)))
+                print(f"bench-soak: {t / 60:5.1f} min: RSS {rss_period / 1024:.1f} MiB, "
                       f"{rows[-1][4]:.0f} ns CPU per event, disk {peak_period / 2**20:.0f} MiB",
                       file=sys.stderr)
                 last_t, last_cpu, last_k = t, c, k
-                peak_period = 0
+                peak_period = rss_period = 0
                 next_row += args.period
         rc = rec.wait()
         rec = None
