@@ -5,7 +5,7 @@ usage: compare_live.py LIVE_REPORT.json OFFLINE_REPORT.json [LIVE_INTERVALS.json
 
 LIVE_REPORT.json is the cumulative report live wrote (--report FILE --format json), and
 OFFLINE_REPORT.json what `iotrace report -i FILE --format json` says of the recording live wrote
-beside (-o FILE). Every device x op x phase must be equal in both: count, min, max, sum and every
+beside (-o FILE). Every device x op x phase (x class, with --by) must be equal in both: count, min, max, sum and every
 bucket. With LIVE_INTERVALS.jsonl (live's JSON lines), the intervals' counts of each device x op
 x phase must add up to the cumulative count. Prints each difference; exits 1 if there is one.
 """
@@ -13,15 +13,23 @@ import json
 import sys
 
 
+def group_key(g, by):
+    """device, --by's class ("" without it), op, phase"""
+    return (g["device"], g.get(by, "") if by else "", g["op"], g["phase"])
+
+
 def groups(doc):
-    return {(g["device"], g["op"], g["phase"]): g for g in doc["groups"]}
+    by = doc["options"].get("by", "")
+    return {group_key(g, by): g for g in doc["groups"]}, by
 
 
 def main():
     live = json.load(open(sys.argv[1]))
     offline = json.load(open(sys.argv[2]))
-    a, b = groups(live), groups(offline)
+    (a, by), (b, by_offline) = groups(live), groups(offline)
     problems = []
+    if by != by_offline:
+        problems.append(f"--by: live {by!r}, offline {by_offline!r}")
     for key in sorted(set(a) | set(b)):
         x, y = a.get(key), b.get(key)
         if x is None or y is None:
@@ -40,7 +48,7 @@ def main():
             if iv.get("type") != "interval":
                 continue
             for g in iv["groups"]:
-                k = (g["device"], g["op"], g["phase"])
+                k = group_key(g, by)
                 sums[k] = sums.get(k, 0) + g["count"]
         for key in sorted(set(sums) | set(a)):
             total = a[key]["count"] if key in a else 0

@@ -112,16 +112,20 @@ class LiveCommandTest : public ::testing::TestWithParam<std::string> {
   }
   // `iotrace live` with -o and --report, JSON lines on stdout; then `iotrace report` on the
   // file and the comparison of the two (compare_live.py): nothing may differ.
+  // `by`: --by's dimension, given to both.
   void ExpectLiveEqualsOffline(const std::vector<std::string>& live_args,
-                               const std::string& what) {
+                               const std::string& what, const std::string& by = "") {
+    const std::string by_flag = by.empty() ? "" : " --by " + by;
     const std::string rec = dir_.File("rec" + std::string(GetParam() == "ftrace" ? ".dat" : ".data"));
     const std::string live_report = dir_.File("live.json");
     const std::string lines = dir_.File("lines.jsonl");
     const std::string offline = dir_.File("offline.json");
     CommandResult r = Sh(Binary() + " live --backend " + GetParam() + " -I 0.5 --format json -o " +
-                         rec + " --report " + live_report + " " + Join(live_args) + " > " + lines);
+                         rec + " --report " + live_report + by_flag + " " + Join(live_args) + " > " +
+                         lines);
     ASSERT_EQ(r.exit_code, 0) << what << "\n" << r.err;
-    ASSERT_EQ(Sh(Binary() + " report -i " + rec + " --format json > " + offline).exit_code, 0);
+    ASSERT_EQ(Sh(Binary() + " report -i " + rec + by_flag + " --format json > " + offline).exit_code,
+              0);
     CommandResult cmp = Sh("python3 " + std::string(IOTRACE_SOURCE_DIR) +
                            "/tests/live/compare_live.py " + live_report + " " + offline + " " +
                            lines);
@@ -185,6 +189,30 @@ TEST_P(LiveCommandTest, DevFilteringShowsOnlyThatDiskAndEqualsTheOfflineReport) 
       "--dev filtering");
   EXPECT_EQ(GroupCount(dir_.File("live.json"), a.name(), "read", "D2C"), 8000u);
   EXPECT_EQ(GroupCount(dir_.File("live.json"), b.name(), "read", "D2C"), 0u);
+}
+
+// --by size: two block sizes at once; live's rows per size class equal the offline report's,
+// and each class holds exactly what fio did at that size.
+TEST_P(LiveCommandTest, BySizeSplitsTheRowsAndEqualsTheOfflineReport) {
+  ScratchLoop loop("mq-deadline");
+  ASSERT_TRUE(loop.ok()) << loop.error();
+  NoMerges(loop);
+  const std::string fio = dir_.File("fio.json");
+  ExpectLiveEqualsOffline(
+      {"--dev", loop.majmin(), "--", "fio", "--name=small", "--filename=" + loop.device(),
+       "--rw=randread", "--bs=4k", "--direct=1", "--iodepth=4", "--ioengine=libaio",
+       "--number_ios=6000", "--name=big", "--filename=" + loop.device(), "--rw=randwrite",
+       "--bs=64k", "--direct=1", "--iodepth=2", "--ioengine=libaio", "--number_ios=1500",
+       "--group_reporting=0", "--output-format=json", "--output=" + fio},
+      "--by size", "size");
+  // D2C requests per op and size class, "read 4K=6000 write 64K=1500".
+  CommandResult d2c = Sh(
+      "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+      "print(\" \".join(sorted(\"%s %s=%d\" % (g[\"op\"], g[\"size\"], g[\"count\"]) "
+      "for g in d[\"groups\"] if g[\"phase\"]==\"D2C\")))' " +
+      dir_.File("live.json"));
+  ASSERT_EQ(d2c.exit_code, 0) << d2c.err;
+  EXPECT_EQ(d2c.out, "read 4K=6000 write 64K=1500\n");
 }
 
 TEST_P(LiveCommandTest, CountStopsAfterThatManyIntervalsTheLastMarkedFinal) {
