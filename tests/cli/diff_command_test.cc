@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -104,7 +105,7 @@ TEST_F(DiffCommandTest, HelpListsTheOptionsAndTheExitStatuses) {
   EXPECT_EQ(r.exit_code, 0);
   for (const char* text : {"--dev DEV", "--map A_DEV=B_DEV", "--phases LIST", "--format",
                            "--min-change PCT", "--alpha A", "--block SECONDS", "--fail-on RULE",
-                           "3 a --fail-on", "docs/diff.md"}) {
+                           "3 a --fail-on", "docs/diff.md", "--by DIM"}) {
     EXPECT_NE(r.out.find(text), std::string::npos) << "--help does not mention " << text;
   }
 }
@@ -139,6 +140,30 @@ TEST_F(DiffCommandTest, AFileAgainstItselfIsTheSameOnEveryRow) {
       EXPECT_LE(line.size(), 120u) << line;
     }
     EXPECT_EQ(rows, static_cast<int>(j["rows"].items.size())) << text.out;
+  }
+}
+
+// --by: a class of A compares with the same class of B; the classes' rows add up to the rows
+// without --by.
+TEST_F(DiffCommandTest, ByComparesClassWithClass) {
+  for (const std::string dim : {"size", "cpu"}) {
+    Json j = RunJson({kIotraceMq, kIotraceMq, "--by", dim});
+    EXPECT_EQ(j["by"].text, dim);
+    Json plain = RunJson({kIotraceMq, kIotraceMq});
+    std::map<std::string, double> split, whole;
+    for (const Json& row : j["rows"].items) {
+      EXPECT_EQ(row["verdict"].text, "same") << dim;
+      EXPECT_FALSE(row[dim].text.empty()) << dim;
+      split[row["a"]["dev"].text + " " + row["op"].text + " " + row["phase"].text] +=
+          row["a"]["count"].num();
+    }
+    for (const Json& row : plain["rows"].items) {
+      whole[row["a"]["dev"].text + " " + row["op"].text + " " + row["phase"].text] +=
+          row["a"]["count"].num();
+    }
+    EXPECT_EQ(split, whole) << dim;
+    RunResult text = Run({kIotraceMq, kIotraceMq, "--by", dim});
+    EXPECT_NE(text.out.find(dim == "size" ? "SIZE" : "CPU"), std::string::npos) << text.out;
   }
 }
 
