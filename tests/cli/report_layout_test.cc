@@ -135,11 +135,12 @@ std::map<std::string, std::vector<std::string>> TableAt(const std::vector<std::s
 }
 
 // What the text's table shows for a JSON group, in us: the key TableAt gives its row, and the
-// row's words.
-std::pair<std::string, std::vector<std::string>> ExpectedRow(const Json& g,
+// row's words. `by`: --by's dimension, "" without.
+std::pair<std::string, std::vector<std::string>> ExpectedRow(const Json& g, const std::string& by,
                                                              const std::string& lead) {
   const std::string dev = g["dev"].text, device = g["device"].text;
-  const std::string label = device == dev ? device : device + " (" + dev + ")";
+  const std::string label = (device == dev ? device : device + " (" + dev + ")") +
+                            (by.empty() ? "" : " " + by + " " + g[by].text);
   auto us = [](double ns) { return absl::StrFormat("%.1f", ns / 1e3); };
   const double count = g["count"].num();
   // The mean from the exact sum (the JSON's mean_ns is rounded to 3 decimals).
@@ -153,7 +154,7 @@ std::pair<std::string, std::vector<std::string>> ExpectedRow(const Json& g,
   return {lead + label + " " + g["op"].text + " " + g["phase"].text, words};
 }
 
-// Every fixture's text report, with and without --interval, and a file cut short (partial):
+// Every fixture's text report, with and without --interval (and --by), and a file cut short:
 // each line fits 80 columns, and the tables hold exactly the JSON's groups and numbers; the
 // warnings and notes are all there, whatever the wrapping.
 TEST_F(ReportLayoutTest, TextFitsEightyColumnsAndItsTablesCarryTheJsonNumbers) {
@@ -169,8 +170,9 @@ TEST_F(ReportLayoutTest, TextFitsEightyColumnsAndItsTablesCarryTheJsonNumbers) {
   size_t tables = 0, partial_rows = 0, interval_rows = 0;
   for (const char* file : {"perf_mq.data", "iotrace_mq.data", "iotrace_none.data", "mixed.data",
                            "dd_v6.dat", "dd_v7_zstd.dat", "cut.dat"}) {
-    for (const std::string interval : {"", " --interval 0.05"}) {
-      const std::string args = std::string("-i ") + file + interval;
+    for (const std::string options :
+         {"", " --interval 0.05", " --by size", " --by comm --interval 0.05"}) {
+      const std::string args = std::string("-i ") + file + options;
       const RunResult text = Run(args);
       ASSERT_EQ(text.exit_code, 0) << args << "\n" << text.err;
       const RunResult json = Run(args + " --format json");
@@ -179,6 +181,8 @@ TEST_F(ReportLayoutTest, TextFitsEightyColumnsAndItsTablesCarryTheJsonNumbers) {
       ASSERT_TRUE(JsonParser(json.out).Parse(&j)) << args;
       const std::vector<std::string> lines = Lines(text.out);
       for (const std::string& l : lines) EXPECT_LE(l.size(), 80u) << args << ": " << l;
+      const std::string by = j["options"].Has("by") ? j["options"]["by"].text : "";
+      EXPECT_EQ(by.empty(), options.find("--by") == std::string::npos) << args;
 
       // The tables: the file's, then the time series' (one head each).
       std::vector<size_t> heads;
@@ -192,7 +196,7 @@ TEST_F(ReportLayoutTest, TextFitsEightyColumnsAndItsTablesCarryTheJsonNumbers) {
         const auto rows = TableAt(lines, heads[0]);
         EXPECT_EQ(rows.size(), j["groups"].items.size()) << args;
         for (const Json& g : j["groups"].items) {
-          const auto [key, words] = ExpectedRow(g, "");
+          const auto [key, words] = ExpectedRow(g, by, "");
           ASSERT_EQ(rows.count(key), 1u) << args << ": no row " << key << "\n" << text.out;
           EXPECT_EQ(rows.at(key), words) << args << ": " << key;
           partial_rows += words.back() == "partial" || words.back() == "*";
@@ -205,7 +209,8 @@ TEST_F(ReportLayoutTest, TextFitsEightyColumnsAndItsTablesCarryTheJsonNumbers) {
         for (const Json& iv : j["intervals"].items) {
           for (const Json& g : iv["groups"].items) {
             ++groups;
-            const auto [key, words] = ExpectedRow(g, "[" + iv["interval_start_s"].text + " s] ");
+            const auto [key, words] =
+                ExpectedRow(g, by, "[" + iv["interval_start_s"].text + " s] ");
             ASSERT_EQ(rows.count(key), 1u) << args << ": no row " << key << "\n" << text.out;
             EXPECT_EQ(rows.at(key), words) << args << ": " << key;
           }
@@ -223,7 +228,7 @@ TEST_F(ReportLayoutTest, TextFitsEightyColumnsAndItsTablesCarryTheJsonNumbers) {
       }
     }
   }
-  EXPECT_EQ(tables, 14u);
+  EXPECT_EQ(tables, 28u);
   EXPECT_GT(partial_rows, 0u);  // the cut file's rows are marked
   EXPECT_GT(interval_rows, 0u);
 }
@@ -288,7 +293,8 @@ TEST_F(ReportLayoutTest, EventsCsvColumnsHoldWhatPerfScriptPrints) {
     ASSERT_EQ(lines.size() - 1, script.size()) << name;
     const std::regex line_re(
         R"(^\s*(.+?)\s+(\d+)/(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{6})\d*:\s+(\S+):\s+(.*)$)");
-    // "7,2 WS 4096 () 0 + 8 0x2,0,4 [dd]" (insert, issue); "7,2 WS () 0 + 8 0x2,0,4 [0]" (complete).
+    // "7,2 WS 4096 () 0 + 8 0x2,0,4 [dd]" (insert, issue), "7,2 WS () 0 + 8 0x2,0,4 [0]"
+    // (complete).
     const std::regex rq_re(R"(^(\d+),(\d+) (\S+) (?:(\d+) )?\((.*)\) (\d+) \+ (\d+) )"
                            R"(0x([0-9a-f]+),(\d+),(\d+) \[(.*)\]$)");
     // iotrace names a process by its last comm in the file (sh that became dd by exec is dd
