@@ -233,7 +233,7 @@ EventDumper::EventDumper(const std::vector<EventFormat>& formats, DumpFormat for
 }
 
 void EventDumper::PlanBlockColumns() {
-  // The fields blkparse and the report speak of first, in the order perf script prints them;
+  // The fields a request is read by first (where, how much, which way, who, how it ended);
   // fields of other layouts (remaps, splits, older or newer kernels) after them by name, so that
   // the columns do not depend on the order of the formats in the file.
   static constexpr std::string_view kLeading[] = {"dev",  "sector", "nr_sector", "bytes", "rwbs",
