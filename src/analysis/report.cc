@@ -16,6 +16,7 @@ namespace {
 
 constexpr std::string_view kUnitNames[] = {"ns", "us", "ms"};
 constexpr std::string_view kFormatNames[] = {"text", "csv", "json", "svg"};
+constexpr std::string_view kHistogramViewNames[] = {"none", "log2", "full"};
 constexpr std::string_view kLossKindNames[] = {"ring_lost", "silent_drop",
                                                              "ftrace_overrun", "ftrace_dropped"};
 
@@ -63,6 +64,20 @@ absl::Status ParseBreakdown(std::string_view name, BreakdownBy* by) {
   return WithHint(
       absl::InvalidArgumentError(absl::StrFormat("--by: unknown dimension '%s'", name)),
       "--by takes size, comm, ioprio or cpu");
+}
+
+std::string_view HistogramViewName(HistogramView view) {
+  return kHistogramViewNames[static_cast<int>(view)];
+}
+
+bool ParseHistogramView(std::string_view name, HistogramView* view) {
+  for (int i = 0; i < 3; ++i) {
+    if (kHistogramViewNames[i] == name) {
+      *view = static_cast<HistogramView>(i);
+      return true;
+    }
+  }
+  return false;
 }
 
 absl::Status ParsePhaseList(std::string_view list, unsigned* mask) {

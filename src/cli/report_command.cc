@@ -33,7 +33,9 @@ constexpr char kUsage[] =
     "iotrace record, perf record -e 'block:*' or trace-cmd record), per device x op x phase:\n"
     "  I2D insert->issue (queue), D2C issue->complete (device), I2C insert->complete,\n"
     "  Q2D/Q2C bio queued->issue/complete (when block_bio_queue was recorded).\n"
-    "Every event that could not be paired or was lost is counted in the report.\n"
+    "Every event that could not be paired or was lost is counted in the report. The text\n"
+    "report, laid out for 80 columns, gives the summary table first, then its warnings and\n"
+    "notes, the histograms, the time series (--interval) and the completeness details.\n"
     "\n"
     "input and output:\n"
     "  -i, --input FILE        file to read (default: ./iotrace.data or ./iotrace.dat,\n"
@@ -52,6 +54,11 @@ constexpr char kUsage[] =
     "                          max) per device/op/phase to FILE\n"
     "  --unit UNIT             ns, us (default) or ms, for the text output; csv and json are\n"
     "                          always in ns\n"
+    "  --histograms VIEW       the text output's histograms: log2 (default: power-of-two\n"
+    "                          rows, like bcc's biolatency), full (the report's own\n"
+    "                          buckets, 64 per power of two, as --format csv lists them)\n"
+    "                          or none. log2 on a terminal and in a pipe alike, so that\n"
+    "                          a report saved or paged reads as the one on the screen\n"
     "  --interval SECONDS      time series: one block of rows per interval of SECONDS\n"
     "  --formats-from FILE     event formats for a perf.data cut short before its formats:\n"
     "                          a perf.data or trace.dat recorded on the same kernel, or a\n"
@@ -59,8 +66,9 @@ constexpr char kUsage[] =
     "                          match the file)\n"
     "  --events                instead of the report, every event of the file in time order,\n"
     "                          one line each (time, cpu, pid, comm, event, decoded fields),\n"
-    "                          like perf script; --format csv or json (JSON lines) too;\n"
-    "                          --since/--until narrow it\n"
+    "                          like perf script; --format csv (a column per field of the\n"
+    "                          block events, other events' fields in the last column) or\n"
+    "                          json (JSON lines) too; --since/--until narrow it\n"
     "filters (repeat a flag or give a comma-separated list for several values):\n"
     "  --dev DEV               device as MAJ:MIN (7:0) or name (loop0, /dev/loop0)\n"
     "  --op OP                 read, write, flush, discard, other\n"
@@ -187,6 +195,13 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
   flags.Add("unit", 0, true, "UNIT", "", [&](const std::string& v) {
     if (!ParseTimeUnit(v, &o.unit)) {
       return Usage(absl::StrFormat("--unit '%s': unknown unit", v), "use --unit ns, us or ms");
+    }
+    return absl::OkStatus();
+  });
+  flags.Add("histograms", 0, true, "VIEW", "", [&](const std::string& v) {
+    if (!ParseHistogramView(v, &o.histograms)) {
+      return Usage(absl::StrFormat("--histograms '%s': unknown view", v),
+                   "use --histograms log2, --histograms full or --histograms none");
     }
     return absl::OkStatus();
   });

@@ -40,7 +40,9 @@ absl::Status WriteFile(const std::string& path, Fn write) {
 void WriteMain(const LatencyReport& report, const ReportOptions& options,
                const SvgPlotOptions& svg, std::ostream& out) {
   switch (options.format) {
-    case OutputFormat::kText: WriteTextReport(report, options.unit, out); break;
+    case OutputFormat::kText:
+      WriteTextReport(report, options.unit, out, options.histograms);
+      break;
     case OutputFormat::kCsv: WriteBucketCsv(report, out); break;
     case OutputFormat::kJson: WriteJsonReport(report, out); break;
     case OutputFormat::kSvg: WriteSvgReport(report, svg, out); break;

@@ -4,6 +4,8 @@
 #include <array>
 #include <charconv>
 #include <cstring>
+#include <iterator>
+#include <utility>
 
 #include "iotrace/event/block_dev.h"
 
@@ -84,8 +86,8 @@ void AppendEscaped(std::string_view s, DumpFormat format, std::string* out) {
   out->append(s.data() + from, s.size() - from);
 }
 
-// CSV cell: quoted when it holds a separator, a quote or a newline. A block event's fields cell
-// always is (dev prints as "MAJ,MIN"), so the comma is looked for first; each look is a memchr,
+// CSV cell: quoted when it holds a separator, a quote or a newline (the fields cell of a probe
+// or another tracepoint often holds a comma, so it is looked for first); each look is a memchr,
 // and the quoted copy goes in spans between quotes (a byte-by-byte copy cost a third of the
 // time of a CSV line).
 void AppendCsvCell(std::string_view s, std::string* out) {
@@ -158,6 +160,7 @@ bool IsIntSize(uint32_t size) { return size == 1 || size == 2 || size == 4 || si
 EventDumper::EventPlan EventDumper::BuildPlan(const EventFormat& format) {
   EventPlan plan;
   plan.name = format.FullName();
+  plan.block = format.system == "block";
   for (const FieldInfo& f : format.fields) {
     if (f.is_common || f.name.rfind("common_", 0) == 0) continue;
     FieldPlan p;
@@ -226,10 +229,55 @@ EventDumper::EventDumper(const std::vector<EventFormat>& formats, DumpFormat for
       if (p.name == "comm" && p.kind == FieldKind::kCharArray) plan.comm = &p;
     }
   }
+  if (format_ == DumpFormat::kCsv) PlanBlockColumns();
+}
+
+void EventDumper::PlanBlockColumns() {
+  // The fields a request is read by first (where, how much, which way, who, how it ended);
+  // fields of other layouts (remaps, splits, older or newer kernels) after them by name, so that
+  // the columns do not depend on the order of the formats in the file.
+  static constexpr std::string_view kLeading[] = {"dev",  "sector", "nr_sector", "bytes", "rwbs",
+                                                  "comm", "error",  "ioprio",    "cmd"};
+  auto rank = [](std::string_view name) {
+    return static_cast<size_t>(std::find(std::begin(kLeading), std::end(kLeading), name) -
+                               std::begin(kLeading));
+  };
+  for (const EventPlan& plan : plans_) {
+    if (!plan.block) continue;
+    for (const FieldPlan& f : plan.fields) {
+      if (std::find(block_columns_.begin(), block_columns_.end(), f.name) == block_columns_.end()) {
+        block_columns_.push_back(f.name);
+      }
+    }
+  }
+  std::sort(block_columns_.begin(), block_columns_.end(),
+            [&rank](const std::string& a, const std::string& b) {
+              return std::make_pair(rank(a), std::string_view(a)) <
+                     std::make_pair(rank(b), std::string_view(b));
+            });
+  for (EventPlan& plan : plans_) {
+    if (!plan.block) continue;
+    plan.columns.assign(block_columns_.size(), -1);
+    for (size_t i = 0; i < plan.fields.size(); ++i) {
+      const size_t column =
+          std::find(block_columns_.begin(), block_columns_.end(), plan.fields[i].name) -
+          block_columns_.begin();
+      plan.columns[column] = static_cast<int32_t>(i);
+    }
+  }
 }
 
 std::string EventDumper::Header() const {
-  return format_ == DumpFormat::kCsv ? "time,cpu,pid,tid,comm,event,fields,problem\n" : "";
+  if (format_ != DumpFormat::kCsv) return "";
+  std::string header = "time,cpu,pid,tid,comm,event";
+  for (const std::string& name : block_columns_) {
+    // A field named like one of the record's own columns (the event's comm) is told apart.
+    const bool taken = name == "time" || name == "cpu" || name == "pid" || name == "tid" ||
+                       name == "comm" || name == "event" || name == "problem" || name == "fields";
+    header.append(taken ? ",event_" : ",");
+    AppendCsvCell(name, &header);
+  }
+  return header + ",problem,fields\n";
 }
 
 void EventDumper::AppendValue(const FieldPlan& field, ByteView payload, std::string* out,
@@ -279,6 +327,12 @@ void EventDumper::AppendValue(const FieldPlan& field, ByteView payload, std::str
     case FieldKind::kDev: {
       uint32_t dev = 0;
       if (!LoadAt(payload, field.offset, &dev)) return mark_short();
+      if (format_ == DumpFormat::kCsv) {
+        AppendU64(KernelDevMajor(dev), out);
+        out->push_back(':');
+        AppendU64(KernelDevMinor(dev), out);
+        return;
+      }
       if (json) out->push_back('"');
       AppendTracedDev(dev, out);
       if (json) out->push_back('"');
@@ -397,24 +451,36 @@ void EventDumper::Append(const RawEvent& event, std::string_view comm, std::stri
       if (plan == nullptr) {
         out->append("unknown:type_");
         AppendU64(event.type, out);
-        out->append(",,unknown type\n");
+        out->append(block_columns_.size(), ',');
+        out->append(",unknown type,\n");
         return;
       }
       out->append(plan->name);
-      out->push_back(',');
-      scratch_.clear();
-      for (const FieldPlan& f : plan->fields) {
-        if (!scratch_.empty()) scratch_.push_back(' ');
-        scratch_.append(f.name);
-        scratch_.push_back('=');
-        AppendValue(f, event.payload, &scratch_, &short_read);
+      fields_.clear();
+      if (plan->block) {
+        for (int32_t field : plan->columns) {
+          out->push_back(',');
+          if (field < 0) continue;
+          scratch_.clear();
+          AppendValue(plan->fields[field], event.payload, &scratch_, &short_read);
+          AppendCsvCell(scratch_, out);
+        }
+      } else {
+        out->append(block_columns_.size(), ',');
+        for (const FieldPlan& f : plan->fields) {
+          if (!fields_.empty()) fields_.push_back(' ');
+          fields_.append(f.name);
+          fields_.push_back('=');
+          AppendValue(f, event.payload, &fields_, &short_read);
+        }
       }
-      AppendCsvCell(scratch_, out);
       out->push_back(',');
       if (short_read) {
         ++short_records_;
         out->append("short record");
       }
+      out->push_back(',');
+      AppendCsvCell(fields_, out);
       out->push_back('\n');
       return;
     }

@@ -1,6 +1,8 @@
 #include "format_cells.h"
 
+#include <cctype>
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -59,6 +61,48 @@ std::string SummaryCsvCells(const LatencyGroup& g, bool with_by) {
                          BlockOpName(g.op), PhaseName(g.phase), s.count,
                          s.min_ns, JsonDouble(s.mean_ns), s.p50_ns, s.p90_ns, s.p99_ns, s.p999_ns,
                          s.max_ns);
+}
+
+std::string Wrapped(std::string_view lead, std::string_view text, size_t hang) {
+  // Words that must share a line are joined into one view of `text` (with what lies between
+  // them): a number and the word before it, and a number and the word after it unless the
+  // number ends a clause ("2 CPUs", "0.024 s", "block_rq_issue 715," but not "715, block_...").
+  std::vector<std::string_view> words;
+  bool join_next = false;
+  for (size_t at = 0; at < text.size();) {
+    const size_t space = std::min(text.find(' ', at), text.size());
+    std::string_view word = text.substr(at, space - at);
+    at = space + 1;
+    if (word.empty()) continue;
+    const bool number = std::isdigit(static_cast<unsigned char>(word[0]));
+    if (!words.empty() && (number || join_next)) {
+      const std::string_view& before = words.back();
+      words.back() = std::string_view(before.data(), word.data() + word.size() - before.data());
+    } else {
+      words.push_back(word);
+    }
+    join_next = number && std::string_view(",;:)").find(word.back()) == std::string_view::npos;
+  }
+  std::string out(lead);
+  size_t column = out.size();
+  bool line_has_word = false;
+  for (std::string_view word : words) {
+    if (line_has_word && column + 1 + word.size() > kTextWidth) {
+      out += '\n';
+      out.append(hang, ' ');
+      column = hang;
+      line_has_word = false;
+    }
+    if (line_has_word || (!out.empty() && out.back() != ' ' && out.back() != '\n')) {
+      out += ' ';
+      ++column;
+    }
+    out.append(word);
+    column += word.size();
+    line_has_word = true;
+  }
+  out += '\n';
+  return out;
 }
 
 }  // namespace iotrace

@@ -1,6 +1,7 @@
 // Cells that more than one formatter of this stage writes (report_format, live_view): CSV
 // quoting, JSON strings and numbers, and the cells of a summary CSV row, so that a number reads
-// the same in `iotrace report` and `iotrace live`.
+// the same in `iotrace report` and `iotrace live`; and the text view's lines wrapped at 80
+// columns.
 #ifndef IOTRACE_SRC_OUTPUT_FORMAT_CELLS_H_
 #define IOTRACE_SRC_OUTPUT_FORMAT_CELLS_H_
 
@@ -22,6 +23,15 @@ std::string JsonDouble(double v);
 std::string SummaryCsvCells(const LatencyGroup& g, bool with_by = false);
 // A CSV header with --by's dimension as a column after "device" (`header` itself without --by).
 std::string CsvHeaderWithBy(std::string_view header, const std::string& by);
+
+// The width the text views are laid out for: a terminal's default.
+inline constexpr size_t kTextWidth = 80;
+// `lead` as it is, then the words of `text` (split at spaces) filled into lines of at most
+// kTextWidth columns, each line after the first indented by `hang` spaces; ends with a newline.
+// A number stays on the line of the word before it ("block_rq_issue 715", "covers 0.000-1.2")
+// and of the word after it ("2 CPUs", "0.024 s") unless a comma, semicolon, colon or
+// parenthesis ends it; a word too long for any line stands on a line of its own.
+std::string Wrapped(std::string_view lead, std::string_view text, size_t hang);
 
 }  // namespace iotrace
 

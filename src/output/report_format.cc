@@ -1,11 +1,11 @@
 #include "iotrace/output/report_format.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <sstream>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -37,10 +37,33 @@ std::string GroupLabel(const LatencyGroup& g, const std::string& by) {
   return by.empty() ? GroupLabel(g) : absl::StrFormat("%s %s %s", GroupLabel(g), by, g.by);
 }
 
+std::string HistogramTitle(const LatencyGroup& g, const std::string& by) {
+  return Wrapped("",
+                 absl::StrFormat("%s %s %s%s: %s", GroupLabel(g, by), BlockOpName(g.op),
+                                 PhaseName(g.phase), g.incomplete ? " (INCOMPLETE)" : "",
+                                 Plural(g.summary.count, "request")),
+                 2);
+}
+
+// Both views lay their rows out as bcc's biolatency does: a title, a head naming the unit, then
+// "lo -> hi : count |bar|" (80 columns). `by`: --by's dimension ("" without --by).
+void WriteBarHead(const LatencyGroup& g, const std::string& by, TimeUnit unit,
+                  std::ostream& out) {
+  out << HistogramTitle(g, by);
+  out << absl::StrFormat("%24s : %-10s distribution\n", TimeUnitName(unit), "count");
+}
+
+void WriteBarRow(const std::string& lo, const std::string& hi, uint64_t count, uint64_t peak,
+                 std::ostream& out) {
+  const int stars = peak == 0 ? 0 : static_cast<int>(count * kBarWidth / peak);
+  out << absl::StrFormat("%10s -> %-10s : %-10u |%-40s|\n", lo, hi, count,
+                         std::string(stars, '*'));
+}
+
 // biolatency-style power-of-two rows in `unit`: row k holds values in [2^k, 2^(k+1)) units,
 // row 0 also holds values below 1 unit. A fine bucket goes to the row of its middle value.
-void WriteAsciiHistogram(const LatencyGroup& g, const std::string& by, TimeUnit unit,
-                         std::ostream& out) {
+void WriteLog2Histogram(const LatencyGroup& g, const std::string& by, TimeUnit unit,
+                        std::ostream& out) {
   const double div = UnitDivisor(unit);
   std::vector<uint64_t> rows;
   for (const LatencyBucket& b : g.buckets) {
@@ -55,46 +78,111 @@ void WriteAsciiHistogram(const LatencyGroup& g, const std::string& by, TimeUnit 
     peak = std::max(peak, rows[i]);
     if (rows[i] != 0 && first == rows.size()) first = i;
   }
-  out << absl::StrFormat("%s %s %s%s: %s\n", GroupLabel(g, by), BlockOpName(g.op), PhaseName(g.phase),
-                         g.incomplete ? " (INCOMPLETE)" : "", Plural(g.summary.count, "request"));
-  out << absl::StrFormat("%24s : %-10s distribution\n", TimeUnitName(unit), "count");
+  WriteBarHead(g, by, unit, out);
   for (size_t i = first; i < rows.size(); ++i) {
-    uint64_t lo = i == 0 ? 0 : uint64_t{1} << i;
-    uint64_t hi = (uint64_t{1} << (i + 1)) - 1;
-    int stars = peak == 0 ? 0 : static_cast<int>(rows[i] * kBarWidth / peak);
-    out << absl::StrFormat("%10u -> %-10u : %-10u |%-40s|\n", lo, hi, rows[i],
-                           std::string(stars, '*'));
+    const uint64_t lo = i == 0 ? 0 : uint64_t{1} << i;
+    const uint64_t hi = (uint64_t{1} << (i + 1)) - 1;
+    WriteBarRow(absl::StrCat(lo), absl::StrCat(hi), rows[i], peak, out);
   }
   out << "\n";
 }
 
-// `by`: --by's dimension, a column after the device ("" without --by).
-void WriteSummaryTable(const std::vector<LatencyGroup>& groups, const std::string& by,
-                       TimeUnit unit, std::ostream& out, const std::string& first_column) {
-  size_t width = 6;
-  for (const LatencyGroup& g : groups) width = std::max(width, GroupLabel(g).size());
-  // With --by, the class is the device column's second part, under the dimension's name.
-  size_t by_width = by.size();
-  for (const LatencyGroup& g : groups) by_width = std::max(by_width, g.by.size());
-  auto device_cell = [&](const std::string& device, const std::string& klass) {
-    return by.empty() ? absl::StrFormat("%-*s", width, device)
-                      : absl::StrFormat("%-*s  %-*s", width, device, by_width, klass);
-  };
-  out << absl::StrFormat("%s%s  %-7s %-5s %10s %10s %10s %10s %10s %10s %10s %10s\n",
-                         first_column, device_cell("DEVICE", absl::AsciiStrToUpper(by)), "OP",
-                         "PHASE", "COUNT", "MIN", "MEAN", "P50", "P90", "P99", "P99.9", "MAX");
-  for (const LatencyGroup& g : groups) {
-    const LatencySummary& s = g.summary;
-    out << absl::StrFormat(
-        "%s%s  %-7s %-5s %10u %10s %10s %10s %10s %10s %10s %10s%s\n", first_column,
-        device_cell(GroupLabel(g), g.by), BlockOpName(g.op), PhaseName(g.phase), s.count,
-        FormatLatency(s.min_ns, unit), FormatLatency(static_cast<uint64_t>(std::llround(s.mean_ns)), unit),
-        FormatLatency(s.p50_ns, unit), FormatLatency(s.p90_ns, unit),
-        FormatLatency(s.p99_ns, unit), FormatLatency(s.p999_ns, unit),
-        FormatLatency(s.max_ns, unit),
-        absl::StrCat(g.partial ? " partial" : "", g.incomplete ? " *" : ""));
+// A bucket bound in `unit` to the nanosecond: 41471 ns is "41471", "41.471" us, "0.041471" ms.
+std::string BucketBound(uint64_t ns, TimeUnit unit) {
+  switch (unit) {
+    case TimeUnit::kNs: return absl::StrCat(ns);
+    case TimeUnit::kUs: return absl::StrFormat("%u.%03u", ns / 1000, ns % 1000);
+    case TimeUnit::kMs: return absl::StrFormat("%u.%06u", ns / 1000000, ns % 1000000);
   }
+  return "";
 }
+
+// The report's own log-linear buckets, the non-empty ones (as the CSV lists them), each from its
+// lowest to its highest nanosecond.
+void WriteFullHistogram(const LatencyGroup& g, const std::string& by, TimeUnit unit,
+                        std::ostream& out) {
+  uint64_t peak = 0;
+  for (const LatencyBucket& b : g.buckets) peak = std::max(peak, b.count);
+  WriteBarHead(g, by, unit, out);
+  for (const LatencyBucket& b : g.buckets) {
+    WriteBarRow(BucketBound(b.lo_ns, unit), BucketBound(b.hi_ns - 1, unit), b.count, peak, out);
+  }
+  out << "\n";
+}
+
+// The summary table, laid out for 80 columns: a heading line per device (and --by's class),
+// then a row per op x phase under one head. A column is as wide as its widest value, and
+// numbers take at least kMinNumberWidth, so that ordinary values (up to 6 characters: 9999.9 us)
+// fit 80 columns with both marks (" partial *").
+class SummaryTable {
+ public:
+  static constexpr size_t kNumbers = 8;
+  static constexpr size_t kMinNumberWidth = 6;
+
+  explicit SummaryTable(TimeUnit unit) : unit_(unit) {
+    for (size_t i = 0; i < kNumbers; ++i) widths_[i] = std::max(kMinNumberWidth, Head(i).size());
+  }
+
+  // Widens the columns to hold the rows of `groups`.
+  void Fit(const std::vector<LatencyGroup>& groups) {
+    for (const LatencyGroup& g : groups) {
+      op_width_ = std::max(op_width_, BlockOpName(g.op).size());
+      const std::array<std::string, kNumbers> cells = Numbers(g.summary);
+      for (size_t i = 0; i < kNumbers; ++i) widths_[i] = std::max(widths_[i], cells[i].size());
+    }
+  }
+
+  void WriteHead(std::ostream& out) const {
+    std::string line = absl::StrFormat("  %-*s %-5s", static_cast<int>(op_width_), "OP", "PHASE");
+    for (size_t i = 0; i < kNumbers; ++i) {
+      absl::StrAppendFormat(&line, " %*s", static_cast<int>(widths_[i]), Head(i));
+    }
+    out << line << "\n";
+  }
+
+  // The rows of `groups` (sorted by device and class), each device's (each class's, with `by`,
+  // --by's dimension) under a line naming it after `lead`.
+  void WriteRows(const std::vector<LatencyGroup>& groups, const std::string& by,
+                 std::string_view lead, std::ostream& out) const {
+    const LatencyGroup* previous = nullptr;
+    for (const LatencyGroup& g : groups) {
+      if (previous == nullptr || previous->dev != g.dev || previous->device != g.device ||
+          previous->by != g.by) {
+        out << Wrapped(lead, GroupLabel(g, by), 2);
+      }
+      previous = &g;
+      std::string line = absl::StrFormat("  %-*s %-5s", static_cast<int>(op_width_),
+                                         BlockOpName(g.op), PhaseName(g.phase));
+      const std::array<std::string, kNumbers> cells = Numbers(g.summary);
+      for (size_t i = 0; i < kNumbers; ++i) {
+        absl::StrAppendFormat(&line, " %*s", static_cast<int>(widths_[i]), cells[i]);
+      }
+      out << line << (g.partial ? " partial" : "") << (g.incomplete ? " *" : "") << "\n";
+    }
+  }
+
+ private:
+  static std::string_view Head(size_t i) {
+    static constexpr std::string_view kHeads[kNumbers] = {"COUNT", "MIN", "MEAN",  "P50",
+                                                          "P90",   "P99", "P99.9", "MAX"};
+    return kHeads[i];
+  }
+
+  std::array<std::string, kNumbers> Numbers(const LatencySummary& s) const {
+    return {absl::StrCat(s.count),
+            FormatLatency(s.min_ns, unit_),
+            FormatLatency(static_cast<uint64_t>(std::llround(s.mean_ns)), unit_),
+            FormatLatency(s.p50_ns, unit_),
+            FormatLatency(s.p90_ns, unit_),
+            FormatLatency(s.p99_ns, unit_),
+            FormatLatency(s.p999_ns, unit_),
+            FormatLatency(s.max_ns, unit_)};
+  }
+
+  TimeUnit unit_;
+  size_t op_width_ = 2;  // "OP"
+  std::array<size_t, kNumbers> widths_{};
+};
 
 // Seconds from the report's first event.
 std::string Since(const LatencyReport& r, uint64_t ts, int decimals = 3) {
@@ -106,48 +194,60 @@ void WriteCoverage(const LatencyReport& r, std::ostream& out) {
   const CoverageReport& c = r.coverage;
   if (c.complete) return;
   if (c.has_window) {
-    out << absl::StrFormat("coverage: PARTIAL: every CPU's data covers %s-%s s of the %.3f s%s\n",
-                           Since(r, c.window_start_ns), Since(r, c.window_end_ns), r.duration_s(),
-                           c.gap_count == 0
-                               ? ""
-                               : absl::StrFormat(", less %u %s inside", c.gap_count,
-                                                 c.gap_count == 1 ? "gap" : "gaps"));
+    out << Wrapped("coverage:",
+                   absl::StrFormat("PARTIAL: every CPU's data covers %s-%s s of the %.3f s%s",
+                                   Since(r, c.window_start_ns), Since(r, c.window_end_ns),
+                                   r.duration_s(),
+                                   c.gap_count == 0
+                                       ? ""
+                                       : absl::StrFormat(", less %u %s inside", c.gap_count,
+                                                         c.gap_count == 1 ? "gap" : "gaps")),
+                   2);
   } else {
-    out << "coverage: NONE: no time is covered by every CPU's data, so no latency can be "
-           "trusted\n";
+    out << Wrapped("coverage:",
+                   "NONE: no time is covered by every CPU's data, so no latency can be trusted",
+                   2);
   }
   for (const CpuCoverage& cpu : c.cpus) {
     if (!cpu.ends_early) continue;
     const std::string name = cpu.cpu < 0 ? std::string("CPU ?") : absl::StrCat("CPU ", cpu.cpu);
     if (cpu.records == 0) {
-      out << absl::StrFormat("  %s: no data (%s)\n", name, GapCauseText(cpu.end_cause));
+      out << Wrapped("  " + name + ":",
+                     absl::StrFormat("no data (%s)", GapCauseText(cpu.end_cause)), 4);
     } else {
-      out << absl::StrFormat("  %s: data ends at %s s (%s)\n", name, Since(r, cpu.last_ts_ns),
-                             GapCauseText(cpu.end_cause));
+      out << Wrapped("  " + name + ":",
+                     absl::StrFormat("data ends at %s s (%s)", Since(r, cpu.last_ts_ns),
+                                     GapCauseText(cpu.end_cause)),
+                     4);
     }
   }
   // The first few gaps (JSON input.coverage lists up to CoverageReport::kMaxListedGaps).
   constexpr size_t kShown = 5;
   for (size_t i = 0; i < c.gaps.size() && i < kShown; ++i) {
     const DataGap& g = c.gaps[i];
-    out << absl::StrFormat("  CPU %d: gap %s-%s s (%s%s)\n", g.cpu,
-                           g.after_ts == 0 ? std::string("start") : Since(r, g.after_ts, 6),
-                           Since(r, g.before_ts, 6), GapCauseText(g.cause),
-                           g.events == 0 ? ""
-                           : g.events == 1 ? ", 1 event"
-                                           : absl::StrFormat(", %u events", g.events));
+    out << Wrapped(absl::StrFormat("  CPU %d:", g.cpu),
+                   absl::StrFormat("gap %s-%s s (%s%s)",
+                                   g.after_ts == 0 ? std::string("start") : Since(r, g.after_ts, 6),
+                                   Since(r, g.before_ts, 6), GapCauseText(g.cause),
+                                   g.events == 0 ? ""
+                                   : g.events == 1 ? ", 1 event"
+                                                   : absl::StrFormat(", %u events", g.events)),
+                   4);
   }
   if (c.gap_count > kShown) {
     out << absl::StrFormat("  ... and %u more %s (see --format json)\n", c.gap_count - kShown,
                            c.gap_count - kShown == 1 ? "gap" : "gaps");
   }
   const uint64_t outside = c.outside_total();
-  out << absl::StrFormat(
-      "  %s; %u phase %s across a gap or past the end of some CPU's data %s left out (see "
-      "warnings)\n",
-      c.has_window ? "the histograms hold only requests wholly inside what is covered"
+  out << Wrapped(
+      "  ",
+      absl::StrFormat(
+          "%s; %u phase %s across a gap or past the end of some CPU's data %s left out (see "
+          "warnings)",
+          c.has_window ? "the histograms hold only requests wholly inside what is covered"
                    : "no histogram can be trusted",
-      outside, outside == 1 ? "sample" : "samples", outside == 1 ? "is" : "are");
+          outside, outside == 1 ? "sample" : "samples", outside == 1 ? "is" : "are"),
+      4);
 }
 
 std::string Counts(const std::vector<std::pair<std::string_view, uint64_t>>& items) {
@@ -163,6 +263,15 @@ std::string StateCounts(const std::array<uint64_t, N>& by_state) {
     items.emplace_back(RequestStateName(static_cast<RequestState>(i)), by_state[i]);
   }
   return Counts(items);
+}
+
+// A line of the completeness block: `label`, its value from column 27 on (the values line up),
+// wrapped under that column.
+std::string Field(std::string_view label, std::string_view value) {
+  constexpr size_t kValueColumn = 27;
+  std::string lead = std::string(label) + " ";
+  if (lead.size() < kValueColumn) lead.resize(kValueColumn, ' ');
+  return Wrapped(lead, value, kValueColumn);
 }
 
 // What each filter given removed: requests (at their completion) by --dev, --op, --comm and
@@ -189,7 +298,7 @@ void WriteFilteredOut(const LatencyReport& r, std::ostream& out) {
   if (!requests.empty()) parts.push_back("requests by " + absl::StrJoin(requests, ", "));
   if (!phases.empty()) parts.push_back("phase samples by " + absl::StrJoin(phases, ", "));
   if (parts.empty()) return;
-  out << "  filtered out:            " << absl::StrJoin(parts, "; ") << "\n";
+  out << Field("  filtered out:", absl::StrJoin(parts, "; "));
 }
 
 void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
@@ -203,73 +312,82 @@ void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
     }
   }
   events.emplace_back("other", c.other_events);
-  out << "  events:                  " << Counts(events) << "\n";
+  out << Field("  events:", Counts(events));
   std::vector<std::pair<std::string_view, uint64_t>> paired;
   for (int p = 0; p < kPhaseCount; ++p) paired.emplace_back(PhaseName(static_cast<Phase>(p)), m.paired[p]);
-  out << "  paired:                  " << Counts(paired) << "\n";
+  out << Field("  paired:", Counts(paired));
   std::vector<std::pair<std::string_view, uint64_t>> reasons;
   for (int i = 0; i < kNoInsertReasonCount; ++i) {
     reasons.emplace_back(NoInsertReasonName(static_cast<NoInsertReason>(i)),
                          m.issues_without_insert[i]);
   }
-  out << "  issues without insert:   " << Counts(reasons) << "\n";
-  out << absl::StrFormat("  completes without issue: %u (and %s by the flush machinery)\n",
-                         m.completes_without_issue,
-                         Plural(m.flush_sequence_completions, "zero-length completion"));
-  out << absl::StrFormat(
-      "  flushes %u, requeues %u (unmatched %u), merges %u (+%u merged while being inserted, "
+  out << Field("  issues without insert:", Counts(reasons));
+  out << Field("  completes without issue:",
+               absl::StrFormat("%u (and %s by the flush machinery)", m.completes_without_issue,
+                               Plural(m.flush_sequence_completions, "zero-length completion")));
+  out << Wrapped(
+      "  ",
+      absl::StrFormat(
+      "flushes %u, requeues %u (unmatched %u), merges %u (+%u merged while being inserted, "
       "%u of requests not seen), bio merges front %u back %u, partial completions %u, "
-      "collisions %u (+%u kept apart), completion errors %u\n",
+      "collisions %u (+%u kept apart), completion errors %u",
       m.flushes, m.requeues, m.requeues_unmatched, m.merges, m.merges_before_insert,
       m.merges_unmatched,
       m.bio_front_merges, m.bio_back_merges, m.partial_completions, m.collisions,
-      m.overlapping, m.completion_errors);
+      m.overlapping, m.completion_errors),
+      4);
   uint64_t at_gap = 0;
   for (uint64_t n : m.flushes_at_gap) at_gap += n;
   if (at_gap != 0) {
-    out << absl::StrFormat("  flushes given up at gaps: %s (in flight where a gap in the data "
-                           "ended: their FIFO pairing cannot be trusted past it)\n",
-                           StateCounts(m.flushes_at_gap));
+    out << Field("  flushes given up at gaps:",
+                 StateCounts(m.flushes_at_gap) +
+                     " (in flight where a gap in the data ended: their FIFO pairing cannot be "
+                     "trusted past it)");
   }
   uint64_t across_gap = 0;
   for (uint64_t n : m.across_gap) across_gap += n;
   if (across_gap != 0) {
-    out << absl::StrFormat("  across gaps:             %s (last seen before a gap in the data "
-                           "ended, never completed: their events most likely lay in it)\n",
-                           StateCounts(m.across_gap));
+    out << Field("  across gaps:",
+                 StateCounts(m.across_gap) +
+                     " (last seen before a gap in the data ended, never completed: their events "
+                     "most likely lay in it)");
   }
-  out << absl::StrFormat("  expired (idle > %s s):   %s\n", FormatSeconds(r.expiry_s),
-                         StateCounts(m.expired));
-  out << absl::StrFormat("  evicted (table full):    %s\n", StateCounts(m.evicted));
-  out << absl::StrFormat("  in flight at end:        %s\n", StateCounts(m.in_flight_at_end));
+  out << Field(absl::StrFormat("  expired (idle > %s s):", FormatSeconds(r.expiry_s)),
+               StateCounts(m.expired));
+  out << Field("  evicted (table full):", StateCounts(m.evicted));
+  out << Field("  in flight at end:", StateCounts(m.in_flight_at_end));
   uint64_t stale = 0;
   for (uint64_t n : m.stale_at_end) stale += n;
   if (stale != 0) {
-    out << absl::StrFormat("    of which stale:        %s\n", StateCounts(m.stale_at_end));
+    out << Field("    of which stale:", StateCounts(m.stale_at_end));
   }
   if (c.losses.empty()) {
-    out << "  lost:                    none reported by the file\n";
+    out << Field("  lost:", "none reported by the file");
   } else {
     out << "  lost:\n";
     for (const LossSummary& l : c.losses) {
-      out << absl::StrFormat("    %-15s cpu %-4s %-28s %u%s\n", LossKindName(l.kind),
-                             l.cpu < 0 ? "?" : absl::StrFormat("%d", l.cpu), l.event, l.count,
-                             l.placed == 0 ? ""
-                             : l.placed == l.count
-                                 ? " (placed: gaps of the coverage)"
-                                 : absl::StrFormat(" (%u placed: gaps of the coverage)", l.placed));
+      out << Wrapped(absl::StrFormat("    %-15s cpu %-4s %-28s ", LossKindName(l.kind),
+                                     l.cpu < 0 ? "?" : absl::StrFormat("%d", l.cpu), l.event),
+                     absl::StrFormat("%u%s", l.count,
+                                     l.placed == 0 ? ""
+                                     : l.placed == l.count
+                                         ? " (placed: gaps of the coverage)"
+                                         : absl::StrFormat(" (%u placed: gaps of the coverage)",
+                                                           l.placed)),
+                     6);
     }
   }
   std::vector<std::pair<std::string_view, uint64_t>> reader;
   for (const auto& [name, count] : c.reader_problems) reader.emplace_back(name, count);
-  out << absl::StrFormat("  reader:                  %s, %s; problems: %s\n",
-                         Plural(c.reader_records, "record"), Plural(c.reader_events, "event"),
-                         reader.empty() ? "none" : Counts(reader));
+  out << Field("  reader:", absl::StrFormat("%s, %s; problems: %s",
+                                            Plural(c.reader_records, "record"),
+                                            Plural(c.reader_events, "event"),
+                                            reader.empty() ? "none" : Counts(reader)));
   std::vector<std::pair<std::string_view, uint64_t>> decode;
   for (int i = 0; i < kDecodeProblemCount; ++i) {
     decode.emplace_back(DecodeProblemName(static_cast<DecodeProblem>(i)), c.decode.problems[i]);
   }
-  out << "  decoder problems:        " << Counts(decode) << "\n";
+  out << Field("  decoder problems:", Counts(decode));
   if (!r.coverage.complete) {
     std::vector<std::string> phases;
     for (int p = 0; p < kPhaseCount; ++p) {
@@ -283,8 +401,7 @@ void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
         phases.push_back(absl::StrFormat("%s (%s)", PhaseName(static_cast<Phase>(p)), Counts(by)));
       }
     }
-    out << "  outside coverage:        " << (phases.empty() ? "none" : absl::StrJoin(phases, ", "))
-        << "\n";
+    out << Field("  outside coverage:", phases.empty() ? "none" : absl::StrJoin(phases, ", "));
   }
   WriteFilteredOut(r, out);
   if (!c.devices.empty()) {
@@ -296,8 +413,10 @@ void WriteCompleteness(const LatencyReport& r, std::ostream& out) {
           ev.emplace_back(BlockEventKindName(static_cast<BlockEventKind>(k)), d.events[k]);
         }
       }
-      out << absl::StrFormat("    %s (%s): %s; issues without insert %u\n", d.device,
-                             DevString(d.dev), Counts(ev), d.issues_without_insert);
+      out << Wrapped(absl::StrFormat("    %s (%s):", d.device, DevString(d.dev)),
+                     absl::StrFormat("%s; issues without insert %u", Counts(ev),
+                                     d.issues_without_insert),
+                     6);
     }
   }
 }
@@ -309,8 +428,9 @@ void WriteNothingToShow(const LatencyReport& r, std::ostream& out) {
     why.push_back("no time is covered by every CPU's data");
   }
   if (!r.empty_reason.empty()) why.push_back(r.empty_reason);
-  out << "no request latencies to show" << (why.empty() ? "" : ": ") << absl::StrJoin(why, "; ")
-      << "\n\n";
+  out << Wrapped("no request latencies to show" + std::string(why.empty() ? "" : ":"),
+                 absl::StrJoin(why, "; "), 2)
+      << "\n";
 }
 
 // `by`: --by's dimension, the key of the group's class ("size": "4K"); "" without --by.
@@ -383,29 +503,24 @@ std::string FormatSeconds(double s) {
   return out;
 }
 
-void WriteTextReport(const LatencyReport& r, TimeUnit unit, std::ostream& out) {
-  out << absl::StrFormat("iotrace report: %s (%s, %s), %.3f s of trace\n", r.input,
-                         r.file_format.empty() ? "?" : r.file_format,
-                         Plural(r.nr_cpus < 0 ? 0 : r.nr_cpus, "CPU"), r.duration_s());
-  if (!r.formats_warning.empty()) out << "WARNING: " << r.formats_warning << "\n";
+void WriteTextReport(const LatencyReport& r, TimeUnit unit, std::ostream& out,
+                     HistogramView histograms) {
+  out << Wrapped("iotrace report:",
+                 absl::StrFormat("%s (%s, %s), %.3f s of trace", r.input,
+                                 r.file_format.empty() ? "?" : r.file_format,
+                                 Plural(r.nr_cpus < 0 ? 0 : r.nr_cpus, "CPU"), r.duration_s()),
+                 2);
+  if (!r.formats_warning.empty()) out << Wrapped("WARNING:", r.formats_warning, 2);
   WriteCoverage(r, out);
   if (!r.filters.empty()) {
     std::vector<std::string> f;
     for (const auto& [k, v] : r.filters) f.push_back(k + "=" + v);
-    out << "filters: " << absl::StrJoin(f, " ") << "\n";
+    out << Wrapped("filters:", absl::StrJoin(f, " "), 2);
   }
-  out << "phases: I2D insert->issue (queue), D2C issue->complete (device), I2C insert->complete,"
-         " Q2D/Q2C bio queued->issue/complete\n\n";
-  // The warnings come right after the table they qualify, before any histogram.
-  auto write_warnings = [&r, &out] {
-    if (r.warnings.empty()) return;
-    out << "warnings\n";
-    for (const PhaseWarning& w : r.warnings) out << "  WARNING: " << w.message << "\n";
-    out << "\n";
-  };
+  out << "phases: I2D insert->issue (queue), D2C issue->complete (device),\n"
+         "        I2C insert->complete, Q2D/Q2C bio queued->issue/complete\n\n";
   if (r.groups.empty()) {
     WriteNothingToShow(r, out);
-    write_warnings();
   } else {
     std::vector<std::string> legend;
     if (!r.coverage.complete) legend.push_back("partial = only what the coverage above holds");
@@ -413,27 +528,45 @@ void WriteTextReport(const LatencyReport& r, TimeUnit unit, std::ostream& out) {
     for (const LatencyGroup& g : r.groups) incomplete |= g.incomplete;
     if (incomplete) legend.push_back("* = incomplete");
     if (!legend.empty()) legend.back() += ", see warnings";
-    out << absl::StrFormat("latency (%s)%s%s\n", TimeUnitName(unit), legend.empty() ? "" : "; ",
-                           absl::StrJoin(legend, "; "));
-    WriteSummaryTable(r.groups, r.by, unit, out, "");
+    out << Wrapped(absl::StrFormat("latency (%s)%s", TimeUnitName(unit), legend.empty() ? "" : ";"),
+                   absl::StrJoin(legend, "; "), 2);
+    SummaryTable table(unit);
+    table.Fit(r.groups);
+    table.WriteHead(out);
+    table.WriteRows(r.groups, r.by, "", out);
     out << "\n";
-    write_warnings();
-    for (const LatencyGroup& g : r.groups) WriteAsciiHistogram(g, r.by, unit, out);
+  }
+  // What qualifies the table, and explains a phase it lacks, comes right after it, before the
+  // histograms.
+  if (!r.warnings.empty()) {
+    out << "warnings\n";
+    for (const PhaseWarning& w : r.warnings) out << Wrapped("  WARNING:", w.message, 4);
+    out << "\n";
+  }
+  if (!r.notes.empty()) {
+    out << "notes\n";
+    for (const std::string& n : r.notes) out << Wrapped("  ", n, 4);
+    out << "\n";
+  }
+  for (const LatencyGroup& g : r.groups) {
+    switch (histograms) {
+      case HistogramView::kNone: break;
+      case HistogramView::kLog2: WriteLog2Histogram(g, r.by, unit, out); break;
+      case HistogramView::kFull: WriteFullHistogram(g, r.by, unit, out); break;
+    }
   }
   if (!r.intervals.empty()) {
     out << absl::StrFormat("time series, every %s s, latency (%s)\n", FormatSeconds(r.interval_s),
                            TimeUnitName(unit));
+    SummaryTable table(unit);
+    for (const LatencyInterval& iv : r.intervals) table.Fit(iv.groups);
+    table.WriteHead(out);
     for (const LatencyInterval& iv : r.intervals) {
-      out << absl::StrFormat("[%s s]\n", FormatSeconds(iv.start_s));
-      WriteSummaryTable(iv.groups, r.by, unit, out, "  ");
+      table.WriteRows(iv.groups, r.by, absl::StrFormat("[%s s]", FormatSeconds(iv.start_s)), out);
     }
     out << "\n";
   }
   WriteCompleteness(r, out);
-  if (!r.notes.empty()) {
-    out << "\nnotes\n";
-    for (const std::string& n : r.notes) out << "  " << n << "\n";
-  }
 }
 
 void WriteBucketCsv(const LatencyReport& r, std::ostream& out) {
@@ -641,7 +774,7 @@ void WriteJsonReport(const LatencyReport& r, std::ostream& out) {
 std::string FormatReport(const LatencyReport& report, OutputFormat format, TimeUnit unit) {
   std::ostringstream out;
   switch (format) {
-    case OutputFormat::kText: WriteTextReport(report, unit, out); break;
+    case OutputFormat::kText: WriteTextReport(report, unit, out, HistogramView::kLog2); break;
     case OutputFormat::kCsv: WriteBucketCsv(report, out); break;
     case OutputFormat::kJson: WriteJsonReport(report, out); break;
     case OutputFormat::kSvg: WriteSvgReport(report, SvgPlotOptions(), out); break;

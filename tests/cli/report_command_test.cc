@@ -15,13 +15,17 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "fixtures.h"
 #include "test_json.h"
 #include "gtest/gtest.h"
+#include "report_text.h"
 #include "iotrace/sys/device_names.h"
 
 namespace iotrace {
 namespace {
+
+using test::Squeezed;
 
 struct RunResult {
   int exit_code = -1;
@@ -97,6 +101,7 @@ TEST_F(ReportCommandTest, HelpListsEveryOptionAndExitsZero) {
        {"-i, --input FILE", "-o, --output FILE", "--format", "--summary-csv FILE", "--unit",
         "--interval SECONDS", "--dev DEV", "--op OP", "--comm NAME", "--pid PID",
         "--since SECONDS", "--until SECONDS", "--expiry SECONDS", "--max-inflight N", "--by DIM",
+        "--histograms VIEW", "log2", "full", "none",
         "-h, --help", "./iotrace.data", "I2D", "D2C", "I2C", "Q2D"}) {
     EXPECT_NE(r.out.find(option), std::string::npos) << "--help does not mention " << option;
   }
@@ -353,9 +358,17 @@ TEST_F(ReportCommandTest, FileCutShortIsReportedAsPartial) {
   EXPECT_NE(t.out.find("\ncoverage: PARTIAL: every CPU's data covers 0.000-"), std::string::npos)
       << t.out;
   EXPECT_NE(t.out.find("(the file is cut short)\n"), std::string::npos) << t.out;
-  const size_t row = t.out.find(" D2C      ");  // a table row (the column is padded)
-  ASSERT_NE(row, std::string::npos) << t.out;
-  EXPECT_NE(t.out.substr(row, t.out.find('\n', row) - row).find(" partial"), std::string::npos);
+  // A table row: "  OP D2C COUNT MIN MEAN P50 P90 P99 P99.9 MAX partial".
+  std::vector<std::string> row;
+  for (const std::string& line : Lines(t.out)) {
+    std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (line.rfind("  ", 0) == 0 && words.size() >= 10 && words[1] == "D2C") {
+      row = words;
+      break;
+    }
+  }
+  ASSERT_GE(row.size(), 11u) << t.out;
+  EXPECT_EQ(row[10], "partial") << t.out;
   const size_t warning = t.out.find("WARNING: D2C is partial");
   const size_t histogram = t.out.find("distribution");
   ASSERT_NE(warning, std::string::npos) << t.out;
@@ -481,7 +494,7 @@ TEST_F(ReportCommandTest, DevOfWhichSomeMatchNothingWarnsOnStderrAndInTheNotes) 
   RunResult r = Run({"-i", file, "--dev", "sdz", "--dev", "7:0"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "iotrace: warning: " + warning + "\n");
-  EXPECT_NE(r.out.find("\nnotes\n  " + warning + "\n"), std::string::npos) << r.out;
+  EXPECT_NE(Squeezed(r.out).find(" notes " + warning + " "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" D2C "), std::string::npos) << r.out;  // loop0's table is there
   r = Run({"-i", file, "--dev", "sdz", "--dev", "7:0", "--format", "json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -493,8 +506,8 @@ TEST_F(ReportCommandTest, AReportLeftEmptyByAFilterSaysWhichRemovedWhat) {
   const std::string file = std::string(IOTRACE_FIXTURES) + "/golden/iotrace_mq.data";
   RunResult r = Run({"-i", file, "--op", "discard"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("\n\nno request latencies to show: --op discard removed all 715 requests "
-                       "(the file holds read 334, write 366, flush 15)\n"),
+  EXPECT_NE(Squeezed(r.out).find(" no request latencies to show: --op discard removed all 715 "
+                                 "requests (the file holds read 334, write 366, flush 15) "),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("\n  filtered out:            requests by --op 715\n"), std::string::npos)
@@ -503,8 +516,8 @@ TEST_F(ReportCommandTest, AReportLeftEmptyByAFilterSaysWhichRemovedWhat) {
                        " (it holds read 334, write 366, flush 15)\n");
   r = Run({"-i", file, "--since", "1", "--until", "2"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("\n\nno request latencies to show: --since 1 removed all 2115 phase "
-                       "samples (the trace spans 0.024 s)\n"),
+  EXPECT_NE(Squeezed(r.out).find(" no request latencies to show: --since 1 removed all 2115 "
+                                 "phase samples (the trace spans 0.024 s) "),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("\n  filtered out:            phase samples by --since 2115, --until 0\n"),
@@ -517,9 +530,9 @@ TEST_F(ReportCommandTest, AReportLeftEmptyByAFilterSaysWhichRemovedWhat) {
                        "\"pid\": 0}"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("no request latencies to show: --op read, --op write removed 15 requests "
-                       "(the file holds read 334, write 366, flush 15), --comm nobody removed "
-                       "700 requests"),
+  EXPECT_NE(Squeezed(r.out).find("no request latencies to show: --op read, --op write removed 15 "
+                                 "requests (the file holds read 334, write 366, flush 15), --comm "
+                                 "nobody removed 700 requests"),
             std::string::npos)
       << r.out;
 }
@@ -535,14 +548,18 @@ TEST_F(ReportCommandTest, FormatsFromAnotherRecordingThroughTheCommandLine) {
   RunResult r = Run({"-i", path, "--formats-from", from});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
-  const std::vector<std::string> lines = Lines(r.out);
-  ASSERT_GE(lines.size(), 2u);
-  EXPECT_EQ(lines[0], "iotrace report: " + path + " (perf.data, 2 CPUs), 0.137 s of trace");
-  EXPECT_EQ(lines[1], "WARNING: event formats taken from " + from +
-                          ": the file is cut short, and its tracing data (HEADER_TRACING_DATA, "
-                          "the event formats), which perf writes after the data, is lost with "
-                          "its end; check that they are the recording kernel's, or give "
-                          "--formats-from FILE");
+  // The header, then the warning (each wrapped at 80 columns).
+  EXPECT_EQ(Squeezed(r.out).rfind("iotrace report: " + path +
+                                      " (perf.data, 2 CPUs), 0.137 s of trace WARNING: event "
+                                      "formats taken from " + from +
+                                      ": the file is cut short, and its tracing data "
+                                      "(HEADER_TRACING_DATA, the event formats), which perf "
+                                      "writes after the data, is lost with its end; check that "
+                                      "they are the recording kernel's, or give --formats-from "
+                                      "FILE ",
+                                  0),
+            0u)
+      << r.out;
 
   r = Run({"-i", path, "--formats-from", from, "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

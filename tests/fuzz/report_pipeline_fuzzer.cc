@@ -82,6 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   iotrace::LatencyReport report = (*builder)->Finish(iotrace::ReadStats());
   std::ostringstream sink;
   iotrace::WriteTextReport(report, iotrace::TimeUnit::kUs, sink);
+  iotrace::WriteTextReport(report, iotrace::TimeUnit::kMs, sink, iotrace::HistogramView::kFull);
   iotrace::WriteBucketCsv(report, sink);
   iotrace::WriteSummaryCsv(report, sink);
   iotrace::WriteJsonReport(report, sink);

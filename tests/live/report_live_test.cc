@@ -30,6 +30,18 @@ std::vector<std::string> Fio(const ScratchLoop& loop, const std::string& json_ou
 
 uint64_t FioReads(const std::string& json_path) { return FioIos(json_path, "read"); }
 
+// Runs of spaces and newlines as one space: the text report's paragraphs, whatever their
+// wrapping at 80 columns.
+std::string Squeezed(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    const bool space = c == ' ' || c == '\n';
+    if (space && (out.empty() || out.back() == ' ')) continue;
+    out += space ? ' ' : c;
+  }
+  return out;
+}
+
 // Rows of a summary CSV: "dev,device,op,phase" -> count.
 std::map<std::string, uint64_t> SummaryCounts(const std::string& csv_path) {
   std::map<std::string, uint64_t> out;
@@ -112,7 +124,7 @@ TEST_P(ReportLiveTest, SchedulerNoneGivesD2COnlyAndSaysWhy) {
   EXPECT_EQ(counts.count("read I2D"), 0u) << rep.out;
   EXPECT_LE(counts["read D2C"], FioReads(json));
   EXPECT_GE(counts["read D2C"] + losses, FioReads(json));
-  EXPECT_NE(rep.out.find("no I2D/I2C: the device showed no block_rq_insert at all"),
+  EXPECT_NE(Squeezed(rep.out).find("no I2D/I2C: the device showed no block_rq_insert at all"),
             std::string::npos)
       << rep.out;
   // Every issue is one without an insert, for that reason; each is a D2C unless its completion
@@ -327,7 +339,8 @@ TEST(ReportLiveOverlapTest, RequestsInFlightAtOneSectorArePairedAsTheReferenceDo
   CommandResult rep = RunCmd({Binary(), "report", "-i", out, "--summary-csv", dir.File("ours.csv")});
   ASSERT_EQ(rep.exit_code, 0) << rep.err;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(rep.out, m, std::regex("\\+(\\d+) kept apart"))) << rep.out;
+  const std::string text = Squeezed(rep.out);
+  ASSERT_TRUE(std::regex_search(text, m, std::regex("\\+(\\d+) kept apart"))) << rep.out;
   EXPECT_GT(std::stoull(m[1]), 0u) << "the workload must put two requests at one sector";
   std::string scripts = IOTRACE_SCRIPTS;
   ASSERT_EQ(Sh("trace-cmd report -t -i " + out + " 2>/dev/null | python3 " + scripts +
@@ -351,7 +364,7 @@ TEST(ReportLiveOverlapTest, RequestsInFlightAtOneSectorArePairedAsTheReferenceDo
   ASSERT_GT(FioIos(fio_json, "write"), 0u);
   EXPECT_EQ(ours["read D2C"][0], static_cast<double>(FioIos(fio_json, "read"))) << rep.out;
   EXPECT_EQ(ours["write D2C"][0], static_cast<double>(FioIos(fio_json, "write"))) << rep.out;
-  EXPECT_NE(rep.out.find("collisions 0 "), std::string::npos) << rep.out;
+  EXPECT_NE(text.find("collisions 0 "), std::string::npos) << rep.out;
 }
 
 // A disk whose completions arrive by interrupt (the root disk here: virtio-blk, interrupts on
@@ -479,9 +492,10 @@ TEST(ReportBackendsLiveTest, AKilledPerfRecordingIsReportedWithItsGap) {
   Sh("pkill -f 'of=/dev/null bs=4k count=200 iflag=direct'");
   CommandResult rep = RunCmd({Binary(), "report", "-i", out, "--summary-csv", dir.File("s.csv")});
   ASSERT_EQ(rep.exit_code, 0) << rep.err;
-  EXPECT_NE(rep.out.find("file_not_finished 1"), std::string::npos) << rep.out;
-  EXPECT_NE(rep.out.find("D2C is incomplete"), std::string::npos) << rep.out;
-  EXPECT_NE(rep.out.find("the file was not finished"), std::string::npos) << rep.out;
+  const std::string text = Squeezed(rep.out);
+  EXPECT_NE(text.find("file_not_finished 1"), std::string::npos) << rep.out;
+  EXPECT_NE(text.find("D2C is incomplete"), std::string::npos) << rep.out;
+  EXPECT_NE(text.find("the file was not finished"), std::string::npos) << rep.out;
   std::smatch m;
   const std::string csv = Sh("cat " + dir.File("s.csv")).out;
   ASSERT_TRUE(std::regex_search(csv, m, std::regex(",read,D2C,(\\d+),"))) << csv;

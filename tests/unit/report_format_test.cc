@@ -1,5 +1,6 @@
 #include "iotrace/output/report_format.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <memory>
@@ -252,15 +253,19 @@ TEST(ReportFormatTest, TextShowsTableHistogramsCompletenessAndWarnings) {
     return "";
   };
   EXPECT_NE(find_line("iotrace report: run.data (perf.data, 2 CPUs), 2.500 s of trace"), "");
-  std::string header = find_line("DEVICE");
+  std::string header = find_line("  OP ");
   ASSERT_NE(header, "");
   std::vector<std::string> cols = absl::StrSplit(header, ' ', absl::SkipEmpty());
-  EXPECT_EQ(cols, (std::vector<std::string>{"DEVICE", "OP", "PHASE", "COUNT", "MIN", "MEAN",
-                                            "P50", "P90", "P99", "P99.9", "MAX"}));
-  std::vector<std::string> row = absl::StrSplit(find_line("loop0 (7:0)  read"), ' ',
-                                                absl::SkipEmpty());
-  EXPECT_EQ(row, (std::vector<std::string>{"loop0", "(7:0)", "read", "D2C", "9", "1.0", "1.2",
-                                           "1.5", "2.5", "40.0", "41.0", "41.5", "*"}));
+  EXPECT_EQ(cols, (std::vector<std::string>{"OP", "PHASE", "COUNT", "MIN", "MEAN", "P50", "P90",
+                                            "P99", "P99.9", "MAX"}));
+  // The device heads its rows.
+  const auto heading = std::find(lines.begin(), lines.end(), "loop0 (7:0)");
+  ASSERT_NE(heading, lines.end()) << text;
+  ASSERT_NE(heading + 1, lines.end());
+  std::vector<std::string> row = absl::StrSplit(heading[1], ' ', absl::SkipEmpty());
+  EXPECT_EQ(row, (std::vector<std::string>{"read", "D2C", "9", "1.0", "1.2", "1.5", "2.5", "40.0",
+                                           "41.0", "41.5", "*"}));
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "vda (254:0)"), lines.end()) << text;
   // biolatency-style rows in us: 1.0-1.016 us -> row 0..1, 2.048-2.08 -> 2..3, 40.96 -> 32..63.
   EXPECT_NE(find_line("loop0 (7:0) read D2C (INCOMPLETE): 9 requests"), "");
   std::vector<std::string> r0 = absl::StrSplit(find_line("0 -> 1 "), ' ', absl::SkipEmpty());
@@ -282,6 +287,98 @@ TEST(ReportFormatTest, TextShowsTableHistogramsCompletenessAndWarnings) {
   EXPECT_NE(find_line("reader:").find("problems: short_sample 1"), std::string::npos);
   EXPECT_NE(find_line("WARNING: D2C is incomplete"), "");
   EXPECT_NE(find_line("loop0 (7:0): no I2D/I2C"), "");
+  for (const std::string& l : lines) EXPECT_LE(l.size(), 80u) << l;
+}
+
+// The order people read in: the table, what qualifies it (warnings, then the notes that explain
+// a missing phase), the histograms, the details of completeness.
+TEST(ReportFormatTest, TextLeadsWithTheTableThenWarningsAndNotesThenHistograms) {
+  const std::string text = FormatReport(SampleReport(), OutputFormat::kText, TimeUnit::kUs);
+  const size_t table = text.find("\n  OP ");
+  const size_t warnings = text.find("\nwarnings\n  WARNING: D2C is incomplete");
+  const size_t notes = text.find("\nnotes\n  loop0 (7:0): no I2D/I2C");
+  const size_t histogram = text.find("\nloop0 (7:0) read D2C (INCOMPLETE): 9 requests\n");
+  const size_t completeness = text.find("\ncompleteness\n");
+  ASSERT_NE(table, std::string::npos) << text;
+  ASSERT_NE(warnings, std::string::npos) << text;
+  ASSERT_NE(notes, std::string::npos) << text;
+  ASSERT_NE(histogram, std::string::npos) << text;
+  ASSERT_NE(completeness, std::string::npos) << text;
+  EXPECT_LT(table, warnings);
+  EXPECT_LT(warnings, notes);
+  EXPECT_LT(notes, histogram);
+  EXPECT_LT(histogram, completeness);
+}
+
+TEST(ReportFormatTest, HistogramViewsNoneAndFull) {
+  const LatencyReport r = SampleReport();
+  std::ostringstream none;
+  WriteTextReport(r, TimeUnit::kUs, none, HistogramView::kNone);
+  EXPECT_EQ(none.str().find("distribution"), std::string::npos) << none.str();
+  EXPECT_NE(none.str().find("\ncompleteness\n"), std::string::npos);
+  std::ostringstream full;
+  WriteTextReport(r, TimeUnit::kUs, full, HistogramView::kFull);
+  // One row per bucket of the model, from its first to its last nanosecond.
+  EXPECT_NE(full.str().find("     1.000 -> 1.015      : 3          |************************"
+                            "                |\n"),
+            std::string::npos)
+      << full.str();
+  EXPECT_NE(full.str().find("     2.048 -> 2.079      : 5          |*****************************"
+                            "***********|\n"),
+            std::string::npos)
+      << full.str();
+  EXPECT_NE(full.str().find("    40.960 -> 41.471     : 1          |********"),
+            std::string::npos)
+      << full.str();
+  EXPECT_NE(full.str().find("     0.100 -> 0.100      : 2 "), std::string::npos) << full.str();
+  std::ostringstream ns;
+  WriteTextReport(r, TimeUnit::kNs, ns, HistogramView::kFull);
+  EXPECT_NE(ns.str().find("     40960 -> 41471      : 1 "), std::string::npos) << ns.str();
+  std::ostringstream ms;
+  WriteTextReport(r, TimeUnit::kMs, ms, HistogramView::kFull);
+  EXPECT_NE(ms.str().find("  0.040960 -> 0.041471   : 1 "), std::string::npos) << ms.str();
+  std::ostringstream log2;
+  WriteTextReport(r, TimeUnit::kUs, log2, HistogramView::kLog2);
+  EXPECT_EQ(log2.str(), FormatReport(r, OutputFormat::kText, TimeUnit::kUs));
+}
+
+// Columns widen for a value that needs it, and the rows stay aligned under their heads; long
+// lines wrap at 80 columns under a hanging indent, at spaces, a number kept with its word.
+TEST(ReportFormatTest, TextWidensColumnsAndWrapsLongLines) {
+  LatencyReport r = SampleReport();
+  r.groups[1].summary.max_ns = 123'456'789'012;  // 123456789.0 us
+  r.groups[1].summary.count = 12'345'678;
+  r.notes.push_back(std::string(100, 'x'));
+  // "1.5" would end at column 80 and its unit after it: both go to the next line.
+  r.notes.push_back(std::string(60, 'b') + " " + std::string(13, 'c') + " 1.5 s more");
+  r.warnings.push_back({Phase::kI2D, "I2D is incomplete: 12 block_rq_insert events lost in the "
+                                     "ring of CPU 3 and more"});
+  const std::string text = FormatReport(r, OutputFormat::kText, TimeUnit::kUs);
+  const std::vector<std::string> lines = Lines(text);
+  const auto head = std::find_if(lines.begin(), lines.end(),
+                                 [](const std::string& l) { return l.rfind("  OP ", 0) == 0; });
+  ASSERT_NE(head, lines.end()) << text;
+  const auto row = std::find_if(lines.begin(), lines.end(),
+                                [](const std::string& l) { return l.rfind("  write ", 0) == 0; });
+  ASSERT_NE(row, lines.end()) << text;
+  EXPECT_NE(row->find(" 12345678 "), std::string::npos) << *row;
+  EXPECT_EQ(row->size(), head->size()) << *head << "\n" << *row;  // MAX ends where its value does
+  EXPECT_EQ(row->substr(row->size() - 11), "123456789.0") << *row;
+  EXPECT_EQ(head->find(" COUNT") + 6, row->find(" 12345678") + 9) << *head << "\n" << *row;
+  // The warning: cut at a space, continued under a 4-space indent, "CPU 3" kept together.
+  EXPECT_NE(text.find("\n  WARNING: I2D is incomplete: 12 block_rq_insert events lost in the "
+                      "ring of\n    CPU 3 and more\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\n  " + std::string(60, 'b') + "\n    " + std::string(13, 'c') +
+                      " 1.5 s more\n"),
+            std::string::npos)
+      << text;
+  // A word longer than a line stands alone.
+  EXPECT_NE(text.find("\n  " + std::string(100, 'x') + "\n"), std::string::npos) << text;
+  for (const std::string& l : lines) {
+    if (l.find(std::string(100, 'x')) == std::string::npos) EXPECT_LE(l.size(), 80u) << l;
+  }
 }
 
 TEST(ReportFormatTest, TextCountsTakeTheSingularForOne) {
@@ -298,8 +395,9 @@ TEST(ReportFormatTest, TextCountsTakeTheSingularForOne) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("loop0 (7:0) read D2C: 1 request\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("  completes without issue: 0 (and 1 zero-length completion by the flush "
-                      "machinery)\n"),
+  // Wrapped at 80 columns under its value's column.
+  EXPECT_NE(text.find("  completes without issue: 0 (and 1 zero-length completion by the flush\n"
+                      "                           machinery)\n"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("  reader:                  1 record, 1 event; problems: none\n"),

@@ -39,6 +39,12 @@ std::string_view BreakdownName(BreakdownBy by);  // "", "size", "comm", "ioprio"
 // --by's value; an unknown one is an InvalidArgument with a hint (report, live, diff).
 absl::Status ParseBreakdown(std::string_view name, BreakdownBy* by);
 
+// The text report's histograms: none; log2, power-of-two rows like bcc's biolatency; full, the
+// report's own log-linear buckets (the CSV's rows).
+enum class HistogramView : uint8_t { kNone, kLog2, kFull };
+std::string_view HistogramViewName(HistogramView view);  // "none", "log2", "full"
+bool ParseHistogramView(std::string_view name, HistogramView* view);
+
 struct ReportOptions {
   std::string input = "iotrace.data";  // -i
   // Several files read as one recording (-i A -i B, files after the options, a glob), as given;
@@ -48,6 +54,9 @@ struct ReportOptions {
   OutputFormat format = OutputFormat::kText;
   std::string summary_csv;             // --summary-csv FILE; empty = none
   TimeUnit unit = TimeUnit::kUs;       // text output only; csv/json are always ns
+  // --histograms, text output only. log2 wherever the text goes (terminal, pipe or file), so
+  // that a report piped to a file or a pager reads as the one on the screen.
+  HistogramView histograms = HistogramView::kLog2;
 
   // Filters; an empty list means "all". A request passes --comm/--pid when the process that
   // inserted it or the one that issued it matches.

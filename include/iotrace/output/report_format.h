@@ -1,5 +1,5 @@
-// Formatters of a LatencyReport: text for people (summary table, biolatency-style ASCII
-// histograms, completeness and warnings), bucket CSV, summary CSV and JSON (docs/report-json.md).
+// Formatters of a LatencyReport: text for people (summary table, warnings and notes, ASCII
+// histograms, completeness), bucket CSV, summary CSV and JSON (docs/report-json.md).
 // They only print the model: no decoding, no pairing.
 #ifndef IOTRACE_OUTPUT_REPORT_FORMAT_H_
 #define IOTRACE_OUTPUT_REPORT_FORMAT_H_
@@ -16,7 +16,10 @@ inline constexpr char kBucketCsvHeader[] = "dev,device,op,phase,bucket_lo_ns,buc
 inline constexpr char kSummaryCsvHeader[] =
     "dev,device,op,phase,count,min_ns,mean_ns,p50_ns,p90_ns,p99_ns,p999_ns,max_ns";
 
-void WriteTextReport(const LatencyReport& report, TimeUnit unit, std::ostream& out);
+// Laid out for 80 columns: the header, the summary table, its warnings and notes, the
+// histograms as `histograms` says, the time series, and the completeness block.
+void WriteTextReport(const LatencyReport& report, TimeUnit unit, std::ostream& out,
+                     HistogramView histograms = HistogramView::kLog2);
 // One row per non-empty bucket; with intervals, one block of rows per interval.
 void WriteBucketCsv(const LatencyReport& report, std::ostream& out);
 // One row per group; with intervals, one block of rows per interval.
