@@ -19,6 +19,7 @@
 #include "iotrace/base/fd.h"
 #include "iotrace/base/status.h"
 #include "iotrace/base/text.h"
+#include "iotrace/capture/backend_verdict.h"
 #include "iotrace/capture/perf_capture.h"
 #include "iotrace/sys/tracefs.h"
 
@@ -333,24 +334,57 @@ absl::StatusOr<CompletenessCheck> CheckFtraceCompleteness(uint32_t duration_ms,
 // auto (AutoBackend's rule): ftrace wherever it records. A clean perf check would be no
 // promise for the recording after it: one passed here, and perf then dropped 36 events of a
 // 10 s fio run silently.
-Backend ChooseBackend(const std::string& tracefs, std::string* reason) {
-  auto ftrace = CheckFtraceCompleteness(200, tracefs);
-  if (ftrace.ok() && ftrace->verdict != CheckVerdict::kLossy) {
-    *reason = absl::StrFormat("auto: %s in a 200 ms check; perf can drop samples silently",
-                              ftrace->summary);
-    return Backend::kFtrace;
+AutoChoice ChooseBackend(const std::string& tracefs, const std::string& verdict_path) {
+  AutoChoice out;
+  const VerdictKey key = CurrentVerdictKey(tracefs);
+  if (!verdict_path.empty()) {
+    // An error (corrupt, not ours) is the same as no verdict: check, and write a good one.
+    absl::StatusOr<KeptVerdict> kept = LoadVerdict(verdict_path);
+    if (kept.ok() && kept->key == key) {
+      out.backend = kept->backend;
+      out.reused = true;
+      out.checked_at_s = kept->checked_at_s;
+      out.reason = absl::StrFormat("auto: %s (checked %s)", kept->reason,
+                                   FormatUtc(kept->checked_at_s));
+      return out;
+    }
   }
-  auto perf = CheckPerfCompleteness(200, tracefs);
-  const std::string choice =
-      AutoBackend(ftrace.ok(), ftrace.ok() ? ftrace->verdict : CheckVerdict::kInconclusive,
-                  perf.ok(), perf.ok() ? perf->verdict : CheckVerdict::kInconclusive);
-  *reason = absl::StrFormat(
-      "auto: %s; %s",
-      ftrace.ok() ? ftrace->summary + " in a 200 ms check"
-                  : "ftrace cannot record here: " + std::string(ftrace.status().message()),
-      perf.ok() ? perf->summary : "perf check failed: " + std::string(perf.status().message()));
-  // Neither works: ftrace's start says what fails.
-  return choice == "perf" ? Backend::kPerf : Backend::kFtrace;
+  const double cpu_before = ProcessCpuSeconds();
+  out.checked_at_s = RealtimeNs() / 1000000000;
+  auto ftrace = CheckFtraceCompleteness(200, tracefs);
+  std::string found;
+  if (ftrace.ok() && ftrace->verdict != CheckVerdict::kLossy) {
+    out.backend = Backend::kFtrace;
+    found = ftrace->summary + " in a 200 ms check; perf can drop samples silently";
+  } else {
+    auto perf = CheckPerfCompleteness(200, tracefs);
+    const std::string choice =
+        AutoBackend(ftrace.ok(), ftrace.ok() ? ftrace->verdict : CheckVerdict::kInconclusive,
+                    perf.ok(), perf.ok() ? perf->verdict : CheckVerdict::kInconclusive);
+    found = absl::StrFormat(
+        "%s; %s",
+        ftrace.ok() ? ftrace->summary + " in a 200 ms check"
+                    : "ftrace cannot record here: " + std::string(ftrace.status().message()),
+        perf.ok() ? perf->summary : "perf check failed: " + std::string(perf.status().message()));
+    // Neither works: ftrace's start says what fails.
+    out.backend = choice == "perf" ? Backend::kPerf : Backend::kFtrace;
+  }
+  out.check_cpu_s = ProcessCpuSeconds() - cpu_before;
+  out.reason = "auto: " + found;
+  if (!verdict_path.empty() && ftrace.ok()) {
+    // Not kept (no root, a read-only /run): the next run checks again, which is all it costs.
+    StoreVerdict(verdict_path, {key, out.backend, found, out.checked_at_s}).IgnoreError();
+  }
+  return out;
+}
+
+std::string DescribeAutoCheck(const AutoChoice& c) {
+  if (c.reused) {
+    return absl::StrFormat("the backend check's verdict of %s was reused (same boot, kernel, "
+                           "CPUs and perf settings; iotrace doctor checks again)",
+                           FormatUtc(c.checked_at_s));
+  }
+  return absl::StrFormat("the backend check ran at start (%.2f s CPU)", c.check_cpu_s);
 }
 
 }  // namespace iotrace

@@ -14,6 +14,7 @@
 #include "iotrace/base/signal_guard.h"
 #include "iotrace/base/status.h"
 #include "iotrace/capture/backend_check.h"
+#include "iotrace/capture/backend_verdict.h"
 #include "iotrace/capture/record_control.h"
 #include "iotrace/event/block_dev.h"
 #include "iotrace/sys/probe.h"
@@ -21,7 +22,6 @@
 #include "record_backends.h"
 
 namespace iotrace {
-
 
 absl::StatusOr<std::string> BuildDevFilter(const std::vector<std::string>& devs) {
   std::vector<std::string> terms;
@@ -93,7 +93,10 @@ absl::StatusOr<int> RunRecord(const RecordOptions& opt, RecordSummary* summary) 
     backend = Backend::kPerf;
     summary->backend_reason = "auto: -o - streams perf's pipe-mode format";
   } else if (backend == Backend::kAuto) {
-    backend = ChooseBackend(tracefs, &summary->backend_reason);
+    const AutoChoice choice = ChooseBackend(tracefs, DefaultVerdictPath());
+    backend = choice.backend;
+    summary->backend_reason = choice.reason;
+    summary->backend_check = DescribeAutoCheck(choice);
   }
   summary->backend = backend;
   summary->output = opt.output.empty()
@@ -111,6 +114,7 @@ absl::StatusOr<int> RunRecord(const RecordOptions& opt, RecordSummary* summary) 
                    std::string(s.message()).c_str());
     }
   }
+  summary->own_cpu = ProcessCpuNow();
   return result;
 }
 

@@ -71,6 +71,15 @@ std::string FormatRecordSummary(const RecordSummary& s) {
   }
   out += absl::StrFormat("  %-*s %12u %14u %12u %16u\n", w, total.name, total.recorded,
                          total.kernel_count, total.ring_lost, total.silent);
+  const double own = s.own_cpu.total_s();
+  if (own > 0) {
+    out += absl::StrFormat("  own CPU %.2f s (user %.2f s, system %.2f s)", own,
+                           s.own_cpu.user_s, s.own_cpu.system_s);
+    out += total.recorded > 0
+               ? absl::StrFormat(", %.0f ns per event recorded\n", own * 1e9 / total.recorded)
+               : "\n";
+  }
+  if (!s.backend_check.empty()) out += "  --backend auto: " + s.backend_check + "\n";
   if (total.unwritten > 0) {
     out += absl::StrFormat(
         "  plus %s the kernel counted after the output stopped (not in the file)\n",

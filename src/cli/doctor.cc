@@ -9,10 +9,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "iotrace/base/clock.h"
 #include "iotrace/base/fd.h"
 #include "iotrace/base/status.h"
 #include "iotrace/base/text.h"
 #include "iotrace/capture/backend_check.h"
+#include "iotrace/capture/backend_verdict.h"
 #include "iotrace/capture/record.h"
 #include "iotrace/sys/probe.h"
 #include "iotrace/sys/tracefs.h"
@@ -240,6 +242,7 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
   std::string ftrace_summary;
   CheckVerdict ftrace_verdict = CheckVerdict::kInconclusive;
   const bool can_check = tracefs.ok() && priv.ok() && options.check_ms > 0;
+  const int64_t checked_at_s = RealtimeNs() / 1000000000;
   if (can_check) {
     auto per_cpu = [](const CompletenessCheck& c) {
       std::vector<std::string> d;
@@ -297,6 +300,19 @@ DoctorReport RunDoctor(const DoctorOptions& options) {
     report.auto_reason = (ftrace_works ? ftrace_summary : "ftrace does not work here") + "; " +
                          (perf_works ? perf_summary : "perf does not work here");
   }
+  // A fresh verdict replaces the kept one, under the same rule as record's: kept only when
+  // ftrace's check ran.
+  if (can_check && ftrace_works && !options.verdict_path.empty()) {
+    KeptVerdict v;
+    v.key = CurrentVerdictKey(*tracefs);
+    v.backend = report.auto_backend == "perf" ? Backend::kPerf : Backend::kFtrace;
+    v.reason = report.auto_reason;
+    v.checked_at_s = checked_at_s;
+    absl::Status kept = StoreVerdict(options.verdict_path, v);
+    report.verdict_kept =
+        kept.ok() ? "kept in " + options.verdict_path + " for this boot and kernel"
+                  : "not kept: " + std::string(kept.message());
+  }
   report.recording_works = tracefs.ok() && priv.ok() && block_ok && !report.auto_backend.empty();
   return report;
 }
@@ -312,6 +328,9 @@ std::string FormatDoctorReport(const DoctorReport& report) {
   if (!report.auto_backend.empty()) {
     absl::StrAppendFormat(&out, "record --backend auto would use: %s (%s)\n", report.auto_backend,
                           report.auto_reason);
+    if (!report.verdict_kept.empty()) {
+      absl::StrAppendFormat(&out, "  the verdict is %s\n", report.verdict_kept);
+    }
   } else {
     out += "record --backend auto: no backend works here\n";
   }

@@ -361,11 +361,14 @@ int LiveCommand(const std::vector<std::string>& args) {
   }
   std::fprintf(stderr,
                "iotrace live: %s backend, %s, %.1f s, %s events paired, %s lost, %s late; "
-               "stopped by %s; own CPU %.3f s (%.2f us per event)\n",
+               "stopped by %s; own CPU %.3f s, %.0f ns per event\n",
                s.backend.c_str(), s.ingest.c_str(), s.seconds,
                absl::StrFormat("%u", s.events).c_str(), absl::StrFormat("%u", s.lost).c_str(),
                absl::StrFormat("%u", s.late).c_str(), s.stop_reason.c_str(), s.cpu_s,
-               s.events == 0 ? 0.0 : s.cpu_s * 1e6 / static_cast<double>(s.events));
+               s.events == 0 ? 0.0 : s.cpu_s * 1e9 / static_cast<double>(s.events));
+  if (!s.backend_check.empty()) {
+    std::fprintf(stderr, "iotrace live: --backend auto: %s\n", s.backend_check.c_str());
+  }
   if (!s.ingest_note.empty()) std::fprintf(stderr, "iotrace: note: %s\n", s.ingest_note.c_str());
   if (!s.output.empty()) {
     std::fprintf(stderr, "iotrace live: recording written to %s (%s); iotrace report -i %s\n",

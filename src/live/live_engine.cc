@@ -1,7 +1,6 @@
 #include "iotrace/live/live_engine.h"
 
 #include <signal.h>
-#include <sys/resource.h>
 #include <time.h>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 #include "iotrace/base/status.h"
 #include "iotrace/event/block_dev.h"
 #include "iotrace/capture/backend_check.h"
+#include "iotrace/capture/backend_verdict.h"
 #include "iotrace/live/ftrace_source.h"
 #include "iotrace/live/live_merger.h"
 #include "iotrace/live/perf_source.h"
@@ -29,13 +29,6 @@ namespace iotrace {
 namespace {
 
 uint64_t ToNs(double s) { return static_cast<uint64_t>(std::llround(s * 1e9)); }
-
-double CpuSeconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
-         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
 
 // Events that found no request to pair with (merges of requests never seen are left out: without
 // block_bio_queue they are what every merge before insert looks like).
@@ -157,7 +150,12 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
   LiveRunSummary& sum = result.summary;
   Backend backend = o.backend;
   sum.backend_reason = "chosen with --backend";
-  if (backend == Backend::kAuto) backend = ChooseBackend(tracefs, &sum.backend_reason);
+  if (backend == Backend::kAuto) {
+    const AutoChoice choice = ChooseBackend(tracefs, DefaultVerdictPath());
+    backend = choice.backend;
+    sum.backend_reason = choice.reason;
+    sum.backend_check = DescribeAutoCheck(choice);
+  }
   std::optional<GatedChild> child;
   if (!o.command.empty()) {
     IOTRACE_ASSIGN_OR_RETURN(GatedChild c, GatedChild::Start(o.command));
@@ -214,7 +212,6 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
   DeviceWatch watch(o.devs, o.sysfs_root);
   source->WatchFd(signals.fd());
 
-  const double cpu_start = CpuSeconds();
   IOTRACE_RETURN_IF_ERROR(source->SetEnabled(true));
   // The instance's clock is "mono", the perf events' CLOCK_MONOTONIC: trace times are
   // CLOCK_MONOTONIC's.
@@ -255,7 +252,7 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
     sum.lost = std::max(lost, marks.lost);
     sum.seconds = (end_ns - t0) / 1e9;
     sum.intervals = index + 1;
-    sum.cpu_s = CpuSeconds() - cpu_start;
+    sum.cpu_s = ProcessCpuSeconds();
     if (sink != nullptr) sink->OnInterval(iv, sum);
     ++index;
   };
@@ -387,7 +384,7 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
         "the -o file)",
         merger.late(), o.slack_ns / 1e6));
   }
-  sum.cpu_s = CpuSeconds() - cpu_start;
+  sum.cpu_s = ProcessCpuSeconds();
   sum.events = merger.delivered();
   sum.late = merger.late();
   ReadStats stats;

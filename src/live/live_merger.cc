@@ -1,7 +1,6 @@
 #include "iotrace/live/live_merger.h"
 
 #include "iotrace/base/status.h"
-#include "iotrace/formats/cursor_heap.h"
 
 namespace iotrace {
 
@@ -28,28 +27,47 @@ uint64_t LiveMerger::next_ts() const {
   return t;
 }
 
+void LiveMerger::SiftDown(size_t i) {
+  Entry* const h = heap_.data();
+  const size_t n = heap_.size();
+  auto less = [](const Entry& a, const Entry& b) {
+    return a.ts != b.ts ? a.ts < b.ts : a.stream < b.stream;
+  };
+  const Entry moving = h[i];
+  for (;;) {
+    const size_t l = 2 * i + 1;
+    if (l >= n) break;
+    const size_t m = l + 1 < n && less(h[l + 1], h[l]) ? l + 1 : l;
+    if (!less(h[m], moving)) break;
+    h[i] = h[m];
+    i = m;
+  }
+  h[i] = moving;
+}
+
 absl::Status LiveMerger::DeliverBefore(uint64_t limit) {
-  // The streams that ran dry may have data now; then the heap of those that hold a record (a
-  // binary heap, as trace.dat's merge: log2(CPUs) steps per record).
-  std::vector<Cursor*> held;
-  held.reserve(cursors_.size());
+  // The streams that ran dry may have data now; then the heap of those that hold a record
+  // (log2(CPUs) steps per record).
+  heap_.clear();
   for (Cursor& c : cursors_) {
     if (!c.has) IOTRACE_RETURN_IF_ERROR(Fill(c));
-    if (c.has) held.push_back(&c);
+    if (c.has) heap_.push_back({c.event.ts, static_cast<uint32_t>(c.stream)});
   }
-  auto less = [](const Cursor* a, const Cursor* b) {
-    return a->event.ts != b->event.ts ? a->event.ts < b->event.ts : a->stream < b->stream;
-  };
-  CursorHeap<Cursor, decltype(less)> heap(less);
-  heap.Build(std::move(held));
-  while (!heap.empty()) {
-    Cursor* c = heap.top();
-    if (c->event.ts >= limit) break;
-    last_ts_ = c->event.ts;
+  for (size_t i = heap_.size() / 2; i-- > 0;) SiftDown(i);
+  while (!heap_.empty() && heap_[0].ts < limit) {
+    Cursor& c = cursors_[heap_[0].stream];
+    last_ts_ = c.event.ts;
     ++delivered_;
-    sink_->OnEvent(c->event);
-    IOTRACE_RETURN_IF_ERROR(Fill(*c));
-    heap.Step(c->has);
+    sink_->OnEvent(c.event);
+    IOTRACE_RETURN_IF_ERROR(Fill(c));
+    if (c.has) {
+      heap_[0].ts = c.event.ts;
+    } else {
+      heap_[0] = heap_.back();
+      heap_.pop_back();
+      if (heap_.empty()) break;
+    }
+    SiftDown(0);
   }
   return absl::OkStatus();
 }

@@ -170,6 +170,20 @@ TEST(FormatDoctorReportTest, ShowsEveryItemTheAutoBackendAndTheVerdict) {
   EXPECT_NE(out.find("recording would work: NO"), std::string::npos);
 }
 
+TEST(FormatDoctorReportTest, SaysWhereTheFreshVerdictIsKeptForRecord) {
+  DoctorReport r;
+  r.auto_backend = "ftrace";
+  r.auto_reason = "ftrace recorded all 9 events on 2 CPUs";
+  EXPECT_EQ(FormatDoctorReport(r).find("the verdict is"), std::string::npos);
+  r.verdict_kept = "kept in /run/iotrace/backend-verdict for this boot and kernel";
+  EXPECT_NE(FormatDoctorReport(r).find(
+                "record --backend auto would use: ftrace (ftrace recorded all 9 events on 2 "
+                "CPUs)\n  the verdict is kept in /run/iotrace/backend-verdict for this boot and "
+                "kernel\n"),
+            std::string::npos)
+      << FormatDoctorReport(r);
+}
+
 TEST(RunDoctorTest, FailsWithoutTracefsAndSaysSo) {
   DoctorOptions opt;
   opt.tracefs = "/nonexistent/tracefs";

@@ -46,5 +46,32 @@ TEST(RecordSummaryTest, TimeWithTheEventsOffIsSaid) {
       << FormatRecordSummary(s);
 }
 
+TEST(RecordSummaryTest, OwnCpuIsSaidWithItsCostPerEventRecorded) {
+  RecordSummary s;
+  s.events = {{"block:block_rq_issue", 600000, 600000, 0, 0},
+              {"block:block_rq_complete", 400000, 400000, 0, 0}};
+  EXPECT_EQ(FormatRecordSummary(s).find("own CPU"), std::string::npos);  // not measured
+  s.own_cpu = {0.30, 0.11};
+  // 0.41 s over the 1,000,000 events of the total row.
+  EXPECT_NE(FormatRecordSummary(s).find(
+                "\n  own CPU 0.41 s (user 0.30 s, system 0.11 s), 410 ns per event recorded\n"),
+            std::string::npos)
+      << FormatRecordSummary(s);
+  s.events.clear();
+  EXPECT_NE(FormatRecordSummary(s).find("  own CPU 0.41 s (user 0.30 s, system 0.11 s)\n"),
+            std::string::npos)
+      << FormatRecordSummary(s);
+}
+
+TEST(RecordSummaryTest, AutoSaysWhetherItsCheckRanOrAKeptVerdictWasUsed) {
+  RecordSummary s;
+  EXPECT_EQ(FormatRecordSummary(s).find("--backend auto"), std::string::npos);
+  s.backend_check = "the backend check ran at start (0.12 s CPU)";
+  EXPECT_NE(FormatRecordSummary(s).find(
+                "\n  --backend auto: the backend check ran at start (0.12 s CPU)\n"),
+            std::string::npos)
+      << FormatRecordSummary(s);
+}
+
 }  // namespace
 }  // namespace iotrace

@@ -71,10 +71,24 @@ void JudgeCompleteness(CompletenessCheck* check);
 // in its check while perf lost none; "" when neither works.
 std::string AutoBackend(bool ftrace_works, CheckVerdict ftrace, bool perf_works, CheckVerdict perf);
 
-// `--backend auto`'s choice for a run that starts now (record, live): checks ftrace and perf for
-// a moment each (CheckFtraceCompleteness, CheckPerfCompleteness) and applies AutoBackend;
-// `reason` says why, for the summary.
-Backend ChooseBackend(const std::string& tracefs, std::string* reason);
+// `--backend auto`'s choice for a run that starts now (record, live).
+struct AutoChoice {
+  Backend backend = Backend::kFtrace;
+  std::string reason;         // why, for the summary ("auto: ...")
+  bool reused = false;        // a kept verdict was used: no check ran
+  int64_t checked_at_s = 0;   // when the verdict's checks ran (Unix time)
+  double check_cpu_s = 0;     // the CPU this process spent on checks now (0 when reused)
+};
+// The verdict kept at `verdict_path` (backend_verdict.h) when its key is this machine's now;
+// otherwise checks ftrace and perf for a moment each (CheckFtraceCompleteness,
+// CheckPerfCompleteness), applies AutoBackend and keeps the verdict when ftrace's check ran (a
+// check that could not run may have met a passing condition). "" as path: always check, keep
+// nothing.
+AutoChoice ChooseBackend(const std::string& tracefs, const std::string& verdict_path);
+// For the summaries: "the check ran at start (0.21 s CPU)", or "the verdict of 2026-12-06
+// 03:10:12 UTC was reused (same boot, kernel, CPUs and perf settings; iotrace doctor checks
+// again)".
+std::string DescribeAutoCheck(const AutoChoice& choice);
 
 // Opens a sampling perf event (sample_period 1) per CPU on a check event and runs
 // `duration_ms` while making interrupts arrive on idle CPUs (1 ms sleeps pinned per CPU, and

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "iotrace/base/bytes.h"
+#include "iotrace/base/clock.h"
 #include "iotrace/capture/record_rotation.h"
 #include "iotrace/formats/ftrace_page.h"
 #include "iotrace/sys/tracefs.h"
@@ -78,6 +79,7 @@ struct EventSummary {
 struct RecordSummary {
   Backend backend = Backend::kPerf;
   std::string backend_reason;
+  std::string backend_check;       // --backend auto: whether its check ran or a kept verdict
   std::string output;
   double seconds = 0;
   uint64_t output_bytes = 0;       // the run's files on disk at the end
@@ -96,6 +98,7 @@ struct RecordSummary {
   std::string stop_reason;          // "duration", "command exited", "SIGINT", "--max-size", ...
   int stop_signal = 0;              // the signal that stopped it, if one did
   double disabled_s = 0;            // time with events off (--delay, --control disable)
+  ProcessCpu own_cpu;               // the process's CPU at the end, set-up and check included
 };
 
 // The table printed at the end of every recording (also unit-tested).

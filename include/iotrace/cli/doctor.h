@@ -44,6 +44,9 @@ struct DoctorOptions {
   std::string tracefs;       // "" = find it
   uint32_t check_ms = 200;   // per backend check; 0 = skip the live checks
   std::string sys_block = "/sys/block";
+  // Where the checks' verdict is kept for `record --backend auto` (backend_verdict.h); "": not
+  // kept.
+  std::string verdict_path = "/run/iotrace/backend-verdict";
 };
 
 struct DoctorReport {
@@ -52,6 +55,7 @@ struct DoctorReport {
   bool recording_works = false;
   std::string auto_backend;    // "perf", "ftrace" or "" when neither works
   std::string auto_reason;
+  std::string verdict_kept;    // where the verdict was kept for record and live, or why not
 };
 
 DoctorReport RunDoctor(const DoctorOptions& options);

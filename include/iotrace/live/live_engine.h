@@ -76,6 +76,7 @@ struct LiveOptions {
 struct LiveRunSummary {
   std::string backend;         // "ftrace", "perf"
   std::string backend_reason;
+  std::string backend_check;   // --backend auto: whether its check ran or a kept verdict
   std::string ingest;          // "mmap", "read", "perf rings"
   std::string ingest_note;     // why not the preferred way, "" when it was used
   std::string output;          // -o, or ""
@@ -88,7 +89,7 @@ struct LiveRunSummary {
   std::string stop_reason;     // "duration", "count", "command exit", "SIGINT", ...
   int stop_signal = 0;
   int exit_code = 0;           // the command's, when one ran
-  double cpu_s = 0;            // this process's CPU time (user + system) during the run
+  double cpu_s = 0;            // this process's CPU time (user + system), set-up included
   std::vector<std::string> warnings;
 };
 
