@@ -48,23 +48,21 @@ RequestMatcher::RequestMatcher(const MatcherOptions& options, RequestSampleSink*
 RequestMatcher::~RequestMatcher() = default;
 
 RequestMatcher::Device& RequestMatcher::DeviceForSlow(uint32_t dev) {
-  for (size_t i = 0; i < fast_count_; ++i) {
-    if (fast_dev_[i] == dev) return *fast_device_[i];
+  CachedDevice& cached = device_cache_[DeviceCacheSlot(dev)];
+  if (cached.device != nullptr && cached.dev == dev) return *cached.device;
+  Device* d;
+  if (auto it = device_index_.find(dev); it != device_index_.end()) {
+    d = devices_[it->second].get();
+  } else {
+    // First event of a device: the only allocation the matcher makes after construction.
+    auto nd = std::make_unique<Device>();
+    nd->stats.dev = dev;
+    nd->flushes.reserve(options_.flush_depth);
+    d = nd.get();
+    device_index_.emplace(dev, static_cast<uint32_t>(devices_.size()));
+    devices_.push_back(std::move(nd));
   }
-  auto it = device_index_.find(dev);
-  if (it != device_index_.end()) return *devices_[it->second];
-  // First event of a device: the only allocation the matcher makes after construction.
-  auto nd = std::make_unique<Device>();
-  nd->stats.dev = dev;
-  nd->flushes.reserve(options_.flush_depth);
-  Device* d = nd.get();
-  device_index_.emplace(dev, static_cast<uint32_t>(devices_.size()));
-  devices_.push_back(std::move(nd));
-  if (fast_count_ < kFastDevices) {
-    fast_dev_[fast_count_] = dev;
-    fast_device_[fast_count_] = d;
-    ++fast_count_;
-  }
+  cached = CachedDevice{dev, d};
   return *d;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -199,6 +200,48 @@ TEST(HistogramTest, ForEachBucketVisitsNonEmptyBucketsInOrder) {
   int calls = 0;
   h.ForEachBucket([&](uint64_t, uint64_t, uint64_t) { ++calls; });
   EXPECT_EQ(calls, 0);
+}
+
+// Only the buckets between the lowest and highest values seen are in use: histograms that
+// start far apart, grow down and up, are copied, merged both ways and reset count as if every
+// bucket had been there from the start (buckets outside are never read as garbage).
+TEST(HistogramTest, BucketsInUseGrowMergeCopyAndResetLikeFullOnes) {
+  auto check = [](const Histogram& h, const std::map<size_t, uint64_t>& want) {
+    for (size_t i = 0; i < Histogram::kBucketCount; ++i) {
+      auto it = want.find(i);
+      ASSERT_EQ(h.CountAt(i), it == want.end() ? 0u : it->second) << i;
+    }
+  };
+  std::map<size_t, uint64_t> want_low, want_high;
+  Histogram low, high;
+  for (uint64_t v : {5'000'000ull, 900ull, 3ull, 70'000'000'000ull}) {  // grows down, then up
+    low.Record(v);
+    ++want_low[Histogram::BucketIndex(v)];
+  }
+  for (uint64_t v : {1ull << 40, (1ull << 40) + 12345, 200ull}) {
+    high.Record(v);
+    ++want_high[Histogram::BucketIndex(v)];
+  }
+  check(low, want_low);
+  check(high, want_high);
+  Histogram copy = low;
+  copy.Merge(high);
+  std::map<size_t, uint64_t> want_both = want_low;
+  for (const auto& [i, n] : want_high) want_both[i] += n;
+  check(copy, want_both);
+  check(low, want_low);  // the copy's buckets are its own
+  high.Merge(low);
+  check(high, want_both);
+  EXPECT_EQ(high.ValueAtPercentile(50), copy.ValueAtPercentile(50));
+  copy.Reset();
+  check(copy, {});
+  copy.Record(42);
+  check(copy, {{Histogram::BucketIndex(42), 1}});
+  Histogram assigned;
+  assigned.Record(7);
+  assigned = copy;
+  check(assigned, {{Histogram::BucketIndex(42), 1}});
+  EXPECT_EQ(assigned.count(), 1u);
 }
 
 }  // namespace

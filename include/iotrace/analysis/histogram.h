@@ -1,6 +1,11 @@
 // Log-linear (HDR style) latency histogram over nanoseconds: every power of two is split into
 // 64 equal sub-buckets, so a bucket is at most 1/64 of its values wide and any percentile read
 // from it is within 1/128 (0.8%) of the exact value. Exact count, min, max and sum.
+//
+// The 2560 buckets (20 KiB) are allocated uninitialized, and only the cache lines between the
+// lowest and the highest value seen are zeroed and used: a histogram's latencies span a few
+// powers of two, so it touches a page or two rather than five, and a report of a thousand
+// devices x ops x phases does not zero (nor keep resident) 20 KiB for each.
 #ifndef IOTRACE_ANALYSIS_HISTOGRAM_H_
 #define IOTRACE_ANALYSIS_HISTOGRAM_H_
 
@@ -8,7 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <vector>
+#include <memory>
 
 namespace iotrace {
 
@@ -23,7 +28,9 @@ class Histogram {
   static constexpr size_t kBucketCount =
       static_cast<size_t>(kMaxExponent - kSubBucketBits) * kSubBuckets + 2 * kSubBuckets;
 
-  Histogram() : counts_(kBucketCount, 0) {}
+  Histogram() : counts_(new uint64_t[kBucketCount]) {}
+  Histogram(const Histogram& other) : Histogram() { *this = other; }
+  Histogram& operator=(const Histogram& other);
 
   // Values below 128 have buckets of width 1; above, the exponent e = floor(log2 v) and the 6
   // bits after the leading one select the bucket. `v | kSubBuckets` folds the small values into
@@ -43,7 +50,9 @@ class Histogram {
 
   // The hot path: a clz, a shift, an add and four updates; no branch on the value.
   void Record(uint64_t ns) {
-    ++counts_[BucketIndex(std::min(ns, kMaxTrackable))];
+    const size_t index = BucketIndex(std::min(ns, kMaxTrackable));
+    if (index < lo_ || index >= hi_) [[unlikely]] Widen(index, index + 1);
+    ++counts_[index];
     ++count_;
     sum_ += ns;
     min_ = std::min(min_, ns);
@@ -79,7 +88,9 @@ class Histogram {
       if (counts_[i] != 0) fn(BucketLow(i), BucketHigh(i), counts_[i]);
     }
   }
-  uint64_t CountAt(size_t index) const { return counts_[index]; }
+  uint64_t CountAt(size_t index) const {
+    return index >= lo_ && index < hi_ ? counts_[index] : 0;
+  }
 
  private:
   static int ShiftOf(size_t index) {
@@ -87,7 +98,13 @@ class Histogram {
     return e_minus_bits == 0 ? 0 : e_minus_bits - 1;
   }
 
-  std::vector<uint64_t> counts_;
+  // Zeroes the buckets of [first, last) not in use yet (whole cache lines), and uses them.
+  void Widen(size_t first, size_t last);
+
+  // Buckets [lo_, hi_) are in use (zeroed, then counted); the others were never written.
+  std::unique_ptr<uint64_t[]> counts_;
+  size_t lo_ = 0;
+  size_t hi_ = 0;
   uint64_t count_ = 0;
   uint64_t sum_ = 0;
   uint64_t min_ = std::numeric_limits<uint64_t>::max();

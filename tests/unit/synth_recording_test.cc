@@ -1,0 +1,136 @@
+// bench/scale's generator: a small synthetic recording of each format, read by the real
+// readers and reported, counts exactly what the generator says it holds.
+#include "synth_recording.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "gtest/gtest.h"
+#include "iotrace/analysis/latency_report.h"
+#include "iotrace/analysis/report.h"
+#include "iotrace/event/block_event.h"
+#include "iotrace/formats/trace_reader_open.h"
+
+namespace iotrace {
+namespace {
+
+using bench::SynthDev;
+using bench::SynthExpected;
+using bench::SynthOptions;
+
+class SynthRecordingTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/iotrace_synth_test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+
+  SynthOptions Options() const {
+    SynthOptions o;
+    o.trace_dat = GetParam();
+    o.formats_dir = std::string(IOTRACE_FIXTURES) + "/formats/6.18";
+    return o;
+  }
+
+  // Writes the recording, reports it with one thread and with the default (auto) threads,
+  // and checks both against the generator's counts.
+  void CheckReport(const SynthOptions& o, SynthExpected* expected) {
+    const std::string path = dir_ + (o.trace_dat ? "/s.dat" : "/s.data");
+    const absl::Status written = WriteSynthRecording(path, o, expected);
+    ASSERT_TRUE(written.ok()) << written;
+    for (int threads : {1, 0}) {
+      auto reader = OpenTraceReader(path);
+      ASSERT_TRUE(reader.ok()) << reader.status();
+      ReportOptions ro;
+      ro.input = path;
+      ro.threads = threads;
+      ro.split_min_bytes = 1 << 16;  // small enough that auto reads it as two time ranges
+      ro.split_on_one_cpu = true;
+      ro.max_inflight = std::max<size_t>(16, 2 * o.in_flight);
+      ro.sysfs_root = std::string(IOTRACE_FIXTURES) + "/devices/sys";
+      ro.procfs_root = std::string(IOTRACE_FIXTURES) + "/devices/proc";
+      auto report = BuildLatencyReport(**reader, ro);
+      ASSERT_TRUE(report.ok()) << report.status();
+      SCOPED_TRACE(threads);
+      const Completeness& c = report->completeness;
+      EXPECT_EQ(c.events[static_cast<int>(BlockEventKind::kInsert)], expected->kinds[0]);
+      EXPECT_EQ(c.events[static_cast<int>(BlockEventKind::kIssue)], expected->kinds[1]);
+      EXPECT_EQ(c.events[static_cast<int>(BlockEventKind::kComplete)], expected->kinds[2]);
+      EXPECT_EQ(c.reader_events, expected->events);
+      EXPECT_EQ(report->first_ts_ns, expected->first_ts);
+      EXPECT_EQ(report->last_ts_ns, expected->last_ts);
+      std::map<std::tuple<uint32_t, BlockOp, Phase>, uint64_t> got, want;
+      for (const LatencyGroup& g : report->groups) got[{g.dev, g.op, g.phase}] = g.summary.count;
+      for (uint32_t d = 0; d < o.devices; ++d) {
+        for (int w = 0; w < 2; ++w) {
+          if (expected->requests[d][w] == 0) continue;
+          for (Phase p : {Phase::kI2D, Phase::kD2C, Phase::kI2C}) {
+            want[{SynthDev(d), w ? BlockOp::kWrite : BlockOp::kRead, p}] =
+                expected->requests[d][w];
+          }
+        }
+      }
+      EXPECT_EQ(got, want);
+      EXPECT_EQ(c.match.completes_without_issue, 0u);
+      EXPECT_EQ(c.match.negative_latency, 0u);
+    }
+  }
+
+  std::string dir_;
+};
+
+TEST_P(SynthRecordingTest, ReportCountsWhatTheGeneratorWrote) {
+  SynthOptions o = Options();
+  o.cpus = 8;
+  o.devices = 5;
+  o.in_flight = 300;
+  o.events = 60'000;
+  o.wake_bytes = 64 << 10;  // many rounds of drains and pages in a short recording
+  o.flush_interval_ns = 100'000;
+  SynthExpected e;
+  CheckReport(o, &e);
+  EXPECT_EQ(e.events, 60'000u);
+  EXPECT_EQ(e.max_in_flight, 300u);
+  EXPECT_GT(e.remote_completes, 0u);  // some completions on another CPU than their issue
+  uint64_t requests = 0;
+  for (const auto& r : e.requests) requests += r[0] + r[1];
+  EXPECT_EQ(requests, 20'000u);
+}
+
+TEST_P(SynthRecordingTest, OneCpuOneRequestAtATime) {
+  SynthOptions o = Options();
+  o.cpus = 1;
+  o.devices = 1;
+  o.in_flight = 1;
+  o.events = 3'000;
+  SynthExpected e;
+  CheckReport(o, &e);
+  EXPECT_EQ(e.max_in_flight, 1u);
+  EXPECT_EQ(e.remote_completes, 0u);
+}
+
+TEST_P(SynthRecordingTest, ManyCpusWithSkewedClocks) {
+  SynthOptions o = Options();
+  o.cpus = 64;
+  o.devices = 40;
+  o.in_flight = 2'000;
+  o.events = 30'000;
+  o.skew_ns = 400;  // more than the time between events: CPUs' streams disagree on order
+  o.wake_bytes = 16 << 10;
+  o.flush_interval_ns = 50'000;
+  SynthExpected e;
+  CheckReport(o, &e);
+  EXPECT_GT(e.remote_completes, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, SynthRecordingTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "TraceDat" : "PerfData"; });
+
+}  // namespace
+}  // namespace iotrace
