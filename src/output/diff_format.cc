@@ -29,24 +29,26 @@ std::string Label(uint32_t dev, const std::string& name) {
   return name == DevString(dev) ? name : absl::StrFormat("%s (%s)", name, DevString(dev));
 }
 
-// "loop0 (7:0)" when both sides name the same device; "loop0=loop1" when --map paired two.
-std::string RowDevice(const DiffRow& r) {
+}  // namespace
+
+std::string DiffRowDevice(const DiffRow& r) {
   if (r.count_b == 0) return Label(r.dev_a, r.device_a);
   if (r.count_a == 0) return Label(r.dev_b, r.device_b);
   if (r.dev_a == r.dev_b && r.device_a == r.device_b) return Label(r.dev_a, r.device_a);
   return r.device_a + "=" + r.device_b;
 }
 
-std::string SideLine(const DiffSide& s) {
-  return absl::StrFormat("%s (%s, %d CPUs, %s s)", s.input, s.file_format, s.nr_cpus,
-                         FormatSeconds(std::round(s.duration_s * 1000) / 1000));
-}
-
-// "+24.6%"; in parentheses when the buckets around the two values overlap.
-std::string PercentCell(const DiffStat& s) {
+std::string DiffPercentCell(const DiffStat& s) {
   if (s.a_ns == 0) return s.b_ns == 0 ? "0%" : "n/a";
   std::string cell = absl::StrFormat("%+.1f%%", s.change_pct);
   return s.beyond_buckets ? cell : "(" + cell + ")";
+}
+
+namespace {
+
+std::string SideLine(const DiffSide& s) {
+  return absl::StrFormat("%s (%s, %d CPUs, %s s)", s.input, s.file_format, s.nr_cpus,
+                         FormatSeconds(std::round(s.duration_s * 1000) / 1000));
 }
 
 std::string PCell(double p) {
@@ -102,9 +104,9 @@ void WriteTextDiff(const LatencyDiff& d, TimeUnit unit, std::ostream& out) {
   }
 
   size_t dev_width = 6;
-  for (const DiffRow& r : d.rows) dev_width = std::max(dev_width, RowDevice(r).size());
+  for (const DiffRow& r : d.rows) dev_width = std::max(dev_width, DiffRowDevice(r).size());
   auto lead = [&](const DiffRow& r) {
-    return absl::StrFormat("%-*s  %-7s %-5s", dev_width, RowDevice(r), BlockOpName(r.op),
+    return absl::StrFormat("%-*s  %-7s %-5s", dev_width, DiffRowDevice(r), BlockOpName(r.op),
                            PhaseName(r.phase));
   };
   const std::string lead_header =
@@ -126,7 +128,8 @@ void WriteTextDiff(const LatencyDiff& d, TimeUnit unit, std::ostream& out) {
                              count(r.count_a), count(r.count_b), rate(r.count_a, r.rate_a),
                              rate(r.count_b, r.rate_b));
       for (DiffStatKind k : kChanged) {
-        out << absl::StrFormat(" %8s", Both(r) ? PercentCell(r.stats[static_cast<int>(k)]) : "-");
+        out << absl::StrFormat(" %8s",
+                               Both(r) ? DiffPercentCell(r.stats[static_cast<int>(k)]) : "-");
       }
       out << absl::StrFormat(" %7s\n", Both(r) ? PCell(r.p_adjusted) : "-");
     }
@@ -159,7 +162,7 @@ void WriteTextDiff(const LatencyDiff& d, TimeUnit unit, std::ostream& out) {
         if (h.rule != rule.text) continue;
         const DiffRow& r = d.rows[h.row];
         by.push_back(absl::StrFormat(
-            "%s %s %s (%s)", RowDevice(r), BlockOpName(r.op), PhaseName(r.phase),
+            "%s %s %s (%s)", DiffRowDevice(r), BlockOpName(r.op), PhaseName(r.phase),
             rule.percent ? absl::StrFormat("%+.1f%%", h.change)
                          : absl::StrFormat(
                                "%s%s %s", h.change < 0 ? "-" : "+",
