@@ -76,7 +76,8 @@ class SvgWriter {
   uint64_t per_column_ = 1;  // intervals per column
   uint64_t cell_max_ = 1;  // the colour scale's top: the largest count in one cell
   std::vector<bool> gap_columns_;  // a gap of the data (losses placed in time) touches it
-  std::vector<uint64_t> lost_, unpaired_;  // per column (live's intervals count them)
+  std::vector<uint64_t> lost_;      // per column (live's intervals count them)
+  std::vector<uint64_t> unpaired_;  // per column
   uint64_t lost_total_ = 0;
 };
 
@@ -110,6 +111,9 @@ void SvgWriter::Layout() {
     lost_[c] += iv.lost;
     unpaired_[c] += iv.unpaired;
     lost_total_ += iv.lost;
+  }
+  for (const auto& [index, n] : r_.unpaired_idle) {
+    unpaired_[std::min<size_t>(index / per_column_, columns - 1)] += n;
   }
   gap_columns_.assign(columns, false);
   for (const DataGap& g : r_.coverage.gaps) {
@@ -174,7 +178,7 @@ void SvgWriter::Header(double height) {
   Text(x + 14, ly, "lost events or data missing");
   out_ << "<rect x=\"" << Num(x) << "\" y=\"" << Num(ly + 6) << "\" width=\"10\" height=\"3\" "
        << "fill=\"" << kUnpaired << "\"/>\n";
-  Text(x + 14, ly + 14, "unpaired events (live)");
+  Text(x + 14, ly + 14, "unpaired events");
 }
 
 void SvgWriter::DrawPanel(const Panel& p, double top) {

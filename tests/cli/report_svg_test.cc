@@ -156,6 +156,42 @@ TEST_F(ReportSvgTest, PictureAgreesWithIntervalReport) {
   EXPECT_GE(lines_checked, 6u);
 }
 
+// The grey marks of a file's picture: the unpaired events of each column (every panel marks
+// the same columns) add up to those the JSON report counts (issues without an insert,
+// completions without an issue, unmatched requeues).
+TEST_F(ReportSvgTest, UnpairedMarksAddUpToTheReportsUnpairedEvents) {
+  for (const char* fixture : {"golden/iotrace_mq.data", "golden/iotrace_none.data"}) {
+    const std::string input = kFixtures + "/" + fixture;
+    const std::string svg_path = (dir_ / "u.svg").string();
+    const std::string json_path = (dir_ / "u.json").string();
+    ASSERT_EQ(Run("-i " + input + " --interval 0.005 --format svg -o " + svg_path), 0);
+    ASSERT_EQ(Run("-i " + input + " --format json -o " + json_path), 0);
+    const std::string svg = Slurp(svg_path);
+    test::Json report;
+    ASSERT_TRUE(test::JsonParser(Slurp(json_path)).Parse(&report));
+    const test::Json& c = report["completeness"];
+    uint64_t unpaired = std::llround(c["completes_without_issue"].num() +
+                                     c["requeues_unmatched"].num());
+    for (const auto& [reason, n] : c["issues_without_insert"].fields) {
+      unpaired += std::llround(n.num());
+    }
+    const std::vector<size_t> panels = Tags(svg, "<g class=\"panel\"");
+    ASSERT_GE(panels.size(), 1u);
+    const size_t end = panels.size() > 1 ? panels[1] : svg.size();
+    uint64_t marked = 0;
+    size_t columns = 0;
+    for (size_t mark : Tags(svg, "<rect class=\"unpaired\"", panels[0], end)) {
+      const size_t title = svg.find("<title>", mark) + 7;
+      const size_t colon = svg.find(": ", title) + 2;
+      marked += std::stoull(svg.substr(colon, svg.find(' ', colon) - colon));
+      ++columns;
+    }
+    EXPECT_EQ(marked, unpaired) << fixture;
+    EXPECT_GT(unpaired, 0u) << fixture << ": a fixture with unpaired events is needed here";
+    EXPECT_GE(columns, 1u) << fixture;
+  }
+}
+
 TEST_F(ReportSvgTest, ColumnsPastTheLimitAreMergedAndSaidSo) {
   const std::string path = (dir_ / "fine.svg").string();
   // 0.2 s at 10 us: 20260 intervals, more than 1000 columns.
