@@ -314,13 +314,12 @@ void SvgDiffWriter::DrawSpectra(const Panel& p, double top) {
 
 void SvgDiffWriter::Write() {
   Layout();
-  const double height = kPageTop + std::max<size_t>(panels_.size(), 1) * kPanelH;
-  Header(height);
+  Header(kPageTop + std::max<size_t>(panels_.size(), 1) * kPanelH);
+  for (size_t i = 0; i < panels_.size(); ++i) DrawPanel(panels_[i], kPageTop + i * kPanelH);
   if (panels_.empty()) {
     canvas_.Text(10, kPageTop + 20,
                  "no rows: neither file has samples of the devices and phases asked for");
   }
-  for (size_t i = 0; i < panels_.size(); ++i) DrawPanel(panels_[i], kPageTop + i * kPanelH);
   out_ << "</svg>\n";
 }
 

@@ -1,7 +1,8 @@
-// `iotrace report --format svg`: golden pictures of fixture files (same file, same bytes), the
-// numbers in the picture against the interval report's JSON (cells add up to the phase's count,
-// the p99 line is the intervals' p99), and the picture as a real renderer (rsvg-convert) draws
-// it: its size, not blank, the heatmap's cells coloured where the data is.
+// `iotrace report --format svg` and `iotrace diff --format svg`: golden pictures of fixture
+// files (same file, same bytes), the numbers in the picture against the JSON (cells add up to
+// the phase's count, or to each side's in a diff; the p99 line is the intervals' p99; the
+// unpaired marks add up to the report's unpaired events), and the picture as a real renderer
+// (rsvg-convert) draws it: its size, not blank, the heatmaps' cells coloured where the data is.
 // The goldens are rewritten by scripts/update-svg-goldens.sh (IOTRACE_UPDATE_GOLDEN=1).
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,13 +11,17 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "iotrace/analysis/latency_diff.h"
+#include "iotrace/analysis/latency_report.h"
 #include "iotrace/analysis/report.h"
 #include "iotrace/cli/report_runner.h"
+#include "iotrace/output/svg_diff.h"
 #include "svg_test_util.h"
 #include "test_json.h"
 
@@ -48,13 +53,14 @@ class ReportSvgTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  // The binary, as a user runs it; the exit status.
-  int Run(const std::string& args) {
-    const std::string cmd = std::string(IOTRACE_BINARY) + " report " + args + " 2>" +
+  // The binary, as a user runs it (`iotrace ARGS`, `iotrace report ARGS`); the exit status.
+  int Iotrace(const std::string& args) {
+    const std::string cmd = std::string(IOTRACE_BINARY) + " " + args + " 2>" +
                             (dir_ / "stderr").string();
     const int status = std::system(cmd.c_str());
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
+  int Run(const std::string& args) { return Iotrace("report " + args); }
 
   // The library, with device names from the fixture tree, so that the picture is the same on
   // any machine; the fixture folder's path shown as FIXTURES.
@@ -69,7 +75,41 @@ class ReportSvgTest : public ::testing::Test {
     std::ostringstream out, err;
     absl::Status s = RunReport(o, out, err);
     EXPECT_TRUE(s.ok()) << s;
-    std::string svg = out.str();
+    return HideFixtures(out.str());
+  }
+
+  // `iotrace diff A B --phases D2C,I2C --map 254:0=7:0 --block 0.02 --format svg`, through the
+  // library with the fixture tree's device names as above.
+  std::string DiffSvg(const std::string& a_input, const std::string& b_input) {
+    constexpr double kBlock = 0.02;
+    const LatencyReport a = Side(a_input, kBlock), b = Side(b_input, kBlock);
+    DiffOptions options;
+    options.map = {{"254:0", "7:0"}};
+    options.phases = {Phase::kD2C, Phase::kI2C};
+    absl::StatusOr<LatencyDiff> diff = DiffLatencyReports(a, b, kBlock, options);
+    EXPECT_TRUE(diff.ok()) << diff.status();
+    if (!diff.ok()) return "";
+    std::ostringstream out;
+    WriteSvgDiff(*diff, a, b, SvgDiffOptions{}, out);
+    return HideFixtures(out.str());
+  }
+
+  static LatencyReport Side(const std::string& input, double interval_s) {
+    ReportOptions o;
+    o.input = kFixtures + "/" + input;
+    o.interval_s = interval_s;
+    o.sysfs_root = kFixtures + "/devices/sys";
+    o.procfs_root = kFixtures + "/devices/proc";
+    std::ostringstream err;
+    absl::StatusOr<std::unique_ptr<TraceReader>> reader = OpenReportInput(o, err);
+    EXPECT_TRUE(reader.ok()) << reader.status();
+    if (!reader.ok()) return LatencyReport();
+    absl::StatusOr<LatencyReport> r = BuildLatencyReport(**reader, o);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *std::move(r) : LatencyReport();
+  }
+
+  static std::string HideFixtures(std::string svg) {
     for (size_t p = svg.find(kFixtures); p != std::string::npos; p = svg.find(kFixtures, p)) {
       svg.replace(p, kFixtures.size(), "FIXTURES");
     }
@@ -80,6 +120,10 @@ class ReportSvgTest : public ::testing::Test {
                    const std::string& golden) {
     const std::string svg = Svg(input, phases, interval_s);
     EXPECT_EQ(svg, Svg(input, phases, interval_s)) << "the same file drew two pictures";
+    ExpectGolden(svg, golden);
+  }
+
+  static void ExpectGolden(const std::string& svg, const std::string& golden) {
     const std::string path = kFixtures + "/" + golden;
     if (std::getenv("IOTRACE_UPDATE_GOLDEN") != nullptr) {
       std::ofstream(path, std::ios::binary) << svg;
@@ -266,6 +310,93 @@ TEST_F(ReportSvgTest, RsvgConvertDrawsTheHeatmapWhereTheDataIs) {
   // And where no request was, the heatmap stays white: its top left corner (the panel's
   // latency axis runs a decade past the longest D2C).
   EXPECT_TRUE(IsWhite(png.At(81, 96 + 90 + 2)));
+}
+
+TEST_F(ReportSvgTest, DiffOfPerfDataAgainstTraceDatWithMapMatchesGolden) {
+  const std::string svg = DiffSvg("golden/perf_mq.data", "tracedat/dd_v6.dat");
+  EXPECT_EQ(svg, DiffSvg("golden/perf_mq.data", "tracedat/dd_v6.dat"))
+      << "the same files drew two pictures";
+  ExpectGolden(svg, "golden/perf_mq-dd_v6.diff.expected.svg");
+  // Both sides of the mapped pair are drawn, and the rows of one side only are there too.
+  EXPECT_NE(svg.find("data-dev-a=\"254:0\" data-dev-b=\"7:0\""), std::string::npos);
+  EXPECT_NE(svg.find("data-verdict=\"a_only\""), std::string::npos);
+}
+
+// Each row: its verdict and counts are the JSON diff's, and each side's heatmap cells add up to
+// that side's count.
+TEST_F(ReportSvgTest, DiffHeatmapsAddUpToEachSidesCount) {
+  const std::string a = kFixtures + "/golden/perf_mq.data";
+  const std::string b = kFixtures + "/golden/iotrace_mq.data";
+  const std::string svg_path = (dir_ / "d.svg").string(), json_path = (dir_ / "d.json").string();
+  ASSERT_EQ(Iotrace("diff " + a + " " + b + " --format svg -o " + svg_path), 0);
+  ASSERT_EQ(Iotrace("diff " + a + " " + b + " --format json -o " + json_path), 0);
+  const std::string svg = Slurp(svg_path);
+  test::Json diff;
+  ASSERT_TRUE(test::JsonParser(Slurp(json_path)).Parse(&diff));
+  const std::vector<size_t> rows = Tags(svg, "<g class=\"row\"");
+  ASSERT_EQ(rows.size(), diff["rows"].items.size());
+  size_t both = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const test::Json& row = diff["rows"].items[i];
+    const size_t end = i + 1 < rows.size() ? rows[i + 1] : svg.size();
+    EXPECT_EQ(Attr(svg, rows[i], "data-op"), row["op"].text) << i;
+    EXPECT_EQ(Attr(svg, rows[i], "data-phase"), row["phase"].text) << i;
+    EXPECT_EQ(Attr(svg, rows[i], "data-verdict"), row["verdict"].text) << i;
+    const std::vector<size_t> heatmaps = Tags(svg, "<g class=\"heatmap\">", rows[i], end);
+    size_t drawn = 0;
+    for (const char* side : {"a", "b"}) {
+      const uint64_t count =
+          row[side].type == test::Json::kNull ? 0 : std::llround(row[side]["count"].num());
+      EXPECT_EQ(std::stoull(Attr(svg, rows[i], std::string("data-count-") + side)), count);
+      if (count == 0) continue;
+      ASSERT_LT(drawn, heatmaps.size()) << i << side;
+      EXPECT_EQ(test::HeatmapCount(svg, heatmaps[drawn]), count)
+          << "row " << i << " side " << side << ": the heatmap's cells do not add up";
+      ++drawn;
+    }
+    EXPECT_EQ(drawn, heatmaps.size()) << i;
+    both += drawn == 2;
+  }
+  EXPECT_GE(both, 3u);
+}
+
+TEST_F(ReportSvgTest, RsvgConvertDrawsBothHeatmapsOfADiff) {
+  if (std::system("command -v rsvg-convert >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "rsvg-convert is not installed (Debian's librsvg2-bin; "
+                    "scripts/test.sh installs it)";
+  }
+  const std::string svg_path = (dir_ / "d.svg").string(), png_path = (dir_ / "d.png").string();
+  ASSERT_EQ(Iotrace("diff " + kFixtures + "/golden/perf_mq.data " + kFixtures +
+                "/golden/iotrace_mq.data --phases d2c --block 0.01 --format svg -o " + svg_path),
+            0);
+  const std::string render = "rsvg-convert -o " + png_path + " " + svg_path;
+  ASSERT_EQ(std::system(render.c_str()), 0) << render;
+  test::Png png;
+  std::string why;
+  ASSERT_TRUE(test::ReadPng(Slurp(png_path), &png, &why)) << why;
+  const std::string svg = Slurp(svg_path);
+  const std::vector<size_t> rows = Tags(svg, "<g class=\"row\"");
+  ASSERT_GE(rows.size(), 1u);
+  EXPECT_EQ(png.width, 1000u);
+  EXPECT_EQ(png.height, 96 + 500 * rows.size()) << "the SVG's size, as rendered";
+  EXPECT_GT(test::InkedPixels(png), png.pixels.size() / png.channels / 50)
+      << "the picture is (nearly) blank";
+  // In every row compared, both heatmaps show most of their cells in their colours.
+  size_t compared = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const size_t end = i + 1 < rows.size() ? rows[i + 1] : svg.size();
+    const std::vector<size_t> heatmaps = Tags(svg, "<g class=\"heatmap\">", rows[i], end);
+    if (heatmaps.size() != 2) continue;
+    ++compared;
+    for (size_t at : heatmaps) {
+      const test::CellsSeen seen = test::CellsInTheirColour(svg, at, png);
+      ASSERT_GE(seen.cells, 5u) << "row " << i;
+      EXPECT_GE(seen.matching * 10, seen.cells * 8)
+          << "row " << i << ": " << seen.matching << " of " << seen.cells
+          << " cells drawn as filled";
+    }
+  }
+  EXPECT_GE(compared, 1u);
 }
 
 }  // namespace
