@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"

@@ -352,13 +352,13 @@ TEST(LatencyReportTest, IntervalsSplitSamplesByTheirEndTime) {
 // unpaired event the matcher counted.
 TEST(LatencyReportTest, UnpairedEventsAreCountedInTheIntervalOfTheirTime) {
   SyntheticTrace t;
-  Request(t, 0, 10, 100, 8);                       // interval 0
-  t.Issue(2500 * kMs, 100);                        // interval 2: an issue without an insert,
-  t.Complete(2700 * kMs, 100);                     // then paired with its completion
-  t.Complete(5500 * kMs, 500);                     // interval 5, no samples: never issued
-  t.Complete(7200 * kMs, 900);                     // interval 7, no samples
+  Request(t, 0, 10, 100, 8);             // interval 0
+  t.Issue(2500 * kMs, 100);              // interval 2: an issue without an insert,
+  t.Complete(2700 * kMs, 100);           // then paired with its completion
+  t.Complete(5500 * kMs, 500);           // interval 5, no samples: never issued
+  t.Complete(7200 * kMs, 900);           // interval 7, no samples
   t.Complete(7300 * kMs, 908);
-  Request(t, 9000 * kMs, 10, 100, 16);             // interval 9
+  Request(t, 9000 * kMs, 10, 100, 16);   // interval 9
   ReportOptions o = TestOptions();
   o.interval_s = 1;
   LatencyReport r = Build(t, o);
