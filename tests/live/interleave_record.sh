@@ -5,12 +5,12 @@
 # arguments while only that recorder's events are on (--delay -1, enable/disable on --control,
 # each answered before going on). Before the first pair, one window that neither recorder sees.
 #
-# Why the random order and the first window: with A always first, whatever the machine does at
-# the rhythm of the pairs (about a second here: a recorder's periodic work, a neighbour's timer)
-# can fall on A's windows more than on B's for a whole run, and the first I/O on fresh devices
-# (the loop worker starting, the backing file's first pages) fell on A's first window alone;
-# either is a difference of the machine between A and B that the test rightly finds. About one
-# run in six of the same workload twice was flagged so (tests/live/diff_live_test.cc).
+# Why the random order and the first window: diff's test relabels intervals between A and B,
+# which is valid when they could have been swapped. With A always first they could not: whatever
+# the machine does at the rhythm of the pairs (about a second here: a recorder's periodic work,
+# a neighbour's timer) can fall on A's windows more than on B's for a whole run, and the first
+# I/O on fresh devices (the loop worker starting, the backing file's first pages) fell on A's
+# first window alone.
 #
 # usage: interleave_record.sh IOTRACE WINDOWS OUT_A BACKEND_A DEVS_A FIO_A OUT_B BACKEND_B DEVS_B
 #                             FIO_B
