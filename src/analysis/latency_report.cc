@@ -466,6 +466,11 @@ void LatencyReportBuilder::OnRequestSample(const RequestSample& s) {
   Record(s, s.phases);
 }
 
+void LatencyReportBuilder::OnUnpairedEvent(uint64_t ts) {
+  if (interval_ns_ == 0) return;
+  ++unpaired_by_interval_[(ts - std::min(ts, first_ts_)) / interval_ns_];
+}
+
 void LatencyReportBuilder::OnRequestSampleCovered(const RequestSample& s) {
   if ((s.phases & (1u << static_cast<int>(Phase::kD2C))) != 0 &&
       !coverage_->Crosses(s.Start(Phase::kD2C), s.End(Phase::kD2C)).has_value()) {
@@ -665,6 +670,14 @@ void LatencyReportBuilder::FinishHistograms(const ReadStats& reader_stats, Laten
     }
   }
   std::sort(r.groups.begin(), r.groups.end(), GroupLess);
+  for (const auto& [index, n] : unpaired_by_interval_) {
+    auto it = intervals.find(index);
+    if (it != intervals.end()) {
+      it->second.unpaired = n;
+    } else {
+      r.unpaired_idle.emplace_back(index, n);
+    }
+  }
   for (auto& [index, iv] : intervals) {
     std::sort(iv.groups.begin(), iv.groups.end(), GroupLess);
     r.intervals.push_back(std::move(iv));

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "iotrace/cli/flags.h"
 #include "iotrace/cli/report_runner.h"
 #include "iotrace/output/diff_format.h"
+#include "iotrace/output/svg_diff.h"
 
 namespace iotrace {
 namespace {
@@ -44,7 +46,8 @@ constexpr char kUsage[] =
     "  --by DIM                rows of device x DIM x op x phase, DIM one of size, comm,\n"
     "                          ioprio, cpu (as report --by); a class compares with the same\n"
     "                          class of the other side\n"
-    "  --format FORMAT         text (default), csv or json\n"
+    "  --format FORMAT         text (default), csv, json or svg (per row the two heatmaps side\n"
+    "                          by side, the CDFs and percentile spectra overlaid)\n"
     "  -o, --output FILE       write to FILE instead of standard output\n"
     "  --unit UNIT             ns, us (default) or ms, for the text output\n"
     "  --min-change PCT        a row is ~ unless a percentile moved by PCT percent or more\n"
@@ -92,7 +95,7 @@ absl::StatusOr<DiffArgs> ParseArgs(const std::vector<std::string>& args, bool* h
   flags.Add("format", 0, true, "FORMAT", "", [&](const std::string& v) {
     if (!ParseOutputFormat(v, &o.format)) {
       return UsageError(absl::StrFormat("--format '%s': unknown format", v),
-                        "use --format text, --format csv or --format json");
+                        "use --format text, csv, json or svg");
     }
     return absl::OkStatus();
   });
@@ -196,25 +199,41 @@ absl::StatusOr<LatencyReport> BuildSide(const std::string& path, double block_s,
   return report;
 }
 
-absl::Status Write(const LatencyDiff& diff, const DiffArgs& args) {
+// The diff, and the two reports it compared (the SVG draws their intervals).
+struct DiffRun {
+  LatencyDiff diff;
+  LatencyReport a, b;
+};
+
+std::string Format(const DiffRun& run, const DiffArgs& args) {
+  if (args.format != OutputFormat::kSvg) return FormatDiff(run.diff, args.format, args.unit);
+  std::ostringstream out;
+  WriteSvgDiff(run.diff, run.a, run.b, SvgDiffOptions{}, out);
+  return out.str();
+}
+
+absl::Status Write(const DiffRun& run, const DiffArgs& args) {
   if (args.output.empty()) {
-    std::cout << FormatDiff(diff, args.format, args.unit);
+    std::cout << Format(run, args);
     std::cout.flush();
     if (!std::cout) return ErrnoError(errno != 0 ? errno : EIO, "write", "standard output");
     return absl::OkStatus();
   }
   std::ofstream file(args.output, std::ios::out | std::ios::trunc | std::ios::binary);
   if (!file) return ErrnoError(errno, "open", args.output);
-  file << FormatDiff(diff, args.format, args.unit);
+  file << Format(run, args);
   file.close();
   if (!file) return ErrnoError(errno != 0 ? errno : EIO, "write", args.output);
   return absl::OkStatus();
 }
 
-absl::StatusOr<LatencyDiff> RunDiff(const DiffArgs& args) {
+absl::StatusOr<DiffRun> RunDiff(const DiffArgs& args) {
   double block_s = args.block_s.value_or(1);
-  IOTRACE_ASSIGN_OR_RETURN(LatencyReport a, BuildSide(args.a, block_s, args.by));
-  IOTRACE_ASSIGN_OR_RETURN(LatencyReport b, BuildSide(args.b, block_s, args.by));
+  DiffRun run;
+  LatencyReport& a = run.a;
+  LatencyReport& b = run.b;
+  IOTRACE_ASSIGN_OR_RETURN(a, BuildSide(args.a, block_s, args.by));
+  IOTRACE_ASSIGN_OR_RETURN(b, BuildSide(args.b, block_s, args.by));
   if (!args.block_s.has_value()) {
     // The lengths are known only once read: a short recording is read again in finer
     // intervals; a long one's 1 s intervals are merged into longer blocks by the diff.
@@ -225,7 +244,8 @@ absl::StatusOr<LatencyDiff> RunDiff(const DiffArgs& args) {
     }
     block_s = chosen;
   }
-  return DiffLatencyReports(a, b, block_s, args.diff);
+  IOTRACE_ASSIGN_OR_RETURN(run.diff, DiffLatencyReports(a, b, block_s, args.diff));
+  return run;
 }
 
 }  // namespace
@@ -238,9 +258,10 @@ int DiffCommand(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (!parsed.ok()) return ReportError(parsed.status());
-  absl::StatusOr<LatencyDiff> diff = RunDiff(*parsed);
-  if (!diff.ok()) return ReportError(diff.status());
-  absl::Status written = Write(*diff, *parsed);
+  absl::StatusOr<DiffRun> run = RunDiff(*parsed);
+  if (!run.ok()) return ReportError(run.status());
+  const LatencyDiff* diff = &run->diff;
+  absl::Status written = Write(*run, *parsed);
   if (!written.ok()) return ReportError(written);
   if (parsed->format != OutputFormat::kText || !parsed->output.empty()) {
     // Whoever reads a CSV or JSON file may not look for the warnings in it.

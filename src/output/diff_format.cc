@@ -30,24 +30,26 @@ std::string Label(uint32_t dev, const std::string& name) {
   return name == DevString(dev) ? name : absl::StrFormat("%s (%s)", name, DevString(dev));
 }
 
-// "loop0 (7:0)" when both sides name the same device; "loop0=loop1" when --map paired two.
-std::string RowDevice(const DiffRow& r) {
+}  // namespace
+
+std::string DiffRowDevice(const DiffRow& r) {
   if (r.count_b == 0) return Label(r.dev_a, r.device_a);
   if (r.count_a == 0) return Label(r.dev_b, r.device_b);
   if (r.dev_a == r.dev_b && r.device_a == r.device_b) return Label(r.dev_a, r.device_a);
   return r.device_a + "=" + r.device_b;
 }
 
-std::string SideLine(const DiffSide& s) {
-  return absl::StrFormat("%s (%s, %d CPUs, %s s)", s.input, s.file_format, s.nr_cpus,
-                         FormatSeconds(std::round(s.duration_s * 1000) / 1000));
-}
-
-// "+24.6%"; in parentheses when the buckets around the two values overlap.
-std::string PercentCell(const DiffStat& s) {
+std::string DiffPercentCell(const DiffStat& s) {
   if (s.a_ns == 0) return s.b_ns == 0 ? "0%" : "n/a";
   std::string cell = absl::StrFormat("%+.1f%%", s.change_pct);
   return s.beyond_buckets ? cell : "(" + cell + ")";
+}
+
+namespace {
+
+std::string SideLine(const DiffSide& s) {
+  return absl::StrFormat("%s (%s, %d CPUs, %s s)", s.input, s.file_format, s.nr_cpus,
+                         FormatSeconds(std::round(s.duration_s * 1000) / 1000));
 }
 
 std::string PCell(double p) {
@@ -103,7 +105,7 @@ void WriteTextDiff(const LatencyDiff& d, TimeUnit unit, std::ostream& out) {
   }
 
   size_t dev_width = 6;
-  for (const DiffRow& r : d.rows) dev_width = std::max(dev_width, RowDevice(r).size());
+  for (const DiffRow& r : d.rows) dev_width = std::max(dev_width, DiffRowDevice(r).size());
   // With --by, the class is a column after the device, under the dimension's name.
   size_t by_width = d.by.size();
   for (const DiffRow& r : d.rows) by_width = std::max(by_width, r.by.size());
@@ -112,8 +114,8 @@ void WriteTextDiff(const LatencyDiff& d, TimeUnit unit, std::ostream& out) {
                         : absl::StrFormat("%-*s  %-*s", dev_width, device, by_width, klass);
   };
   auto lead = [&](const DiffRow& r) {
-    return absl::StrFormat("%s  %-7s %-5s", device_cell(RowDevice(r), r.by), BlockOpName(r.op),
-                           PhaseName(r.phase));
+    return absl::StrFormat("%s  %-7s %-5s", device_cell(DiffRowDevice(r), r.by),
+                           BlockOpName(r.op), PhaseName(r.phase));
   };
   const std::string lead_header = absl::StrFormat(
       "%s  %-7s %-5s", device_cell("DEVICE", absl::AsciiStrToUpper(d.by)), "OP", "PHASE");
@@ -134,7 +136,8 @@ void WriteTextDiff(const LatencyDiff& d, TimeUnit unit, std::ostream& out) {
                              count(r.count_a), count(r.count_b), rate(r.count_a, r.rate_a),
                              rate(r.count_b, r.rate_b));
       for (DiffStatKind k : kChanged) {
-        out << absl::StrFormat(" %8s", Both(r) ? PercentCell(r.stats[static_cast<int>(k)]) : "-");
+        out << absl::StrFormat(" %8s",
+                               Both(r) ? DiffPercentCell(r.stats[static_cast<int>(k)]) : "-");
       }
       out << absl::StrFormat(" %7s\n", Both(r) ? PCell(r.p_adjusted) : "-");
     }
@@ -167,7 +170,7 @@ void WriteTextDiff(const LatencyDiff& d, TimeUnit unit, std::ostream& out) {
         if (h.rule != rule.text) continue;
         const DiffRow& r = d.rows[h.row];
         by.push_back(absl::StrFormat(
-            "%s %s %s (%s)", RowDevice(r), BlockOpName(r.op), PhaseName(r.phase),
+            "%s %s %s (%s)", DiffRowDevice(r), BlockOpName(r.op), PhaseName(r.phase),
             rule.percent ? absl::StrFormat("%+.1f%%", h.change)
                          : absl::StrFormat(
                                "%s%s %s", h.change < 0 ? "-" : "+",

@@ -1,27 +1,38 @@
-// `iotrace report --format svg`: golden pictures of fixture files (same file, same bytes), the
-// numbers in the picture against the interval report's JSON (cells add up to the phase's count,
-// the p99 line is the intervals' p99), and the picture as a real renderer (rsvg-convert) draws
-// it: its size, not blank, the heatmap's cells coloured where the data is.
+// `iotrace report --format svg` and `iotrace diff --format svg`: golden pictures of fixture
+// files (same file, same bytes), the numbers in the picture against the JSON (cells add up to
+// the phase's count, or to each side's in a diff; the p99 line is the intervals' p99; the
+// unpaired marks add up to the report's unpaired events), and the picture as a real renderer
+// (rsvg-convert) draws it: its size, not blank, the heatmaps' cells coloured where the data is.
 // The goldens are rewritten by scripts/update-svg-goldens.sh (IOTRACE_UPDATE_GOLDEN=1).
 #include <sys/wait.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "iotrace/analysis/latency_diff.h"
+#include "iotrace/analysis/latency_report.h"
 #include "iotrace/analysis/report.h"
 #include "iotrace/cli/report_runner.h"
+#include "iotrace/output/svg_diff.h"
+#include "svg_test_util.h"
 #include "test_json.h"
 
 namespace iotrace {
 namespace {
+
+using test::Attr;
+using test::IsWhite;
+using test::Png;
+using test::ReadPng;
+using test::Tags;
 
 const std::string kFixtures = IOTRACE_FIXTURES;
 
@@ -30,26 +41,6 @@ std::string Slurp(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// The value of attribute `name` in the tag that starts at `tag`, "" when absent.
-std::string Attr(const std::string& svg, size_t tag, const std::string& name) {
-  const size_t end = svg.find('>', tag);
-  const size_t at = svg.find(" " + name + "=\"", tag);
-  if (at == std::string::npos || at > end) return "";
-  const size_t from = at + name.size() + 3;
-  return svg.substr(from, svg.find('"', from) - from);
-}
-
-// Every tag of `svg` that starts with `start` ("<g class=\"panel\""), by position.
-std::vector<size_t> Tags(const std::string& svg, const std::string& start, size_t from = 0,
-                         size_t to = std::string::npos) {
-  std::vector<size_t> at;
-  for (size_t p = svg.find(start, from); p != std::string::npos && p < to;
-       p = svg.find(start, p + 1)) {
-    at.push_back(p);
-  }
-  return at;
 }
 
 class ReportSvgTest : public ::testing::Test {
@@ -62,13 +53,14 @@ class ReportSvgTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  // The binary, as a user runs it; the exit status.
-  int Run(const std::string& args) {
-    const std::string cmd = std::string(IOTRACE_BINARY) + " report " + args + " 2>" +
+  // The binary, as a user runs it (`iotrace ARGS`, `iotrace report ARGS`); the exit status.
+  int Iotrace(const std::string& args) {
+    const std::string cmd = std::string(IOTRACE_BINARY) + " " + args + " 2>" +
                             (dir_ / "stderr").string();
     const int status = std::system(cmd.c_str());
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
+  int Run(const std::string& args) { return Iotrace("report " + args); }
 
   // The library, with device names from the fixture tree, so that the picture is the same on
   // any machine; the fixture folder's path shown as FIXTURES.
@@ -83,7 +75,41 @@ class ReportSvgTest : public ::testing::Test {
     std::ostringstream out, err;
     absl::Status s = RunReport(o, out, err);
     EXPECT_TRUE(s.ok()) << s;
-    std::string svg = out.str();
+    return HideFixtures(out.str());
+  }
+
+  // `iotrace diff A B --phases D2C,I2C --map 254:0=7:0 --block 0.02 --format svg`, through the
+  // library with the fixture tree's device names as above.
+  std::string DiffSvg(const std::string& a_input, const std::string& b_input) {
+    constexpr double kBlock = 0.02;
+    const LatencyReport a = Side(a_input, kBlock), b = Side(b_input, kBlock);
+    DiffOptions options;
+    options.map = {{"254:0", "7:0"}};
+    options.phases = {Phase::kD2C, Phase::kI2C};
+    absl::StatusOr<LatencyDiff> diff = DiffLatencyReports(a, b, kBlock, options);
+    EXPECT_TRUE(diff.ok()) << diff.status();
+    if (!diff.ok()) return "";
+    std::ostringstream out;
+    WriteSvgDiff(*diff, a, b, SvgDiffOptions{}, out);
+    return HideFixtures(out.str());
+  }
+
+  static LatencyReport Side(const std::string& input, double interval_s) {
+    ReportOptions o;
+    o.input = kFixtures + "/" + input;
+    o.interval_s = interval_s;
+    o.sysfs_root = kFixtures + "/devices/sys";
+    o.procfs_root = kFixtures + "/devices/proc";
+    std::ostringstream err;
+    absl::StatusOr<std::unique_ptr<TraceReader>> reader = OpenReportInput(o, err);
+    EXPECT_TRUE(reader.ok()) << reader.status();
+    if (!reader.ok()) return LatencyReport();
+    absl::StatusOr<LatencyReport> r = BuildLatencyReport(**reader, o);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *std::move(r) : LatencyReport();
+  }
+
+  static std::string HideFixtures(std::string svg) {
     for (size_t p = svg.find(kFixtures); p != std::string::npos; p = svg.find(kFixtures, p)) {
       svg.replace(p, kFixtures.size(), "FIXTURES");
     }
@@ -94,6 +120,10 @@ class ReportSvgTest : public ::testing::Test {
                    const std::string& golden) {
     const std::string svg = Svg(input, phases, interval_s);
     EXPECT_EQ(svg, Svg(input, phases, interval_s)) << "the same file drew two pictures";
+    ExpectGolden(svg, golden);
+  }
+
+  static void ExpectGolden(const std::string& svg, const std::string& golden) {
     const std::string path = kFixtures + "/" + golden;
     if (std::getenv("IOTRACE_UPDATE_GOLDEN") != nullptr) {
       std::ofstream(path, std::ios::binary) << svg;
@@ -153,11 +183,7 @@ TEST_F(ReportSvgTest, PictureAgreesWithIntervalReport) {
     EXPECT_EQ(std::stoull(Attr(svg, panels[i], "data-count")), counts[key]) << key;
     const size_t heatmap = svg.find("<g class=\"heatmap\">", panels[i]);
     ASSERT_LT(heatmap, end) << key;
-    uint64_t cells = 0;
-    for (size_t rect : Tags(svg, "<rect ", heatmap, svg.find("</g>", heatmap))) {
-      cells += std::stoull(Attr(svg, rect, "data-n"));
-    }
-    EXPECT_EQ(cells, counts[key]) << key << ": the heatmap's cells do not add up";
+    EXPECT_EQ(test::HeatmapCount(svg, heatmap), counts[key]) << key << ": the heatmap's cells do not add up";
     if (counts[key] == 0) continue;
     const size_t line = svg.find("<path class=\"p99\"", panels[i]);
     ASSERT_LT(line, end) << key;
@@ -172,6 +198,42 @@ TEST_F(ReportSvgTest, PictureAgreesWithIntervalReport) {
     ++lines_checked;
   }
   EXPECT_GE(lines_checked, 6u);
+}
+
+// The grey marks of a file's picture: the unpaired events of each column (every panel marks
+// the same columns) add up to those the JSON report counts (issues without an insert,
+// completions without an issue, unmatched requeues).
+TEST_F(ReportSvgTest, UnpairedMarksAddUpToTheReportsUnpairedEvents) {
+  for (const char* fixture : {"golden/iotrace_mq.data", "golden/iotrace_none.data"}) {
+    const std::string input = kFixtures + "/" + fixture;
+    const std::string svg_path = (dir_ / "u.svg").string();
+    const std::string json_path = (dir_ / "u.json").string();
+    ASSERT_EQ(Run("-i " + input + " --interval 0.005 --format svg -o " + svg_path), 0);
+    ASSERT_EQ(Run("-i " + input + " --format json -o " + json_path), 0);
+    const std::string svg = Slurp(svg_path);
+    test::Json report;
+    ASSERT_TRUE(test::JsonParser(Slurp(json_path)).Parse(&report));
+    const test::Json& c = report["completeness"];
+    uint64_t unpaired = std::llround(c["completes_without_issue"].num() +
+                                     c["requeues_unmatched"].num());
+    for (const auto& [reason, n] : c["issues_without_insert"].fields) {
+      unpaired += std::llround(n.num());
+    }
+    const std::vector<size_t> panels = Tags(svg, "<g class=\"panel\"");
+    ASSERT_GE(panels.size(), 1u);
+    const size_t end = panels.size() > 1 ? panels[1] : svg.size();
+    uint64_t marked = 0;
+    size_t columns = 0;
+    for (size_t mark : Tags(svg, "<rect class=\"unpaired\"", panels[0], end)) {
+      const size_t title = svg.find("<title>", mark) + 7;
+      const size_t colon = svg.find(": ", title) + 2;
+      marked += std::stoull(svg.substr(colon, svg.find(' ', colon) - colon));
+      ++columns;
+    }
+    EXPECT_EQ(marked, unpaired) << fixture;
+    EXPECT_GT(unpaired, 0u) << fixture << ": a fixture with unpaired events is needed here";
+    EXPECT_GE(columns, 1u) << fixture;
+  }
 }
 
 TEST_F(ReportSvgTest, ColumnsPastTheLimitAreMergedAndSaidSo) {
@@ -215,80 +277,6 @@ TEST_F(ReportSvgTest, RefusesSvgEventDumpAndUnknownPhases) {
   EXPECT_NE(Slurp((dir_ / "stderr").string()).find("unknown phase 'x2y'"), std::string::npos);
 }
 
-// A PNG as rsvg-convert writes it: 8 bits per channel, RGB or RGBA, not interlaced.
-struct Png {
-  uint32_t width = 0, height = 0;
-  int channels = 0;
-  std::vector<uint8_t> pixels;  // rows of width * channels bytes
-  const uint8_t* At(uint32_t x, uint32_t y) const {
-    return &pixels[(static_cast<size_t>(y) * width + x) * channels];
-  }
-};
-
-uint32_t Be32(const std::string& s, size_t at) {
-  return static_cast<uint32_t>(static_cast<uint8_t>(s[at])) << 24 |
-         static_cast<uint32_t>(static_cast<uint8_t>(s[at + 1])) << 16 |
-         static_cast<uint32_t>(static_cast<uint8_t>(s[at + 2])) << 8 |
-         static_cast<uint8_t>(s[at + 3]);
-}
-
-bool ReadPng(const std::string& file, Png* png, std::string* why) {
-  if (file.compare(0, 8, "\x89PNG\r\n\x1a\n") != 0) return *why = "not a PNG", false;
-  std::string idat;
-  for (size_t at = 8; at + 12 <= file.size();) {
-    const uint32_t n = Be32(file, at);
-    const std::string type = file.substr(at + 4, 4);
-    if (type == "IHDR") {
-      png->width = Be32(file, at + 8);
-      png->height = Be32(file, at + 12);
-      const int depth = file[at + 16], colour = file[at + 17], interlace = file[at + 20];
-      if (depth != 8 || (colour != 2 && colour != 6) || interlace != 0) {
-        return *why = "unexpected PNG layout", false;
-      }
-      png->channels = colour == 2 ? 3 : 4;
-    } else if (type == "IDAT") {
-      idat += file.substr(at + 8, n);
-    }
-    at += 12 + n;
-  }
-  const size_t stride = static_cast<size_t>(png->width) * png->channels;
-  std::vector<uint8_t> raw((stride + 1) * png->height);
-  uLongf size = raw.size();
-  if (uncompress(raw.data(), &size, reinterpret_cast<const Bytef*>(idat.data()), idat.size()) !=
-          Z_OK ||
-      size != raw.size()) {
-    return *why = "bad image data", false;
-  }
-  png->pixels.assign(stride * png->height, 0);
-  const int bpp = png->channels;
-  for (size_t y = 0; y < png->height; ++y) {
-    const uint8_t filter = raw[y * (stride + 1)];
-    const uint8_t* in = &raw[y * (stride + 1) + 1];
-    uint8_t* out = &png->pixels[y * stride];
-    const uint8_t* up = y == 0 ? nullptr : out - stride;
-    for (size_t x = 0; x < stride; ++x) {
-      const int a = x >= static_cast<size_t>(bpp) ? out[x - bpp] : 0;
-      const int b = up ? up[x] : 0;
-      const int c = up && x >= static_cast<size_t>(bpp) ? up[x - bpp] : 0;
-      int pred = 0;
-      switch (filter) {
-        case 0: pred = 0; break;
-        case 1: pred = a; break;
-        case 2: pred = b; break;
-        case 3: pred = (a + b) / 2; break;
-        case 4: {
-          const int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - c);
-          pred = pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
-          break;
-        }
-        default: return *why = "unknown PNG filter", false;
-      }
-      out[x] = static_cast<uint8_t>(in[x] + pred);
-    }
-  }
-  return true;
-}
-
 TEST_F(ReportSvgTest, RsvgConvertDrawsTheHeatmapWhereTheDataIs) {
   if (std::system("command -v rsvg-convert >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "rsvg-convert is not installed (Debian's librsvg2-bin; "
@@ -309,33 +297,106 @@ TEST_F(ReportSvgTest, RsvgConvertDrawsTheHeatmapWhereTheDataIs) {
   EXPECT_EQ(png.width, 1000u);
   EXPECT_EQ(png.height, 96 + 540 * panels) << "the SVG's size, as rendered";
 
-  auto white = [](const uint8_t* p) { return p[0] > 250 && p[1] > 250 && p[2] > 250; };
-  size_t inked = 0;
-  for (uint32_t y = 0; y < png.height; ++y) {
-    for (uint32_t x = 0; x < png.width; ++x) inked += !white(png.At(x, y));
-  }
-  EXPECT_GT(inked, png.pixels.size() / png.channels / 50) << "the picture is (nearly) blank";
+  EXPECT_GT(test::InkedPixels(png), png.pixels.size() / png.channels / 50)
+      << "the picture is (nearly) blank";
 
   // Each heatmap cell at least 3 px square: the pixel at its centre has the cell's colour (the
   // lines drawn over the cells may cover some; most must show).
-  const size_t heatmap = svg.find("<g class=\"heatmap\">");
-  size_t cells = 0, matching = 0;
-  for (size_t rect : Tags(svg, "<rect ", heatmap, svg.find("</g>", heatmap))) {
-    const double x = std::stod(Attr(svg, rect, "x")), y = std::stod(Attr(svg, rect, "y"));
-    const double w = std::stod(Attr(svg, rect, "width")), h = std::stod(Attr(svg, rect, "height"));
-    if (w < 3 || h < 3) continue;
-    const uint32_t fill = std::stoul(Attr(svg, rect, "fill").substr(1), nullptr, 16);
-    const uint8_t* p = png.At(static_cast<uint32_t>(x + w / 2), static_cast<uint32_t>(y + h / 2));
-    ++cells;
-    matching += std::abs(p[0] - static_cast<int>(fill >> 16)) < 8 &&
-                std::abs(p[1] - static_cast<int>((fill >> 8) & 0xff)) < 8 &&
-                std::abs(p[2] - static_cast<int>(fill & 0xff)) < 8;
-  }
-  ASSERT_GE(cells, 10u);
-  EXPECT_GE(matching * 10, cells * 8) << matching << " of " << cells << " cells drawn as filled";
+  const test::CellsSeen seen =
+      test::CellsInTheirColour(svg, svg.find("<g class=\"heatmap\">"), png);
+  ASSERT_GE(seen.cells, 10u);
+  EXPECT_GE(seen.matching * 10, seen.cells * 8)
+      << seen.matching << " of " << seen.cells << " cells drawn as filled";
   // And where no request was, the heatmap stays white: its top left corner (the panel's
   // latency axis runs a decade past the longest D2C).
-  EXPECT_TRUE(white(png.At(81, 96 + 90 + 2)));
+  EXPECT_TRUE(IsWhite(png.At(81, 96 + 90 + 2)));
+}
+
+TEST_F(ReportSvgTest, DiffOfPerfDataAgainstTraceDatWithMapMatchesGolden) {
+  const std::string svg = DiffSvg("golden/perf_mq.data", "tracedat/dd_v6.dat");
+  EXPECT_EQ(svg, DiffSvg("golden/perf_mq.data", "tracedat/dd_v6.dat"))
+      << "the same files drew two pictures";
+  ExpectGolden(svg, "golden/perf_mq-dd_v6.diff.expected.svg");
+  // Both sides of the mapped pair are drawn, and the rows of one side only are there too.
+  EXPECT_NE(svg.find("data-dev-a=\"254:0\" data-dev-b=\"7:0\""), std::string::npos);
+  EXPECT_NE(svg.find("data-verdict=\"a_only\""), std::string::npos);
+}
+
+// Each row: its verdict and counts are the JSON diff's, and each side's heatmap cells add up to
+// that side's count.
+TEST_F(ReportSvgTest, DiffHeatmapsAddUpToEachSidesCount) {
+  const std::string a = kFixtures + "/golden/perf_mq.data";
+  const std::string b = kFixtures + "/golden/iotrace_mq.data";
+  const std::string svg_path = (dir_ / "d.svg").string(), json_path = (dir_ / "d.json").string();
+  ASSERT_EQ(Iotrace("diff " + a + " " + b + " --format svg -o " + svg_path), 0);
+  ASSERT_EQ(Iotrace("diff " + a + " " + b + " --format json -o " + json_path), 0);
+  const std::string svg = Slurp(svg_path);
+  test::Json diff;
+  ASSERT_TRUE(test::JsonParser(Slurp(json_path)).Parse(&diff));
+  const std::vector<size_t> rows = Tags(svg, "<g class=\"row\"");
+  ASSERT_EQ(rows.size(), diff["rows"].items.size());
+  size_t both = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const test::Json& row = diff["rows"].items[i];
+    const size_t end = i + 1 < rows.size() ? rows[i + 1] : svg.size();
+    EXPECT_EQ(Attr(svg, rows[i], "data-op"), row["op"].text) << i;
+    EXPECT_EQ(Attr(svg, rows[i], "data-phase"), row["phase"].text) << i;
+    EXPECT_EQ(Attr(svg, rows[i], "data-verdict"), row["verdict"].text) << i;
+    const std::vector<size_t> heatmaps = Tags(svg, "<g class=\"heatmap\">", rows[i], end);
+    size_t drawn = 0;
+    for (const char* side : {"a", "b"}) {
+      const uint64_t count =
+          row[side].type == test::Json::kNull ? 0 : std::llround(row[side]["count"].num());
+      EXPECT_EQ(std::stoull(Attr(svg, rows[i], std::string("data-count-") + side)), count);
+      if (count == 0) continue;
+      ASSERT_LT(drawn, heatmaps.size()) << i << side;
+      EXPECT_EQ(test::HeatmapCount(svg, heatmaps[drawn]), count)
+          << "row " << i << " side " << side << ": the heatmap's cells do not add up";
+      ++drawn;
+    }
+    EXPECT_EQ(drawn, heatmaps.size()) << i;
+    both += drawn == 2;
+  }
+  EXPECT_GE(both, 3u);
+}
+
+TEST_F(ReportSvgTest, RsvgConvertDrawsBothHeatmapsOfADiff) {
+  if (std::system("command -v rsvg-convert >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "rsvg-convert is not installed (Debian's librsvg2-bin; "
+                    "scripts/test.sh installs it)";
+  }
+  const std::string svg_path = (dir_ / "d.svg").string(), png_path = (dir_ / "d.png").string();
+  ASSERT_EQ(Iotrace("diff " + kFixtures + "/golden/perf_mq.data " + kFixtures +
+                "/golden/iotrace_mq.data --phases d2c --block 0.01 --format svg -o " + svg_path),
+            0);
+  const std::string render = "rsvg-convert -o " + png_path + " " + svg_path;
+  ASSERT_EQ(std::system(render.c_str()), 0) << render;
+  test::Png png;
+  std::string why;
+  ASSERT_TRUE(test::ReadPng(Slurp(png_path), &png, &why)) << why;
+  const std::string svg = Slurp(svg_path);
+  const std::vector<size_t> rows = Tags(svg, "<g class=\"row\"");
+  ASSERT_GE(rows.size(), 1u);
+  EXPECT_EQ(png.width, 1000u);
+  EXPECT_EQ(png.height, 96 + 500 * rows.size()) << "the SVG's size, as rendered";
+  EXPECT_GT(test::InkedPixels(png), png.pixels.size() / png.channels / 50)
+      << "the picture is (nearly) blank";
+  // In every row compared, both heatmaps show most of their cells in their colours.
+  size_t compared = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const size_t end = i + 1 < rows.size() ? rows[i + 1] : svg.size();
+    const std::vector<size_t> heatmaps = Tags(svg, "<g class=\"heatmap\">", rows[i], end);
+    if (heatmaps.size() != 2) continue;
+    ++compared;
+    for (size_t at : heatmaps) {
+      const test::CellsSeen seen = test::CellsInTheirColour(svg, at, png);
+      ASSERT_GE(seen.cells, 5u) << "row " << i;
+      EXPECT_GE(seen.matching * 10, seen.cells * 8)
+          << "row " << i << ": " << seen.matching << " of " << seen.cells
+          << " cells drawn as filled";
+    }
+  }
+  EXPECT_GE(compared, 1u);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Live tests of `iotrace diff` on real recordings: fio on two scratch loop devices at a fixed
-// rate. Two recordings are taken in alternating windows (interleave_record.sh): on a machine
+// rate. Two recordings are taken in alternating windows, in random order by pairs, after one
+// window neither records (interleave_record.sh says why): on a machine
 // shared with compiles and benchmarks, runs a minute apart differ for reasons of their own (the
 // p50 of a loop read's D2C moved by up to 130% between runs of the same workload here), and the
 // comparison is then of the machine, not of the workload. The same workload twice: every row
@@ -42,8 +43,8 @@ class DiffLiveTest : public ::testing::Test {
     IOTRACE_REQUIRE_TOOL("python3");
   }
 
-  // Records A (`backend_a` on a1, a2, fio with job2_a on a2) and B likewise, in 16 alternating
-  // windows; returns the two files.
+  // Records A (`backend_a` on a1, a2, fio with job2_a on a2) and B likewise, in 16 windows (8
+  // pairs); returns the two files.
   std::pair<std::string, std::string> Record(const std::string& backend_a, const ScratchLoop& a1,
                                              const ScratchLoop& a2, const std::string& job2_a,
                                              const std::string& backend_b, const ScratchLoop& b1,

@@ -347,6 +347,42 @@ TEST(LatencyReportTest, IntervalsSplitSamplesByTheirEndTime) {
   EXPECT_EQ(FindGroup(r.groups, kLoop0, BlockOp::kWrite, Phase::kD2C)->summary.count, 4u);
 }
 
+// Each event that found nothing to pair with is counted in the interval of its time: in the
+// interval itself when it holds samples, else among the idle ones; together they are every
+// unpaired event the matcher counted.
+TEST(LatencyReportTest, UnpairedEventsAreCountedInTheIntervalOfTheirTime) {
+  SyntheticTrace t;
+  Request(t, 0, 10, 100, 8);             // interval 0
+  t.Issue(2500 * kMs, 100);              // interval 2: an issue without an insert,
+  t.Complete(2700 * kMs, 100);           // then paired with its completion
+  t.Complete(5500 * kMs, 500);           // interval 5, no samples: never issued
+  t.Complete(7200 * kMs, 900);           // interval 7, no samples
+  t.Complete(7300 * kMs, 908);
+  Request(t, 9000 * kMs, 10, 100, 16);   // interval 9
+  ReportOptions o = TestOptions();
+  o.interval_s = 1;
+  LatencyReport r = Build(t, o);
+  ASSERT_EQ(r.intervals.size(), 3u);
+  EXPECT_EQ(r.intervals[0].unpaired, 0u);
+  EXPECT_EQ(r.intervals[1].index, 2u);
+  EXPECT_EQ(r.intervals[1].unpaired, 1u);
+  EXPECT_EQ(r.intervals[2].unpaired, 0u);
+  const std::vector<std::pair<uint64_t, uint64_t>> idle = {{5, 1}, {7, 2}};
+  EXPECT_EQ(r.unpaired_idle, idle);
+  const MatchStats& m = r.completeness.match;
+  uint64_t total = m.completes_without_issue + m.requeues_unmatched;
+  for (uint64_t n : m.issues_without_insert) total += n;
+  EXPECT_EQ(total, 4u);
+  uint64_t per_interval = 0;
+  for (const LatencyInterval& iv : r.intervals) per_interval += iv.unpaired;
+  for (const auto& [index, n] : r.unpaired_idle) per_interval += n;
+  EXPECT_EQ(per_interval, total);
+
+  // Without intervals there is nothing to place them in.
+  LatencyReport whole = Build(t);
+  EXPECT_TRUE(whole.unpaired_idle.empty());
+}
+
 TEST(LatencyReportTest, SilentDropsOfCompletionsMakeD2CAndI2CIncompleteButNotI2D) {
   SyntheticTrace t;
   Request(t, 0, 10, 100, 8);

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -145,6 +146,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // Auto: the current stretch of events is over; time it and go on in the placement chosen.
   void EndStretch();
   void OnRequestSample(const RequestSample& sample) override;
+  void OnUnpairedEvent(uint64_t ts) override;
   // The slot of a device, with --by of a device x class: dev | class << 32.
   uint64_t SlotKey(const RequestSample& s) {
     if (!breakdown_.active()) [[likely]] return s.dev;
@@ -274,6 +276,8 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   std::vector<LossSummary> losses_;
   absl::flat_hash_map<std::tuple<LossRecord::Kind, int32_t, int32_t>, uint32_t> loss_index_;
   Completeness counters_;  // filter and interval counters, filled during the run
+  // With intervals: unpaired events per interval index (rare: a map).
+  std::map<uint64_t, uint64_t> unpaired_by_interval_;
   // With a filter given: requests per op before filters, and which --comm / --pid values
   // matched a request.
   std::array<uint64_t, kBlockOpCount> requests_by_op_{};

@@ -178,10 +178,13 @@ struct LatencyInterval {
   uint64_t index = 0;
   double start_s = 0;  // seconds from the first event
   std::vector<LatencyGroup> groups;
-  // Known per interval only live (LiveIntervalCounts), for its pictures; a file's report leaves
-  // them 0 and shows its losses as coverage gaps.
-  uint64_t lost = 0;      // events the kernel lost
-  uint64_t unpaired = 0;  // events that could not be paired
+  // Known per interval only live (LiveIntervalCounts); a file's report leaves it 0 and shows
+  // its losses as coverage gaps.
+  uint64_t lost = 0;  // events the kernel lost
+  // Events that could not be paired: issues without an insert, completions without an issue,
+  // requeues of requests not seen issued, each in the interval of its own time (live: those
+  // counted in the interval).
+  uint64_t unpaired = 0;
 };
 
 // Losses of one kind, on one CPU, of one event, as the file reports them.
@@ -303,6 +306,10 @@ struct LatencyReport {
   bool ioprio_absent = false;
   std::vector<LatencyGroup> groups;  // sorted by dev, by_order, by, op, phase
   std::vector<LatencyInterval> intervals;  // only with interval_s > 0, increasing
+  // Unpaired events (LatencyInterval::unpaired) of intervals that hold no sample and so are not
+  // in `intervals`: (interval index, count), increasing. With the intervals' they add up to the
+  // matcher's issues without insert, completions without issue and unmatched requeues.
+  std::vector<std::pair<uint64_t, uint64_t>> unpaired_idle;
   Completeness completeness;
   std::vector<PhaseWarning> warnings;  // inputs of a phase were incomplete
   std::vector<std::string> notes;      // absent phases and why, reader problems, ...

@@ -68,6 +68,10 @@ class RequestSampleSink {
  public:
   virtual ~RequestSampleSink() = default;
   virtual void OnRequestSample(const RequestSample& sample) = 0;
+  // An event that found nothing to pair with: an issue without an insert, a completion without
+  // an issue, a requeue of a request not seen issued (the matcher counts each in its stats too;
+  // this says when, for a report's time series).
+  virtual void OnUnpairedEvent(uint64_t /*ts*/) {}
 };
 
 struct MatcherOptions {

@@ -15,6 +15,13 @@ void WriteTextDiff(const LatencyDiff& diff, TimeUnit unit, std::ostream& out);
 void WriteDiffCsv(const LatencyDiff& diff, std::ostream& out);
 void WriteJsonDiff(const LatencyDiff& diff, std::ostream& out);
 
+// The row's device as the text names it: "loop0 (7:0)" when both sides name the same device,
+// "loop0=loop1" when --map paired two.
+std::string DiffRowDevice(const DiffRow& r);
+// A change in percent as the text shows it: "+24.6%", in parentheses when the buckets around
+// the two values overlap.
+std::string DiffPercentCell(const DiffStat& s);
+
 // The output in `format` as a string (tests).
 std::string FormatDiff(const LatencyDiff& diff, OutputFormat format, TimeUnit unit);
 
