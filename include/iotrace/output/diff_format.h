@@ -22,7 +22,8 @@ std::string DiffRowDevice(const DiffRow& r);
 // the two values overlap.
 std::string DiffPercentCell(const DiffStat& s);
 
-// The output in `format` as a string (tests).
+// The output in `format` as a string (tests); text, CSV or JSON (svg_diff.h draws the picture,
+// which needs both reports: empty here).
 std::string FormatDiff(const LatencyDiff& diff, OutputFormat format, TimeUnit unit);
 
 }  // namespace iotrace
