@@ -18,7 +18,8 @@ namespace iotrace {
 namespace {
 
 // Reader problems that lose no block event: copies dropped whole, records delivered out of
-// order (counted, and noted), samples of other kinds of event, formats that could not be parsed
+// order (counted, and a phase warning of their own: a request whose events they crossed may be
+// paired wrongly), samples of other kinds of event, formats that could not be parsed
 // (a block event's shows as absent, with a note), and an unfinished file (a phase warning of
 // its own). Any other problem, known or not, may have cost events (ftrace_time_backwards too:
 // the rest of that page is skipped).
@@ -139,6 +140,7 @@ void AddIncompleteWarnings(const ReadStats& reader_stats, const LossTally& losse
   };
   const MatchStats& ms = c.match;
   const bool unfinished = reader_stats.Problem(kProblemUnfinishedFile) != 0;
+  const uint64_t out_of_order = reader_stats.Problem("out_of_order_beyond_window");
   // Reader problems after which events may be missing: a record, a page or the rest of a CPU's
   // data that could not be read (a file cut short or damaged). Which events were in it is
   // unknown, so every phase is incomplete.
@@ -183,6 +185,13 @@ void AddIncompleteWarnings(const ReadStats& reader_stats, const LossTally& losse
       why.push_back("the file was not finished (its writer was killed?): the losses it counts "
                     "last are not in it (iotrace recover makes it a file perf and trace-cmd "
                     "read)");
+    }
+    if (out_of_order != 0) {
+      why.push_back(absl::StrFormat(
+          "%s handed on out of time order (rounds of the file larger than the reader's merge "
+          "window, as a perf.data of many busy CPUs writes them): a request whose events they "
+          "crossed may be paired wrongly or not at all",
+          Plural(out_of_order, "record")));
     }
     if (!unreadable.empty()) {
       why.push_back(absl::StrFormat("parts of the file could not be read (%s): it is cut short "
