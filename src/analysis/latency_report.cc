@@ -326,11 +326,12 @@ void LatencyReportBuilder::AddLoss(LossRecord::Kind kind, int32_t cpu, int32_t e
 }
 
 LatencyReportBuilder::DeviceSlot& LatencyReportBuilder::SlotForSlow(uint64_t key) {
-  for (size_t i = 0; i < fast_count_; ++i) {
-    if (fast_dev_[i] == key) return *fast_slot_[i];
+  DeviceSlot*& cached = slot_cache_[SlotCacheIndex(key)];
+  if (cached != nullptr && cached->key == key) return *cached;
+  if (auto it = slot_index_.find(key); it != slot_index_.end()) {
+    cached = slots_[it->second].get();
+    return *cached;
   }
-  auto it = slot_index_.find(key);
-  if (it != slot_index_.end()) return *slots_[it->second];
   // First sample of a device (x class): resolve the --dev filter once (reads sysfs).
   auto s = std::make_unique<DeviceSlot>();
   const uint32_t dev = static_cast<uint32_t>(key);
@@ -341,15 +342,10 @@ LatencyReportBuilder::DeviceSlot& LatencyReportBuilder::SlotForSlow(uint64_t key
   for (const std::string& spec : options_.devices) {
     if (names_.Matches(spec, dev)) s->allowed = true;
   }
-  DeviceSlot* slot = s.get();
+  cached = s.get();
   slot_index_.emplace(key, static_cast<uint32_t>(slots_.size()));
   slots_.push_back(std::move(s));
-  if (fast_count_ < kFastDevices) {
-    fast_dev_[fast_count_] = key;
-    fast_slot_[fast_count_] = slot;
-    ++fast_count_;
-  }
-  return *slot;
+  return *cached;
 }
 
 LatencyReportBuilder::Group* LatencyReportBuilder::GroupFor(DeviceSlot& slot, BlockOp op,
