@@ -60,8 +60,7 @@ absl::StatusOr<std::unique_ptr<MetricsExport>> MetricsExport::Create(
 MetricsExport::MetricsExport(const MetricsExportOptions& options)
     : options_(options),
       names_(options.sysfs_root),
-      tap_(MetricsTapOptions{options.native_schema, options.max_series}, &names_),
-      current_(std::make_shared<Published>()) {}
+      tap_(MetricsTapOptions{options.native_schema, options.max_series}, &names_) {}
 
 MetricsExport::~MetricsExport() {
   if (server_ != nullptr) server_->Stop();
@@ -90,6 +89,14 @@ const std::string& MetricsExport::Published::Protobuf() {
 MetricsServer::Response MetricsExport::Serve(const MetricsServer::Request& request) {
   MetricsServer::Response r;
   std::shared_ptr<Published> published = std::atomic_load(&current_);
+  if (published == nullptr) {
+    // Bound before tracing starts (a port in use fails first); until the first snapshot after
+    // the events are on, an answer of zeros would read as a disk with no I/O.
+    r.status = 503;
+    r.content_type = "text/plain; charset=utf-8";
+    r.body = "iotrace live: tracing is starting; the metrics follow in a moment\n";
+    return r;
+  }
   const ExpositionChoice choice = ChooseExposition(request.accept);
   r.content_type = std::string(choice.content_type);
   r.body = choice.exposition == Exposition::kProtobuf ? published->Protobuf() : published->Text();

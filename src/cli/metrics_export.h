@@ -64,7 +64,8 @@ class MetricsExport : public LiveObserver {
   DeviceNames names_;
   MetricsTap tap_;
   std::unique_ptr<MetricsServer> server_;
-  std::shared_ptr<Published> current_;  // std::atomic_load / atomic_store
+  // std::atomic_load / atomic_store; null until the first snapshot, taken once tracing is on.
+  std::shared_ptr<Published> current_;
   uint64_t last_publish_ns_ = 0;
   uint64_t last_textfile_ns_ = 0;
   absl::Status textfile_error_;
