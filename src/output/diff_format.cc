@@ -215,7 +215,8 @@ void WriteDiffCsv(const LatencyDiff& d, std::ostream& out) {
     };
     out << absl::StrFormat("%s,%s,%s,%s,%s%s,%s,%s,%s,%u,%u,%s,%s", dev(r.count_a, r.dev_a),
                            CsvField(r.device_a), dev(r.count_b, r.dev_b), CsvField(r.device_b),
-                           d.by.empty() ? "" : CsvField(r.by) + ",", BlockOpName(r.op), PhaseName(r.phase), DiffVerdictName(r.verdict),
+                           d.by.empty() ? std::string() : absl::StrCat(CsvField(r.by), ","),
+                           BlockOpName(r.op), PhaseName(r.phase), DiffVerdictName(r.verdict),
                            CsvField(r.reason), r.count_a, r.count_b, JsonDouble(r.rate_a),
                            JsonDouble(r.rate_b));
     for (const DiffStat& s : r.stats) {

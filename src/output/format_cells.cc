@@ -57,7 +57,8 @@ std::string CsvHeaderWithBy(std::string_view header, const std::string& by) {
 std::string SummaryCsvCells(const LatencyGroup& g, bool with_by) {
   const LatencySummary& s = g.summary;
   return absl::StrFormat("%s,%s%s,%s,%s,%u,%u,%s,%u,%u,%u,%u,%u", DevString(g.dev),
-                         CsvField(g.device), with_by ? "," + CsvField(g.by) : "",
+                         CsvField(g.device),
+                         with_by ? absl::StrCat(",", CsvField(g.by)) : std::string(),
                          BlockOpName(g.op), PhaseName(g.phase), s.count,
                          s.min_ns, JsonDouble(s.mean_ns), s.p50_ns, s.p90_ns, s.p99_ns, s.p999_ns,
                          s.max_ns);

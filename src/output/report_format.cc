@@ -584,7 +584,8 @@ void WriteBucketCsv(const LatencyReport& r, std::ostream& out) {
     for (const LatencyGroup& g : groups) {
       const std::string prefix = absl::StrFormat(
           "%s%s,%s%s,%s,%s,", lead, DevString(g.dev), CsvField(g.device),
-          r.by.empty() ? "" : "," + CsvField(g.by), BlockOpName(g.op), PhaseName(g.phase));
+          r.by.empty() ? std::string() : absl::StrCat(",", CsvField(g.by)), BlockOpName(g.op),
+          PhaseName(g.phase));
       std::string lines;  // written at once, as the JSON's buckets
       for (const LatencyBucket& b : g.buckets) {
         absl::StrAppend(&lines, prefix, b.lo_ns, ",", b.hi_ns, ",", b.count, "\n");
