@@ -199,8 +199,7 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
                            LatencyReportBuilder::Create(source->formats(), ro));
   DeviceNames names(o.sysfs_root);
   LiveWindowOptions wo = o.window;
-  wo.ioprio_absent = !builder->decoder().HasIoprio(BlockEventKind::kIssue) &&
-                     !builder->decoder().HasIoprio(BlockEventKind::kInsert);
+  wo.ioprio_absent = builder->ioprio_absent();
   LiveWindow window(wo, &names);
   // Nobody looks at the intervals (an exporter with --quiet): the window is not filled.
   if (sink != nullptr) builder->add_sample_tap(&window);

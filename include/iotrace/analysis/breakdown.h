@@ -20,7 +20,6 @@ class Breakdown {
   explicit Breakdown(BreakdownBy by = BreakdownBy::kNone) : by_(by) {}
 
   bool active() const { return by_ != BreakdownBy::kNone; }
-  BreakdownBy by() const { return by_; }
   // Whether the samples need the names of processes decoded.
   bool needs_comm() const { return by_ == BreakdownBy::kComm; }
 

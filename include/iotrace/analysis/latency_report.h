@@ -98,6 +98,8 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
     return placement_.has_value() ? &*placement_ : nullptr;
   }
   const RequestMatcher& matcher() const { return *matcher_; }
+  // --by ioprio on events without the field (before 6.11): every class is "-".
+  bool ioprio_absent() const { return breakdown_.ioprio_absent(); }
 
  private:
   struct Group {
