@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstring>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -19,37 +21,47 @@ namespace {
 
 int StateIndex(RequestState s) { return static_cast<int>(s); }
 
-bool SameRequest(const RequestEntry& a, const RequestEntry& b) {
-  // Every member but the activity links (slot numbers, which differ between tables).
-  return a.sector == b.sector && a.queue_ts == b.queue_ts && a.insert_ts == b.insert_ts &&
-         a.issue_ts == b.issue_ts && a.last_ts == b.last_ts && a.dev == b.dev &&
-         a.nr_sector == b.nr_sector && a.outstanding == b.outstanding && a.bytes == b.bytes &&
-         a.insert_pid == b.insert_pid && a.issue_pid == b.issue_pid &&
-         std::memcmp(a.insert_comm, b.insert_comm, kCommSize) == 0 &&
-         std::memcmp(a.issue_comm, b.issue_comm, kCommSize) == 0 && a.state == b.state &&
-         a.op == b.op && a.flags == b.flags && a.has == b.has &&
-         a.pending_phases == b.pending_phases && a.ioprio == b.ioprio &&
-         a.issue_cpu == b.issue_cpu;
+// A request's digest (State): every member but the activity links (slot numbers, which differ
+// between tables), 8 bytes at a time through a multiply-xorshift mix from a per-process seed.
+// The entry's 112 bytes have no padding, and Add zeroes them before anything is set.
+static_assert(sizeof(RequestEntry) % 8 == 0 && offsetof(RequestEntry, prev) % 8 == 0 &&
+              offsetof(RequestEntry, next) == offsetof(RequestEntry, prev) + 4);
+
+uint64_t Mix(uint64_t h) {
+  h ^= h >> 32;
+  h *= 0xd6e8feb86659fd93ULL;
+  h ^= h >> 32;
+  h *= 0xd6e8feb86659fd93ULL;
+  return h ^ (h >> 32);
 }
 
-bool SameRequests(const std::vector<RequestEntry>& a, const std::vector<RequestEntry>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!SameRequest(a[i], b[i])) return false;
+uint64_t DigestSeed() {
+  static const uint64_t seed = [] {
+    std::random_device rd;
+    return (uint64_t{rd()} << 32) ^ rd() ^ 0x9e3779b97f4a7c15ULL;
+  }();
+  return seed;
+}
+
+uint64_t Digest(const RequestEntry& e) {
+  constexpr size_t kWords = sizeof(RequestEntry) / 8;
+  constexpr size_t kLinks = offsetof(RequestEntry, prev) / 8;
+  uint64_t words[kWords];
+  std::memcpy(words, &e, sizeof(e));
+  uint64_t h = DigestSeed();
+  for (size_t i = 0; i < kWords; ++i) {
+    if (i != kLinks) h = Mix(h ^ (words[i] + 0x9e3779b97f4a7c15ULL * (i + 1)));
   }
-  return true;
+  return h;
 }
 
 }  // namespace
 
-bool RequestMatcher::State::operator==(const State& other) const {
-  if (!SameRequests(requests, other.requests) || !SameRequests(queued, other.queued) ||
-      !SameRequests(overlapped, other.overlapped) || flushes.size() != other.flushes.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < flushes.size(); ++i) {
-    const auto& [dev, fifo] = flushes[i];
-    const auto& [other_dev, other_fifo] = other.flushes[i];
+bool RequestMatcher::SameFlushes(const FlushList& a, const FlushList& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const auto& [dev, fifo] = a[i];
+    const auto& [other_dev, other_fifo] = b[i];
     // Slots are zeroed before they are filled (OnFlush): their bytes compare.
     if (dev != other_dev || fifo.size() != other_fifo.size() ||
         (!fifo.empty() &&
@@ -60,16 +72,30 @@ bool RequestMatcher::State::operator==(const State& other) const {
   return true;
 }
 
+bool RequestMatcher::State::operator==(const State& other) const {
+  return requests == other.requests && queued == other.queued && overlapped == other.overlapped &&
+         SameFlushes(flushes, other.flushes);
+}
+
+RequestMatcher::FlushList RequestMatcher::SortedFlushes() const {
+  FlushList flushes;
+  for (const auto& d : devices_) {
+    if (!d->flushes.empty()) flushes.emplace_back(d->stats.dev, d->flushes);
+  }
+  std::sort(flushes.begin(), flushes.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  return flushes;
+}
+
 RequestMatcher::State RequestMatcher::Snapshot() const {
   State s;
-  table_.ForEach([&s](const RequestEntry& e) { s.requests.push_back(e); });
-  queued_.ForEach([&s](const RequestEntry& e) { s.queued.push_back(e); });
-  s.overlapped = overlapped_;
-  for (const auto& d : devices_) {
-    if (!d->flushes.empty()) s.flushes.emplace_back(d->stats.dev, d->flushes);
-  }
-  std::sort(s.flushes.begin(), s.flushes.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  s.requests.reserve(table_.size());
+  table_.ForEach([&s](const RequestEntry& e) { s.requests.push_back(Digest(e)); });
+  s.queued.reserve(queued_.size());
+  queued_.ForEach([&s](const RequestEntry& e) { s.queued.push_back(Digest(e)); });
+  s.overlapped.reserve(overlapped_.size());
+  for (const RequestEntry& e : overlapped_) s.overlapped.push_back(Digest(e));
+  s.flushes = SortedFlushes();
   return s;
 }
 
@@ -90,26 +116,46 @@ void RequestMatcher::TakeOver(const Counts& at_cut, const Counts& earlier) {
   for (const DeviceMatchStats& d : earlier.devices) add(d, true);
 }
 
-bool RequestMatcher::SplitOlder(const State& earlier, const State& later, uint64_t primed_from,
-                                Older* older) {
+bool RequestMatcher::SplitOlder(const State& later, uint64_t primed_from, Older* older) const {
   *older = Older{};
-  if (earlier.flushes.size() != later.flushes.size()) return false;
-  State rest;
-  rest.flushes = earlier.flushes;
-  // In activity order: the older requests come first.
-  auto split_list = [primed_from](const std::vector<RequestEntry>& all,
-                                  std::vector<RequestEntry>* old_part,
-                                  std::vector<RequestEntry>* rest_part) {
-    size_t i = 0;
-    while (i < all.size() && all[i].last_ts < primed_from) old_part->push_back(all[i++]);
-    rest_part->assign(all.begin() + static_cast<std::ptrdiff_t>(i), all.end());
+  if (!SameFlushes(SortedFlushes(), later.flushes)) return false;
+  // In activity order: the older requests come first, then the rest must be `later`'s, in order.
+  // Resolve takes fewer than kMaxOverlapping older requests and bios kept apart together: with
+  // more (deep queues), the answer is no before any more of them are copied.
+  bool same = true;
+  auto too_many = [older] {
+    return older->requests.size() + older->overlapped.size() >= kMaxOverlapping;
   };
-  split_list(earlier.requests, &older->requests, &rest.requests);
-  split_list(earlier.queued, &older->queued, &rest.queued);
-  for (const RequestEntry& o : earlier.overlapped) {
-    (o.last_ts < primed_from ? older->overlapped : rest.overlapped).push_back(o);
+  auto split_list = [primed_from, &same, &too_many](const RequestTable& table,
+                                                    const std::vector<uint64_t>& rest,
+                                                    std::vector<RequestEntry>* old_part) {
+    size_t i = 0;
+    bool older_part = true;
+    table.ForEach([&](const RequestEntry& e) {
+      if (!same) return;
+      if (older_part && e.last_ts < primed_from) {
+        old_part->push_back(e);
+        same = !too_many();
+        return;
+      }
+      older_part = false;
+      same = i < rest.size() && rest[i++] == Digest(e);
+    });
+    same = same && i == rest.size();
+  };
+  split_list(table_, later.requests, &older->requests);
+  split_list(queued_, later.queued, &older->queued);
+  size_t i = 0;
+  for (const RequestEntry& o : overlapped_) {
+    if (!same) break;
+    if (o.last_ts < primed_from) {
+      older->overlapped.push_back(o);
+      same = !too_many();
+    } else {
+      same = i < later.overlapped.size() && later.overlapped[i++] == Digest(o);
+    }
   }
-  return rest == later;
+  return same && i == later.overlapped.size();
 }
 
 void RequestMatcher::WatchKeys() {

@@ -23,8 +23,7 @@ void LatencyReportBuilder::HoldUntil(uint64_t cut_ts, bool prime) {
 bool LatencyReportBuilder::StartedWhereEnded(const LatencyReportBuilder& earlier,
                                               uint64_t primed_from, size_t* older) {
   RequestMatcher::Older old;
-  if (cut_ == nullptr ||
-      !RequestMatcher::SplitOlder(earlier.matcher_->Snapshot(), cut_->state, primed_from, &old) ||
+  if (cut_ == nullptr || !earlier.matcher_->SplitOlder(cut_->state, primed_from, &old) ||
       !matcher_->Resolve(&old) || !matcher_->Adopt(old)) {
     return false;
   }
@@ -179,7 +178,9 @@ std::optional<absl::StatusOr<LatencyReport>> BuildSplit(TraceReader& reader,
     return report;
   }
   // The later matcher did not start where the earlier one ended (but for older requests it can
-  // account for, RequestMatcher::Resolve): the earlier builder reads on from the cut.
+  // account for, RequestMatcher::Resolve): the earlier builder reads on from the cut, and the
+  // later one's tables go first (with deep queues they are as large as the earlier's).
+  late->reset();
   a.HoldUntil(plan->cut, /*prime=*/false);
   RangeReadResult rc;
   if (!reader.ReadRange(&a, plan->rest, &rc).ok() ||

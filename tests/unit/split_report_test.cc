@@ -132,6 +132,26 @@ TEST(SplitReportTest, OlderRequestsNoLaterEventTouchesAreCarriedOver) {
   EXPECT_EQ(ExpectSameAsOnePass(path, apart), "two ranges, 3 older requests carried over");
 }
 
+// At most 255 older requests are carried over (Resolve: fewer than the 256 that may be kept
+// apart); with more, the earlier range reads on, and the comparison stops copying them.
+TEST(SplitReportTest, OlderRequestsPastWhatCanBeKeptApartMakeTheFirstRangeReadOn) {
+  BlockTraceDat f;
+  auto with_older = [](int n) {
+    std::vector<Ev> ev = Workload(2000, 9);
+    for (int i = 0; i < n; ++i) {
+      const uint64_t sector = 5'000'000 + 64 * static_cast<uint64_t>(i);
+      const uint64_t at = 100 * kMs + static_cast<uint64_t>(i) * 100'000;
+      ev.push_back({at, 0, kInsert, kDev, sector, 8, "R"});
+      ev.push_back({at + 50'000, 0, kIssue, kDev, sector, 8, "R"});
+    }
+    return ev;
+  };
+  EXPECT_EQ(ExpectSameAsOnePass(f.Write(with_older(255))),
+            "two ranges, 255 older requests carried over");
+  EXPECT_EQ(ExpectSameAsOnePass(f.Write(with_older(256))), "two ranges, the first read on");
+  EXPECT_EQ(ExpectSameAsOnePass(f.Write(with_older(3000))), "two ranges, the first read on");
+}
+
 // An older request whose sector comes back after the cut meets the new request there in one
 // pass: an issued one is kept apart (and stays so while completions fit the new request), an
 // inserted one is given up. The later matcher logs the keys it looks up and does not find, and
