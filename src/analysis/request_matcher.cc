@@ -117,7 +117,7 @@ void RequestMatcher::Emit(RequestSample* s) {
 namespace {
 
 // A sample carrying everything known about an entry; phases are set by the caller.
-RequestSample SampleOf(const RequestEntry& ent) {
+RequestSample SampleOf(const RequestEntry& ent, const CommPool& comms) {
   RequestSample s;
   s.dev = ent.dev;
   s.op = ent.op;
@@ -129,8 +129,8 @@ RequestSample SampleOf(const RequestEntry& ent) {
   s.bytes = ent.bytes;
   s.insert_pid = ent.insert_pid;
   s.issue_pid = ent.issue_pid;
-  s.insert_comm = ent.insert_comm;
-  s.issue_comm = ent.issue_comm;
+  s.insert_comm = comms.Name(ent.insert_comm);
+  s.issue_comm = comms.Name(ent.issue_comm);
   s.ioprio = ent.ioprio;
   s.issue_cpu = ent.issue_cpu;
   return s;
@@ -139,7 +139,7 @@ RequestSample SampleOf(const RequestEntry& ent) {
 }  // namespace
 
 void RequestMatcher::FlushPending(RequestEntry* ent) {
-  RequestSample s = SampleOf(*ent);
+  RequestSample s = SampleOf(*ent, comms_);
   s.phases = ent->pending_phases;
   ent->pending_phases = 0;
   Emit(&s);
@@ -206,7 +206,7 @@ inline void RequestMatcher::OnInsert(Device& d, const BlockEvent& e) {
   ent->has |= kHasInsert;
   ent->insert_ts = e.ts;
   ent->insert_pid = e.pid;
-  CopyComm(ent->insert_comm, e.comm);
+  ent->insert_comm = comms_.Intern(e.comm);
   ent->op = e.op;
   ent->flags = e.flags;
   ent->nr_sector = ent->outstanding = e.nr_sector;
@@ -244,7 +244,7 @@ inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
   ent->has |= kHasIssue;
   ent->issue_ts = e.ts;  // after a requeue: the last issue, D2C runs from here
   ent->issue_pid = e.pid;
-  CopyComm(ent->issue_comm, e.comm);
+  ent->issue_comm = comms_.Intern(e.comm);
   ent->op = e.op;
   ent->flags = e.flags;
   // The issue carries the final size (bios may have merged in since the insert).
@@ -259,7 +259,7 @@ inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
     if (options_.combine_samples) {
       ent->pending_phases = phases;  // sent with the completion, or when the request leaves
     } else if (phases != 0) {
-      RequestSample s = SampleOf(*ent);
+      RequestSample s = SampleOf(*ent, comms_);
       s.phases = phases;
       Emit(&s);
     }
@@ -315,7 +315,7 @@ inline void RequestMatcher::OnComplete(Device& d, const BlockEvent& e) {
     table_.Touch(ent, e.ts);
     return;
   }
-  RequestSample s = SampleOf(*ent);
+  RequestSample s = SampleOf(*ent, comms_);
   s.complete_ts = e.ts;
   // Nothing the sample holds has changed since the issue (a requeue sends the pending phases).
   s.phases = ent->pending_phases;
@@ -349,7 +349,7 @@ bool RequestMatcher::CompleteOverlapped(const BlockEvent& e, const RequestEntry*
   }
   if (best == overlapped_.size()) return false;
   RequestEntry& o = overlapped_[best];
-  RequestSample s = SampleOf(o);
+  RequestSample s = SampleOf(o, comms_);
   s.complete_ts = e.ts;
   s.phases = o.pending_phases | PhaseBit(Phase::kD2C);
   if (o.has & kHasInsert) s.phases |= PhaseBit(Phase::kI2C);

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstddef>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <utility>
 #include <vector>
@@ -22,10 +23,13 @@ namespace {
 int StateIndex(RequestState s) { return static_cast<int>(s); }
 
 // A request's digest (State): every member but the activity links (slot numbers, which differ
-// between tables), 8 bytes at a time through a multiply-xorshift mix from a per-process seed.
-// The entry's 112 bytes have no padding, and Add zeroes them before anything is set.
+// between tables) and with the names themselves for their ids (each matcher has its own pool),
+// 8 bytes at a time through a multiply-xorshift mix from a per-process seed. The entry has no
+// padding, and Add zeroes it before anything is set.
 static_assert(sizeof(RequestEntry) % 8 == 0 && offsetof(RequestEntry, prev) % 8 == 0 &&
-              offsetof(RequestEntry, next) == offsetof(RequestEntry, prev) + 4);
+              offsetof(RequestEntry, next) == offsetof(RequestEntry, prev) + 4 &&
+              offsetof(RequestEntry, insert_comm) == offsetof(RequestEntry, prev) + 8 &&
+              offsetof(RequestEntry, issue_comm) == offsetof(RequestEntry, prev) + 12);
 
 uint64_t Mix(uint64_t h) {
   h ^= h >> 32;
@@ -43,14 +47,17 @@ uint64_t DigestSeed() {
   return seed;
 }
 
-uint64_t Digest(const RequestEntry& e) {
+uint64_t Digest(const RequestEntry& e, const CommPool& comms) {
   constexpr size_t kWords = sizeof(RequestEntry) / 8;
   constexpr size_t kLinks = offsetof(RequestEntry, prev) / 8;
-  uint64_t words[kWords];
+  constexpr size_t kNames = offsetof(RequestEntry, insert_comm) / 8;
+  uint64_t words[kWords + 2 * kCommSize / 8];
   std::memcpy(words, &e, sizeof(e));
+  std::memcpy(&words[kWords], comms.Name(e.insert_comm), kCommSize);
+  std::memcpy(&words[kWords + kCommSize / 8], comms.Name(e.issue_comm), kCommSize);
   uint64_t h = DigestSeed();
-  for (size_t i = 0; i < kWords; ++i) {
-    if (i != kLinks) h = Mix(h ^ (words[i] + 0x9e3779b97f4a7c15ULL * (i + 1)));
+  for (size_t i = 0; i < std::size(words); ++i) {
+    if (i != kLinks && i != kNames) h = Mix(h ^ (words[i] + 0x9e3779b97f4a7c15ULL * (i + 1)));
   }
   return h;
 }
@@ -90,11 +97,11 @@ RequestMatcher::FlushList RequestMatcher::SortedFlushes() const {
 RequestMatcher::State RequestMatcher::Snapshot() const {
   State s;
   s.requests.reserve(table_.size());
-  table_.ForEach([&s](const RequestEntry& e) { s.requests.push_back(Digest(e)); });
+  table_.ForEach([this, &s](const RequestEntry& e) { s.requests.push_back(Digest(e, comms_)); });
   s.queued.reserve(queued_.size());
-  queued_.ForEach([&s](const RequestEntry& e) { s.queued.push_back(Digest(e)); });
+  queued_.ForEach([this, &s](const RequestEntry& e) { s.queued.push_back(Digest(e, comms_)); });
   s.overlapped.reserve(overlapped_.size());
-  for (const RequestEntry& e : overlapped_) s.overlapped.push_back(Digest(e));
+  for (const RequestEntry& e : overlapped_) s.overlapped.push_back(Digest(e, comms_));
   s.flushes = SortedFlushes();
   return s;
 }
@@ -118,6 +125,7 @@ void RequestMatcher::TakeOver(const Counts& at_cut, const Counts& earlier) {
 
 bool RequestMatcher::SplitOlder(const State& later, uint64_t primed_from, Older* older) const {
   *older = Older{};
+  older->comms = &comms_;
   if (!SameFlushes(SortedFlushes(), later.flushes)) return false;
   // In activity order: the older requests come first, then the rest must be `later`'s, in order.
   // Resolve takes fewer than kMaxOverlapping older requests and bios kept apart together: with
@@ -126,7 +134,7 @@ bool RequestMatcher::SplitOlder(const State& later, uint64_t primed_from, Older*
   auto too_many = [older] {
     return older->requests.size() + older->overlapped.size() >= kMaxOverlapping;
   };
-  auto split_list = [primed_from, &same, &too_many](const RequestTable& table,
+  auto split_list = [this, primed_from, &same, &too_many](const RequestTable& table,
                                                     const std::vector<uint64_t>& rest,
                                                     std::vector<RequestEntry>* old_part) {
     size_t i = 0;
@@ -139,7 +147,7 @@ bool RequestMatcher::SplitOlder(const State& later, uint64_t primed_from, Older*
         return;
       }
       older_part = false;
-      same = i < rest.size() && rest[i++] == Digest(e);
+      same = i < rest.size() && rest[i++] == Digest(e, comms_);
     });
     same = same && i == rest.size();
   };
@@ -152,7 +160,7 @@ bool RequestMatcher::SplitOlder(const State& later, uint64_t primed_from, Older*
       older->overlapped.push_back(o);
       same = !too_many();
     } else {
-      same = i < later.overlapped.size() && later.overlapped[i++] == Digest(o);
+      same = i < later.overlapped.size() && later.overlapped[i++] == Digest(o, comms_);
     }
   }
   return same && i == later.overlapped.size();
@@ -284,9 +292,16 @@ bool RequestMatcher::Adopt(const Older& older) {
     return false;
   }
   watching_ = false;
+  // The entries with their names' ids in this matcher's pool.
+  auto mine = [this, &older](RequestEntry e) {
+    e.insert_comm = comms_.From(*older.comms, e.insert_comm);
+    e.issue_comm = comms_.From(*older.comms, e.issue_comm);
+    return e;
+  };
   // What Expire would have done at the events since: an entry expires at the first event after
   // its last activity + expiry_ns.
-  auto take = [this](RequestTable& t, const RequestEntry& e) {
+  auto take = [this, &mine](RequestTable& t, const RequestEntry& older_entry) {
+    const RequestEntry e = mine(older_entry);
     if (ExpiredSinceCut(e.last_ts)) {
       ++stats_.expired[StateIndex(e.state)];
       RequestEntry gone = e;
@@ -303,15 +318,15 @@ bool RequestMatcher::Adopt(const Older& older) {
   };
   for (const RequestEntry& e : older.requests) take(table_, e);
   for (const RequestEntry& e : older.queued) take(queued_, e);
-  for (const RequestEntry& e : older.overlapped) overlapped_.push_back(e);
+  for (const RequestEntry& e : older.overlapped) overlapped_.push_back(mine(e));
   for (const RequestEntry& e : older.kept_apart) {
     ++stats_.overlapping;
-    overlapped_.push_back(e);
+    overlapped_.push_back(mine(e));
   }
   for (const RequestEntry& e : older.collided) {
     ++stats_.collisions;
     ++stats_.collided[StateIndex(e.state)];
-    RequestEntry gone = e;
+    RequestEntry gone = mine(e);
     if (gone.pending_phases != 0) FlushPending(&gone);
   }
   return true;

@@ -234,7 +234,8 @@ TEST(BreakdownTest, TwoRangesAddUpTheSameClassesAsOnePass) {
       return r.ok() ? *std::move(r) : LatencyReport();
     };
     const LatencyReport one = report(false), two = report(true);
-    EXPECT_EQ(two.read_plan.rfind("two ranges", 0), 0u) << two.read_plan;
+    // The later matcher starts in the earlier one's state though their names have other ids.
+    EXPECT_EQ(two.read_plan, "two ranges");
     EXPECT_EQ(FormatReport(two, OutputFormat::kJson, TimeUnit::kUs),
               FormatReport(one, OutputFormat::kJson, TimeUnit::kUs))
         << BreakdownName(by);

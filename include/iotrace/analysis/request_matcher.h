@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "iotrace/analysis/comm_pool.h"
 #include "iotrace/analysis/match_stats.h"
 #include "iotrace/analysis/request_table.h"
 #include "iotrace/base/fd.h"
@@ -149,6 +150,7 @@ class RequestMatcher {
     // pass would have kept them apart), and inserted ones an insert met (given up).
     std::vector<RequestEntry> kept_apart;
     std::vector<RequestEntry> collided;
+    const CommPool* comms = nullptr;  // the pool of their names (the earlier matcher's)
     bool empty() const {
       return requests.empty() && queued.empty() && overlapped.empty() && kept_apart.empty() &&
              collided.empty();
@@ -285,6 +287,7 @@ class RequestMatcher {
 
   MatcherOptions options_;
   RequestSampleSink* sink_;
+  CommPool comms_;  // the names in the entries of table_, queued_, overlapped_
   RequestTable table_;   // requests: inserted, issued, requeued
   // Bios seen queued (block_bio_queue) whose request has not appeared yet. Apart from the
   // requests so that a bio queued at the sector of a request still tracked (say, one whose

@@ -44,8 +44,8 @@ struct RequestEntry {
   int32_t issue_pid;
   uint32_t prev;          // activity list links (slot indices)
   uint32_t next;
-  char insert_comm[kCommSize];
-  char issue_comm[kCommSize];
+  uint32_t insert_comm;   // names: ids in the matcher's CommPool
+  uint32_t issue_comm;
   RequestState state;
   BlockOp op;
   uint8_t flags;          // BlockFlag bits
@@ -54,8 +54,8 @@ struct RequestEntry {
   uint8_t ioprio;         // IoprioClassLevel of the last insert or issue
   uint16_t issue_cpu;     // the CPU of the last issue
 };
-// The table's memory is max_inflight of these: keep them at 112 bytes.
-static_assert(sizeof(RequestEntry) == 112);
+// The table's memory is max_inflight of these: keep them at 88 bytes.
+static_assert(sizeof(RequestEntry) == 88);
 
 class RequestTable {
  public:
