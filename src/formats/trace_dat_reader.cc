@@ -23,8 +23,8 @@
 #include "absl/strings/str_format.h"
 #include "iotrace/base/fd.h"
 #include "iotrace/base/file_ring.h"
+#include "iotrace/base/loser_tree.h"
 #include "iotrace/base/status.h"
-#include "iotrace/formats/cursor_heap.h"
 #include "iotrace/formats/ftrace_page.h"
 #include "iotrace/formats/trace_dat_inflate.h"
 #include "iotrace/formats/trace_dat_writer.h"
@@ -1108,7 +1108,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
     if (stream_ahead) c.ring.StartReadAhead();  // false: read in this thread, as without
   }
 
-  // A binary min-heap of cursors on (timestamp, stream order): ties go to the lower CPU, as in
+  // A loser tree over the cursors' (timestamp, stream order): ties go to the lower CPU, as in
   // trace-cmd report. Not perf.data's SortedRunMerger, on purpose: that one finds sorted runs in
   // one interleaved stream, holds them until a window or round mark makes them final, and
   // revisits a record by its position alone. Here each CPU's stream is one run known from the
@@ -1116,18 +1116,12 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   // cursor is a page walker, not a position). Made to keep these streams in order, that merger
   // holds all the data and is slower: 73 vs 98 M records/s on 2 CPUs, 38 vs 40 M on 8
   // (bench/merge_benchmark.cc, BM_MergeWholeStreams; docs/architecture.md).
-  auto less = [](const Cursor* a, const Cursor* b) {
-    return a->rec.ts != b->rec.ts ? a->rec.ts < b->rec.ts : a->order < b->order;
-  };
-  CursorHeap<Cursor, decltype(less)> heap(less);
-  {
-    std::vector<Cursor*> started;
-    started.reserve(cursors.size());
-    for (Cursor& c : cursors) {
-      if (Advance(&c, &problems)) started.push_back(&c);
-    }
-    heap.Build(std::move(started));
+  LoserTree tree;
+  tree.Reset(cursors.size());
+  for (Cursor& c : cursors) {
+    if (Advance(&c, &problems)) tree.Set(c.order, c.rec.ts);
   }
+  tree.Build();
 
   uint64_t records = 0, events = 0;
   RawEvent ev;
@@ -1141,8 +1135,14 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   auto position = [](const Cursor* c) {
     return c->page_off + static_cast<uint64_t>(c->rec.payload.data - c->ring.At(c->page_off));
   };
-  // The top cursor moves on to its next record (or leaves the heap at its stream's end).
-  auto step = [&](Cursor* c) { heap.Step(Advance(c, &problems)); };
+  // The top cursor moves on to its next record (or leaves the merge at its stream's end).
+  auto step = [&](Cursor* c) {
+    if (Advance(c, &problems)) {
+      tree.ReplaceTop(c->rec.ts);
+    } else {
+      tree.PopTop();
+    }
+  };
   // Hands the top cursor's record to the sink (false: too short to be one).
   auto deliver = [&](Cursor* c, bool counted) {
     const ByteView p = c->rec.payload;
@@ -1168,8 +1168,8 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   if constexpr (kRanged) {
     // The records before count_from_ts: passed over before start_ts, else delivered but not
     // counted (nor the losses placed before them: the earlier range's).
-    while (!heap.empty()) {
-      Cursor* c = heap.top();
+    while (!tree.empty()) {
+      Cursor* c = &cursors[tree.top()];
       const uint64_t ts = c->rec.ts + ts_offset_;
       if (ts >= range.count_from_ts || ts >= range.end_ts) break;
       if (ts < previous_ts) ++out->out_of_order;
@@ -1180,15 +1180,15 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
     }
     // Every cursor is on its first record at or after count_from_ts (a later one before it
     // would be out of order, and counted so).
-    for (const Cursor* h : heap.cursors()) out->first_counted[h->order] = position(h);
+    tree.ForEachStream([&](uint32_t i) { out->first_counted[i] = position(&cursors[i]); });
   }
-  while (!heap.empty()) {
-    Cursor* c = heap.top();
+  while (!tree.empty()) {
+    Cursor* c = &cursors[tree.top()];
     if constexpr (kRanged) {
       const uint64_t ts = c->rec.ts + ts_offset_;
       if (ts >= range.end_ts) {
         // Every cursor is on a record at or after end_ts: where each stream stops.
-        for (const Cursor* h : heap.cursors()) out->stopped_at[h->order] = position(h);
+        tree.ForEachStream([&](uint32_t i) { out->stopped_at[i] = position(&cursors[i]); });
         break;
       }
       if (ts < previous_ts) ++out->out_of_order;
