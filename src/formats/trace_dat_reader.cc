@@ -209,9 +209,18 @@ class TraceDatReader final : public TraceReader {
     // Inline: nearly every record is on the page the cursor is already on.
     if (c->walker.Next(&c->rec)) {
       c->last_ts = c->rec.ts;
+      Prefetch(c->rec);
       return true;
     }
     return AdvancePage(c, problems);
+  }
+  // The walk has read only the header of the record it moved to. Its payload and the next
+  // record's header are read when the cursor wins again, after a record of every other stream
+  // on average: with many CPUs their lines are out of the cache by then (the hardware follows a
+  // few sequential streams, not 256), so they are asked for now.
+  static void Prefetch(const FtraceRecord& rec) {
+    __builtin_prefetch(rec.payload.data);
+    __builtin_prefetch(rec.payload.data + rec.payload.size);
   }
   // Advance past the end of the current page.
   bool AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* problems) const;
@@ -922,6 +931,7 @@ bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* pro
   for (bool on_new_page = false;; on_new_page = true) {
     if (on_new_page && c->walker.Next(&c->rec)) {
       c->last_ts = c->rec.ts;
+      Prefetch(c->rec);
       return true;
     }
     if (c->walker.problem() != FtracePageProblem::kNone) {
@@ -1031,18 +1041,39 @@ std::optional<TraceTimeSpan> TraceDatReader::TimeSpan() const {
   }
   if (pages == 0) return std::nullopt;
   span.starts_anywhere = true;
-  // Of the streams' middle times, the one that halves the pages best.
-  uint64_t best_gap = ~uint64_t{0};
-  for (uint64_t t : middles) {
+  // Of the streams' middle times, the one that halves the pages best. The pages that begin at or
+  // before a time grow with it, so the best is next to where they pass half: found by a binary
+  // search over the middles in time order. (Trying every middle took a binary search of every
+  // stream for each, CPUs^2 x log2(pages) preads: 515 k of them, 0.2 s, at 256 CPUs.)
+  auto pages_before = [&](uint64_t t) {
     uint64_t before = 0;
     for (const Stream& s : streams_) {
       if (s.size / s.layout.page_size != 0) before += PageAtOrBefore(s, t);
     }
-    const uint64_t gap = before > pages / 2 ? before - pages / 2 : pages / 2 - before;
-    if (gap < best_gap) {
-      best_gap = gap;
-      span.middle_ts = t;
+    return before;
+  };
+  auto gap = [&](uint64_t before) {
+    return before > pages / 2 ? before - pages / 2 : pages / 2 - before;
+  };
+  std::sort(middles.begin(), middles.end());
+  size_t lo = 0, hi = middles.size();  // the first middle with half the pages before it
+  uint64_t at_hi = ~uint64_t{0};       // pages_before(middles[hi]), once known
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    const uint64_t before = pages_before(middles[mid]);
+    if (before < pages / 2) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+      at_hi = before;
     }
+  }
+  if (lo == middles.size()) {
+    span.middle_ts = middles.back();
+  } else if (lo == 0 || gap(at_hi) <= gap(pages_before(middles[lo - 1]))) {
+    span.middle_ts = middles[lo];
+  } else {
+    span.middle_ts = middles[lo - 1];
   }
   auto shift = [this](uint64_t t) {
     const int64_t v = static_cast<int64_t>(t) + ts_offset_;
