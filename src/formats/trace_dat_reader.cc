@@ -150,26 +150,32 @@ class TraceDatReader final : public TraceReader {
   }
 
  private:
-  struct Cursor {
-    const Stream* stream = nullptr;
+  // What a record's delivery and the move to the next one read and write comes first, in two
+  // cache lines (the walker's position in the first, the record after it): with 256 CPUs each
+  // record is another cursor's, and a cursor spread over five lines and its Stream (for the CPU)
+  // missed the first-level cache on most of them (cachegrind, 100 k events at 256 CPUs: 5.8 ->
+  // 2.9 misses a record in the reader; user time unchanged within this VM's noise).
+  struct alignas(64) Cursor {
     FtracePageWalker walker;
+    FtraceRecord rec;
+    uint64_t last_ts = 0;
+    uint64_t delivered = 0;  // (coverage, below)
+    int cpu = 0;
+    bool loss_pending = false;
+    const Stream* stream = nullptr;
+    uint32_t order = 0;
     uint64_t page_off = 0;  // file offset of the current page
     uint64_t next_off = 0;  // file offset of the next page
     uint64_t end_off = 0;
     FileRing ring;  // the stream's bytes around the current page
-    uint64_t last_ts = 0;
-    FtraceRecord rec;
-    uint32_t order = 0;
-    bool loss_pending = false;
     LossRecord loss;
     uint64_t located_missed = 0;
     uint64_t missed_pages = 0;
     // Coverage, kept per page, not per record: the stream's first record (file time, 0: none
-    // read yet; last_ts is its last), the records delivered, and the gaps found. A gap met
-    // (MarkGap) begins after the last record read and ends at the first record of the next
+    // read yet; last_ts is its last), the records delivered (above), and the gaps found. A gap
+    // met (MarkGap) begins after the last record read and ends at the first record of the next
     // page that has one (AdvancePage).
     uint64_t first_ts = 0;
-    uint64_t delivered = 0;
     bool gap_pending = false;
     GapCause gap_cause = GapCause::kDamaged;
     uint64_t gap_after = 0;  // file time; 0: no record before it
@@ -187,7 +193,7 @@ class TraceDatReader final : public TraceReader {
       gap_events = 0;
     }
 
-    explicit Cursor(const Stream* s) : stream(s), walker(s->layout) {}
+    explicit Cursor(const Stream* s) : walker(s->layout), cpu(s->cpu), stream(s) {}
   };
 
   absl::Status ParseV6(ByteView file, size_t pos);
@@ -1188,7 +1194,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
     }
     ev.ts = c->rec.ts + ts_offset_;
     if (counted) ++c->delivered;
-    ev.cpu = static_cast<uint32_t>(c->stream->cpu);
+    ev.cpu = static_cast<uint32_t>(c->cpu);
     std::memcpy(&ev.type, p.data, 2);
     std::memcpy(&ev.pid, p.data + pid_off, 4);
     ev.tid = ev.pid;
