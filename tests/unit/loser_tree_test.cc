@@ -124,7 +124,7 @@ TEST(LoserTreeTest, NoStreamsOrOnlyEmptyOnesIsEmptyAtOnce) {
 }
 
 TEST(LoserTreeTest, CanBeBuiltAgainWithOtherStreams) {
-  // The live engine builds its tree again at every poll, over the streams holding a record.
+  // Reset forgets the previous merge's streams and keys.
   LoserTree tree;
   tree.Reset(4);
   tree.Set(3, 10);
