@@ -1151,7 +1151,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   // revisits a record by its position alone. Here each CPU's stream is one run known from the
   // start, the top record is final at once, and a record's time is a delta within its page (a
   // cursor is a page walker, not a position). Made to keep these streams in order, that merger
-  // holds all the data and is slower: 73 vs 98 M records/s on 2 CPUs, 38 vs 40 M on 8
+  // holds all the data and is slower: 73 vs 107 M records/s on 2 CPUs, 38 vs 71 M on 8
   // (bench/merge_benchmark.cc, BM_MergeWholeStreams; docs/architecture.md).
   LoserTree tree;
   tree.Reset(cursors.size());

@@ -1,6 +1,6 @@
-// The k-way merge of streams that are each in time order (trace.dat's per-CPU streams, several
-// files read as one): a loser (tournament) tree over the streams' current (time, stream) keys,
-// whose top is the earliest; ties go to the lower stream.
+// The k-way merge of streams that are each in time order (trace.dat's per-CPU streams, the live
+// engine's per-CPU buffers, several files read as one): a loser (tournament) tree over the
+// streams' current (time, stream) keys, whose top is the earliest; ties go to the lower stream.
 //
 // Why not a binary heap: a heap's sift compares two children a level and reads whatever the
 // entries point to; here a replay is one comparison a level on keys held in the tree itself (one
@@ -9,8 +9,9 @@
 // integer, time above stream, so that a match is one compare and two conditional moves: as a
 // struct compared field by field, GCC 12 made each level two branches, mispredicted about half
 // the time since which stream wins is random. The price: the next winner is known only when the
-// new key has gone through every level, so a merge whose every step waits on a cache miss (the
-// live engine's, live_merger.h) can do better with a heap's predicted branches.
+// new key has gone through every level, so a merge that waits on a cache miss for each new key
+// waits for them one after another (a heap's predicted branches run ahead): the callers ask for
+// each stream's next record ahead (live_merger.h).
 #ifndef IOTRACE_BASE_LOSER_TREE_H_
 #define IOTRACE_BASE_LOSER_TREE_H_
 
