@@ -6,7 +6,7 @@
 // perf_data_reader_benchmark.
 //
 // BM_MergeWholeStreams: the same records laid out as a trace.dat holds them (each CPU's stream
-// whole, one after another), merged by SortedRunMerger and by a heap over one cursor per stream
+// whole, one after another), merged by SortedRunMerger and by a loser tree over the streams
 // as TraceDatReader::Read merges them: why trace.dat keeps its own merge (docs/architecture.md).
 #include <algorithm>
 #include <cstdint>
@@ -15,7 +15,7 @@
 
 #include "bench_support.h"
 #include "benchmark/benchmark.h"
-#include "iotrace/formats/cursor_heap.h"
+#include "iotrace/base/loser_tree.h"
 #include "iotrace/formats/sorted_run_merger.h"
 
 namespace iotrace {
@@ -152,45 +152,43 @@ std::vector<Record> WholeStreams(const std::vector<Record>& stream, uint32_t cpu
   return out;
 }
 
-// The merge of TraceDatReader::Read (its CursorHeap) on in-memory streams: one cursor per stream
+// The merge of TraceDatReader::Read (its LoserTree) on in-memory streams: one cursor per stream
 // on (time, stream order), the top delivered and moved on, every record final at once.
-uint64_t HeapMergeStreams(const std::vector<Record>& records, uint32_t cpus, uint64_t* late) {
+uint64_t TreeMergeStreams(const std::vector<Record>& records, uint32_t cpus, uint64_t* late) {
   struct Cursor {
     const Record* at;
     const Record* end;
-    uint32_t order;
   };
   std::vector<Cursor> cursors;
   const Record* p = records.data();
   const Record* const end = p + records.size();
+  LoserTree tree;
+  tree.Reset(cpus);
   for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
     const Record* begin = p;
     while (p != end && p->cpu == cpu) ++p;
-    cursors.push_back(Cursor{begin, p, cpu});
+    cursors.push_back(Cursor{begin, p});
+    if (begin != p) tree.Set(cpu, begin->time);
   }
-  auto less = [](const Cursor* a, const Cursor* b) {
-    return a->at->time != b->at->time ? a->at->time < b->at->time : a->order < b->order;
-  };
-  CursorHeap<Cursor, decltype(less)> heap(less);
-  std::vector<Cursor*> started;
-  for (Cursor& c : cursors) {
-    if (c.at != c.end) started.push_back(&c);
-  }
-  heap.Build(std::move(started));
+  tree.Build();
   uint64_t sum = 0;
   uint64_t last = 0;
-  while (!heap.empty()) {
-    Cursor* c = heap.top();
-    sum += c->at->time ^ c->at->cpu;
-    *late += c->at->time < last ? 1 : 0;
-    last = c->at->time;
-    heap.Step(++c->at != c->end);
+  while (!tree.empty()) {
+    Cursor& c = cursors[tree.top()];
+    sum += c.at->time ^ c.at->cpu;
+    *late += c.at->time < last ? 1 : 0;
+    last = c.at->time;
+    if (++c.at != c.end) {
+      tree.ReplaceTop(c.at->time);
+    } else {
+      tree.PopTop();
+    }
   }
   return sum;
 }
 
 // merger 0: SortedRunMerger with its default limits; 1: with its window and memory caps lifted
-// (what time order takes on this layout: the whole stream held); 2: the per-stream cursor heap.
+// (what time order takes on this layout: the whole stream held); 2: trace.dat's loser tree.
 void BM_MergeWholeStreams(benchmark::State& state) {
   const uint32_t cpus = static_cast<uint32_t>(state.range(0));
   const int how = static_cast<int>(state.range(1));
@@ -205,7 +203,7 @@ void BM_MergeWholeStreams(benchmark::State& state) {
     uint64_t sum = 0;
     late = 0;
     if (how == 2) {
-      sum = HeapMergeStreams(records, cpus, &late);
+      sum = TreeMergeStreams(records, cpus, &late);
       emitted += records.size();
     } else {
       MergeLimits limits;

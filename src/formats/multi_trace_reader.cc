@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "iotrace/base/loser_tree.h"
 #include "iotrace/base/status.h"
-#include "iotrace/formats/cursor_heap.h"
 #include "iotrace/formats/trace_reader_open.h"
 
 namespace iotrace {
@@ -295,16 +295,21 @@ absl::Status MultiTraceReader::ReadAll(EventSink* sink) {
   }
   std::stable_sort(firsts.begin(), firsts.end());
   for (size_t r = 0; r < firsts.size(); ++r) streams[firsts[r].second]->rank = r;
-  auto less = [](const Stream* a, const Stream* b) {
-    const uint64_t ka = a->current().key, kb = b->current().key;
-    return ka != kb ? ka < kb : a->rank < b->rank;
-  };
-  CursorHeap<Stream, decltype(less)> heap(less);
-  heap.Build(std::move(live));
-  while (!heap.empty()) {
-    Stream* s = heap.top();
+  // Merged by (key, rank): a tree's leaf is a stream's rank.
+  std::vector<Stream*> by_rank(streams.size());
+  for (auto& s : streams) by_rank[s->rank] = s.get();
+  LoserTree tree;
+  tree.Reset(by_rank.size());
+  for (Stream* s : live) tree.Set(static_cast<uint32_t>(s->rank), s->current().key);
+  tree.Build();
+  while (!tree.empty()) {
+    Stream* s = by_rank[tree.top()];
     s->Deliver(sink);
-    heap.Step(s->Load());
+    if (s->Load()) {
+      tree.ReplaceTop(s->current().key);
+    } else {
+      tree.PopTop();
+    }
   }
   for (std::thread& t : threads) t.join();
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "iotrace/base/loser_tree.h"
 #include "iotrace/event/raw_event.h"
 #include "iotrace/formats/trace_reader.h"
 #include "iotrace/live/live_source.h"
@@ -23,7 +24,7 @@ class LiveMerger {
 
   // Hands `sink` every record with a time before `limit`, in time order (ties: the lower stream
   // first, as trace.dat's reader), taking new data from the source as streams run dry. A call
-  // costs one look at every stream, then log2(streams) steps per record.
+  // costs one look at every stream, then log2(streams) matches per record.
   absl::Status DeliverBefore(uint64_t limit);
 
   uint64_t delivered() const { return delivered_; }
@@ -38,21 +39,20 @@ class LiveMerger {
     bool has = false;
     RawEvent event;
   };
-  // A stream holding a record, in the heap: its time beside its index, so that the heap's
-  // comparisons read one small array and no cursor (bench/live_merger_benchmark at 256 streams:
-  // 101 -> 69 ns per event for the merge alone, against a heap of cursor pointers).
-  struct Entry {
-    uint64_t ts;
-    uint32_t stream;
-  };
   // Makes `c` hold its stream's next record in order (late ones counted and skipped).
   absl::Status Fill(Cursor& c);
-  void SiftDown(size_t i);
 
   LiveSource* source_;
   EventSink* sink_;
   std::vector<Cursor> cursors_;
-  std::vector<Entry> heap_;  // a binary min-heap on (ts, stream)
+  // The streams holding a record, by (ts, stream): the matches read the tree's own small array
+  // and no cursor. Better than the heap of (ts, stream) it replaced only since the sources ask
+  // for each stream's next record ahead (ftrace_source, perf_source): without that, every fill
+  // missed the cache at many streams, and the tree, whose next winner is known only once the new
+  // time has gone through every level, waited for each miss in turn where the heap's predicted
+  // branches ran ahead (bench/README.md, "The live engine against the number of per-CPU
+  // buffers").
+  LoserTree tree_;
   uint64_t delivered_ = 0;
   uint64_t late_ = 0;
   uint64_t last_ts_ = 0;
