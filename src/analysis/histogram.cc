@@ -1,19 +1,25 @@
 #include "iotrace/analysis/histogram.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace iotrace {
 
 namespace {
-constexpr size_t kLine = 64 / sizeof(uint64_t);  // buckets per cache line
+constexpr size_t kLine = 64;  // one-byte counts per cache line
 }  // namespace
 
 Histogram& Histogram::operator=(const Histogram& other) {
   if (this == &other) return *this;
   lo_ = hi_ = 0;
+  carried_ = false;
   if (other.lo_ < other.hi_) {
     Widen(other.lo_, other.hi_);
-    std::copy(other.counts_.get() + lo_, other.counts_.get() + hi_, counts_.get() + lo_);
+    std::memcpy(low() + lo_, other.low() + lo_, hi_ - lo_);
+    if (other.carried_) {
+      carried_ = true;
+      std::copy(other.high() + lo_, other.high() + hi_, high() + lo_);
+    }
   }
   count_ = other.count_;
   sum_ = other.sum_;
@@ -26,28 +32,46 @@ Histogram& Histogram::operator=(const Histogram& other) {
 void Histogram::Widen(size_t first, size_t last) {
   first = first / kLine * kLine;
   last = std::min(kBucketCount, (last + kLine - 1) / kLine * kLine);
-  uint64_t* c = counts_.get();
+  // The buckets of [from, to) come into use.
+  auto use = [this](size_t from, size_t to) {
+    std::memset(low() + from, 0, to - from);
+    if (carried_) std::fill(high() + from, high() + to, 0);
+  };
   if (lo_ == hi_) {
-    std::fill(c + first, c + last, 0);
+    use(first, last);
     lo_ = first;
     hi_ = last;
     return;
   }
   if (first < lo_) {
-    std::fill(c + first, c + lo_, 0);
+    use(first, lo_);
     lo_ = first;
   }
   if (last > hi_) {
-    std::fill(c + hi_, c + last, 0);
+    use(hi_, last);
     hi_ = last;
   }
+}
+
+void Histogram::Carry(size_t index, uint64_t carries) {
+  if (!carried_) {
+    carried_ = true;
+    std::fill(high() + lo_, high() + hi_, 0);
+  }
+  high()[index] += carries;
+}
+
+void Histogram::AddAt(size_t index, uint64_t n) {
+  const uint64_t sum = low()[index] + n;
+  low()[index] = static_cast<uint8_t>(sum);
+  if (sum > 0xff) Carry(index, sum >> 8);
 }
 
 void Histogram::RecordN(uint64_t ns, uint64_t n) {
   if (n == 0) return;
   const size_t index = BucketIndex(std::min(ns, kMaxTrackable));
-  if (index < lo_ || index >= hi_) Widen(index, index + 1);
-  counts_[index] += n;
+  if (index - lo_ >= hi_ - lo_) Widen(index, index + 1);
+  AddAt(index, n);
   count_ += n;
   sum_ += ns * n;
   min_ = std::min(min_, ns);
@@ -55,28 +79,76 @@ void Histogram::RecordN(uint64_t ns, uint64_t n) {
   if (ns > kMaxTrackable) clamped_ += n;
 }
 
+uint64_t Histogram::LineCount(size_t first) const {
+  uint64_t n = 0;
+  for (size_t i = first; i < first + kLine; ++i) n += low()[i];
+  if (!carried_) return n;
+  uint64_t carries = 0;
+  for (size_t i = first; i < first + kLine; ++i) carries += high()[i];
+  return n + (carries << 8);
+}
+
 uint64_t Histogram::ValueAtPercentile(double p) const {
-  if (count_ == 0) return 0;
-  if (!(p > 0)) return min_;
-  if (p >= 100) return max_;
-  uint64_t rank = static_cast<uint64_t>(std::ceil(p / 100.0 * static_cast<double>(count_)));
-  rank = std::clamp<uint64_t>(rank, 1, count_);
-  uint64_t seen = 0;
+  uint64_t value = 0;
+  ValuesAtPercentiles({&p, 1}, {&value, 1});
+  return value;
+}
+
+void Histogram::ValuesAtPercentiles(std::span<const double> ps, std::span<uint64_t> out) const {
+  // The walk: bucket i, and `seen` the samples up to and including it. A rank no lower than
+  // the one before goes on from where that one stopped; a lower one starts again.
+  const size_t first = BucketIndex(std::min(min_, kMaxTrackable));
   const size_t last = BucketIndex(std::min(max_, kMaxTrackable));
-  for (size_t i = BucketIndex(std::min(min_, kMaxTrackable)); i <= last; ++i) {
-    seen += counts_[i];
-    if (seen >= rank) {
-      uint64_t mid = BucketLow(i) + (BucketWidth(i) - 1) / 2;
-      return std::clamp(mid, min_, max_);
+  size_t i = first;
+  uint64_t seen = count_ == 0 ? 0 : CountIn(first);
+  uint64_t last_rank = 0;
+  for (size_t k = 0; k < ps.size(); ++k) {
+    const double p = ps[k];
+    if (count_ == 0) {
+      out[k] = 0;
+      continue;
     }
+    if (!(p > 0)) {
+      out[k] = min_;
+      continue;
+    }
+    if (p >= 100) {
+      out[k] = max_;
+      continue;
+    }
+    uint64_t rank = static_cast<uint64_t>(std::ceil(p / 100.0 * static_cast<double>(count_)));
+    rank = std::clamp<uint64_t>(rank, 1, count_);
+    if (rank < last_rank) {
+      i = first;
+      seen = CountIn(first);
+    }
+    last_rank = rank;
+    while (seen < rank && i < last) {
+      // A whole line of buckets at a time while the rank lies beyond it (the sums vectorize).
+      if (const size_t next = i + 1; next % kLine == 0 && next + kLine - 1 <= last) {
+        if (const uint64_t n = LineCount(next); seen + n < rank) {
+          seen += n;
+          i = next + kLine - 1;
+          continue;
+        }
+      }
+      seen += CountIn(++i);
+    }
+    if (seen < rank) {
+      out[k] = max_;
+      continue;
+    }
+    const uint64_t mid = BucketLow(i) + (BucketWidth(i) - 1) / 2;
+    out[k] = std::clamp(mid, min_, max_);
   }
-  return max_;
 }
 
 void Histogram::Merge(const Histogram& other) {
   if (other.count_ == 0) return;
   Widen(other.lo_, other.hi_);
-  for (size_t i = other.lo_; i < other.hi_; ++i) counts_[i] += other.counts_[i];
+  for (size_t i = other.lo_; i < other.hi_; ++i) {
+    if (const uint64_t n = other.CountIn(i); n != 0) AddAt(i, n);
+  }
   count_ += other.count_;
   sum_ += other.sum_;
   min_ = std::min(min_, other.min_);
@@ -86,7 +158,8 @@ void Histogram::Merge(const Histogram& other) {
 
 void Histogram::Reset() {
   if (count_ == 0) return;
-  std::fill(counts_.get() + lo_, counts_.get() + hi_, 0);
+  std::memset(low() + lo_, 0, hi_ - lo_);
+  if (carried_) std::fill(high() + lo_, high() + hi_, 0);
   count_ = 0;
   sum_ = 0;
   min_ = std::numeric_limits<uint64_t>::max();
