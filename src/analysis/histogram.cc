@@ -2,12 +2,43 @@
 
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 namespace iotrace {
 
 namespace {
 constexpr size_t kLine = 64;  // one-byte counts per cache line
+// Histograms in an arena's first chunk (plain pages: a report of one disk has a handful), and
+// in each after it (2 MiB of counts: one huge page).
+constexpr size_t kFirstChunk = 64;
+constexpr size_t kChunk = (size_t{2} << 20) / Histogram::kBucketCount;
 }  // namespace
+
+std::pair<uint8_t*, uint64_t*> HistogramArena::Take() {
+  if (taken_ == capacity_) {
+    const size_t capacity = counts_.empty() ? kFirstChunk : kChunk;
+    absl::StatusOr<UniqueMapping> counts = MapHugeAnonymous(capacity * Histogram::kBucketCount);
+    if (!counts.ok()) return {nullptr, nullptr};
+    counts_.push_back(std::move(*counts));
+    // Uninitialized: pages of it become memory only where a count carries.
+    carries_.emplace_back(new uint64_t[capacity * Histogram::kBucketCount]);
+    capacity_ = capacity;
+    taken_ = 0;
+  }
+  const size_t at = taken_++ * Histogram::kBucketCount;
+  return {static_cast<uint8_t*>(counts_.back().addr()) + at, carries_.back().get() + at};
+}
+
+Histogram::Histogram(HistogramArena& arena) {
+  std::tie(low_, high_) = arena.Take();
+  if (low_ == nullptr) OwnStorage();
+}
+
+void Histogram::OwnStorage() {
+  storage_.reset(new uint64_t[kStorageWords]);
+  low_ = reinterpret_cast<uint8_t*>(storage_.get());
+  high_ = storage_.get() + kBucketCount / 8;
+}
 
 Histogram& Histogram::operator=(const Histogram& other) {
   if (this == &other) return *this;

@@ -364,7 +364,7 @@ LatencyReportBuilder::Group* LatencyReportBuilder::GroupFor(DeviceSlot& slot, Bl
                                                             Phase phase) {
   Group*& g = slot.groups[static_cast<int>(op)][static_cast<int>(phase)];
   if (g == nullptr) {
-    auto ng = std::make_unique<Group>();
+    auto ng = std::make_unique<Group>(arena_);
     ng->dev = slot.dev;
     ng->klass = slot.klass;
     ng->op = op;

@@ -18,8 +18,34 @@
 #include <limits>
 #include <memory>
 #include <span>
+#include <vector>
+
+#include "iotrace/base/fd.h"
 
 namespace iotrace {
+
+class Histogram;
+
+// Storage for histograms that live no longer than it (a report's groups): their counts side by
+// side, in huge pages where the kernel gives them, so that thousands of histograms touched at
+// random share a few TLB entries; their carries apart (address space until a count passes
+// 255). A histogram of its own allocates both together: a page of its own for every histogram.
+class HistogramArena {
+ public:
+  HistogramArena() = default;
+  HistogramArena(const HistogramArena&) = delete;
+  HistogramArena& operator=(const HistogramArena&) = delete;
+
+ private:
+  friend class Histogram;
+  // Counts and carries for one more histogram; {nullptr, nullptr} when no memory was mapped.
+  std::pair<uint8_t*, uint64_t*> Take();
+
+  std::vector<UniqueMapping> counts_;  // chunks of `capacity_` histograms' counts
+  std::vector<std::unique_ptr<uint64_t[]>> carries_;
+  size_t capacity_ = 0;  // histograms in the last chunk
+  size_t taken_ = 0;     // of them
+};
 
 class Histogram {
  public:
@@ -32,7 +58,9 @@ class Histogram {
   static constexpr size_t kBucketCount =
       static_cast<size_t>(kMaxExponent - kSubBucketBits) * kSubBuckets + 2 * kSubBuckets;
 
-  Histogram() : storage_(new uint64_t[kStorageWords]) {}
+  Histogram() { OwnStorage(); }
+  // Counts kept in `arena`, which must outlive the histogram (and its copies do not use it).
+  explicit Histogram(HistogramArena& arena);
   Histogram(const Histogram& other) : Histogram() { *this = other; }
   Histogram& operator=(const Histogram& other);
 
@@ -108,8 +136,9 @@ class Histogram {
 
   // The low bytes of the counts, then the carries (count >> 8), in one allocation.
   static constexpr size_t kStorageWords = kBucketCount / 8 + kBucketCount;
-  uint8_t* low() const { return reinterpret_cast<uint8_t*>(storage_.get()); }
-  uint64_t* high() const { return storage_.get() + kBucketCount / 8; }
+  void OwnStorage();
+  uint8_t* low() const { return low_; }
+  uint64_t* high() const { return high_; }
   // The count of bucket `index` (in use).
   uint64_t CountIn(size_t index) const {
     return low()[index] + (carried_ ? high()[index] << 8 : 0);
@@ -126,7 +155,9 @@ class Histogram {
 
   // Buckets [lo_, hi_) are in use (zeroed, then counted), their carries too once carried_;
   // the others were never written.
-  std::unique_ptr<uint64_t[]> storage_;
+  std::unique_ptr<uint64_t[]> storage_;  // nullptr in an arena
+  uint8_t* low_ = nullptr;                // kBucketCount counts' low bytes
+  uint64_t* high_ = nullptr;              // kBucketCount carries
   size_t lo_ = 0;
   size_t hi_ = 0;
   bool carried_ = false;

@@ -103,10 +103,11 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
 
  private:
   struct Group {
-    uint32_t dev;
-    uint32_t klass;  // --by's class (ClassOf), 0 without --by
-    BlockOp op;
-    Phase phase;
+    explicit Group(HistogramArena& arena) : total(arena) {}
+    uint32_t dev = 0;
+    uint32_t klass = 0;  // --by's class (ClassOf), 0 without --by
+    BlockOp op{};
+    Phase phase{};
     Histogram total;
     uint64_t outside_coverage = 0;
     // Time series with coverage: the intervals in which a sample of this group was left out
@@ -266,6 +267,8 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   void PassGapEnds(uint64_t ts);
   std::array<std::array<uint64_t, kGapCauseCount>, kPhaseCount> outside_coverage_{};
 
+  // The groups' whole-run histograms (before groups_: it outlives them).
+  HistogramArena arena_;
   std::vector<std::unique_ptr<Group>> groups_;
   std::vector<std::unique_ptr<DeviceSlot>> slots_;
   // The slots by key: open addressing, linear probing, at most half full (grown with the
