@@ -110,15 +110,6 @@ void Histogram::RecordN(uint64_t ns, uint64_t n) {
   if (ns > kMaxTrackable) clamped_ += n;
 }
 
-uint64_t Histogram::LineCount(size_t first) const {
-  uint64_t n = 0;
-  for (size_t i = first; i < first + kLine; ++i) n += low()[i];
-  if (!carried_) return n;
-  uint64_t carries = 0;
-  for (size_t i = first; i < first + kLine; ++i) carries += high()[i];
-  return n + (carries << 8);
-}
-
 uint64_t Histogram::ValueAtPercentile(double p) const {
   uint64_t value = 0;
   ValuesAtPercentiles({&p, 1}, {&value, 1});
@@ -126,12 +117,36 @@ uint64_t Histogram::ValueAtPercentile(double p) const {
 }
 
 void Histogram::ValuesAtPercentiles(std::span<const double> ps, std::span<uint64_t> out) const {
+  // Whether to read carries is decided once, not per bucket.
+  if (carried_) {
+    WalkPercentiles<true>(ps, out);
+  } else {
+    WalkPercentiles<false>(ps, out);
+  }
+}
+
+template <bool kCarried>
+void Histogram::WalkPercentiles(std::span<const double> ps, std::span<uint64_t> out) const {
+  auto count_in = [this](size_t i) -> uint64_t {
+    return kCarried ? low_[i] + (high_[i] << 8) : low_[i];
+  };
+  // The samples in the line of buckets from `from` (the sums vectorize).
+  auto line_count = [this](size_t from) {
+    uint64_t n = 0;
+    for (size_t i = from; i < from + kLine; ++i) n += low_[i];
+    if constexpr (kCarried) {
+      uint64_t carries = 0;
+      for (size_t i = from; i < from + kLine; ++i) carries += high_[i];
+      n += carries << 8;
+    }
+    return n;
+  };
   // The walk: bucket i, and `seen` the samples up to and including it. A rank no lower than
   // the one before goes on from where that one stopped; a lower one starts again.
   const size_t first = BucketIndex(std::min(min_, kMaxTrackable));
   const size_t last = BucketIndex(std::min(max_, kMaxTrackable));
   size_t i = first;
-  uint64_t seen = count_ == 0 ? 0 : CountIn(first);
+  uint64_t seen = count_ == 0 ? 0 : count_in(first);
   uint64_t last_rank = 0;
   for (size_t k = 0; k < ps.size(); ++k) {
     const double p = ps[k];
@@ -151,19 +166,19 @@ void Histogram::ValuesAtPercentiles(std::span<const double> ps, std::span<uint64
     rank = std::clamp<uint64_t>(rank, 1, count_);
     if (rank < last_rank) {
       i = first;
-      seen = CountIn(first);
+      seen = count_in(first);
     }
     last_rank = rank;
     while (seen < rank && i < last) {
-      // A whole line of buckets at a time while the rank lies beyond it (the sums vectorize).
+      // A whole line of buckets at a time while the rank lies beyond it.
       if (const size_t next = i + 1; next % kLine == 0 && next + kLine - 1 <= last) {
-        if (const uint64_t n = LineCount(next); seen + n < rank) {
+        if (const uint64_t n = line_count(next); seen + n < rank) {
           seen += n;
           i = next + kLine - 1;
           continue;
         }
       }
-      seen += CountIn(++i);
+      seen += count_in(++i);
     }
     if (seen < rank) {
       out[k] = max_;

@@ -143,8 +143,8 @@ class Histogram {
   uint64_t CountIn(size_t index) const {
     return low()[index] + (carried_ ? high()[index] << 8 : 0);
   }
-  // The samples in the 64 buckets from `first` (a multiple of 64, in use).
-  uint64_t LineCount(size_t first) const;
+  template <bool kCarried>
+  void WalkPercentiles(std::span<const double> ps, std::span<uint64_t> out) const;
   // Zeroes the buckets of [first, last) not in use yet (whole cache lines), and uses them.
   void Widen(size_t first, size_t last);
   // Adds `carries` x 256 to bucket `index` (in use), whose byte holds the low 8 bits; the
