@@ -8,6 +8,7 @@ namespace iotrace {
 
 namespace {
 constexpr size_t kLine = 64;  // one-byte counts per cache line
+static_assert(Histogram::kBucketCount / kLine <= 64, "a bit of carried_lines_ for each line");
 // Histograms in an arena's first chunk (plain pages: a report of one disk has a handful), and
 // in each after it (2 MiB of counts: one huge page).
 constexpr size_t kFirstChunk = 64;
@@ -42,14 +43,14 @@ void Histogram::OwnStorage() {
 
 Histogram& Histogram::operator=(const Histogram& other) {
   if (this == &other) return *this;
-  lo_ = hi_ = 0;
-  carried_ = false;
-  if (other.lo_ < other.hi_) {
-    Widen(other.lo_, other.hi_);
-    std::memcpy(low() + lo_, other.low() + lo_, hi_ - lo_);
-    if (other.carried_) {
-      carried_ = true;
-      std::copy(other.high() + lo_, other.high() + hi_, high() + lo_);
+  lo_ = span_ = 0;
+  carried_lines_ = 0;
+  if (other.span_ != 0) {
+    Widen(other.lo_, other.lo_ + other.span_);
+    std::memcpy(low() + lo_, other.low() + lo_, span_);
+    if (other.carried_lines_ != 0) {
+      carried_lines_ = other.carried_lines_;
+      std::copy(other.high() + lo_, other.high() + lo_ + span_, high() + lo_);
     }
   }
   count_ = other.count_;
@@ -66,29 +67,26 @@ void Histogram::Widen(size_t first, size_t last) {
   // The buckets of [from, to) come into use.
   auto use = [this](size_t from, size_t to) {
     std::memset(low() + from, 0, to - from);
-    if (carried_) std::fill(high() + from, high() + to, 0);
+    if (carried_lines_ != 0) std::fill(high() + from, high() + to, 0);
   };
-  if (lo_ == hi_) {
+  if (span_ == 0) {
     use(first, last);
     lo_ = first;
-    hi_ = last;
+    span_ = last - first;
     return;
   }
+  const size_t hi = lo_ + span_;
   if (first < lo_) {
     use(first, lo_);
     lo_ = first;
   }
-  if (last > hi_) {
-    use(hi_, last);
-    hi_ = last;
-  }
+  if (last > hi) use(hi, last);
+  span_ = std::max(last, hi) - lo_;
 }
 
 void Histogram::Carry(size_t index, uint64_t carries) {
-  if (!carried_) {
-    carried_ = true;
-    std::fill(high() + lo_, high() + hi_, 0);
-  }
+  if (carried_lines_ == 0) std::fill(high() + lo_, high() + lo_ + span_, 0);
+  carried_lines_ |= uint64_t{1} << (index / kLine);
   high()[index] += carries;
 }
 
@@ -101,7 +99,7 @@ void Histogram::AddAt(size_t index, uint64_t n) {
 void Histogram::RecordN(uint64_t ns, uint64_t n) {
   if (n == 0) return;
   const size_t index = BucketIndex(std::min(ns, kMaxTrackable));
-  if (index - lo_ >= hi_ - lo_) Widen(index, index + 1);
+  if (index - lo_ >= span_) Widen(index, index + 1);
   AddAt(index, n);
   count_ += n;
   sum_ += ns * n;
@@ -118,7 +116,7 @@ uint64_t Histogram::ValueAtPercentile(double p) const {
 
 void Histogram::ValuesAtPercentiles(std::span<const double> ps, std::span<uint64_t> out) const {
   // Whether to read carries is decided once, not per bucket.
-  if (carried_) {
+  if (carried_lines_ != 0) {
     WalkPercentiles<true>(ps, out);
   } else {
     WalkPercentiles<false>(ps, out);
@@ -130,11 +128,18 @@ void Histogram::WalkPercentiles(std::span<const double> ps, std::span<uint64_t> 
   auto count_in = [this](size_t i) -> uint64_t {
     return kCarried ? low_[i] + (high_[i] << 8) : low_[i];
   };
-  // The samples in the line of buckets from `from` (the sums vectorize).
+  // The samples in the line of buckets from `from`: its bytes summed eight at a time in four
+  // 16-bit lanes (at most 8 x 510 each), its carries only where the line has any.
   auto line_count = [this](size_t from) {
-    uint64_t n = 0;
-    for (size_t i = from; i < from + kLine; ++i) n += low_[i];
-    if constexpr (kCarried) {
+    constexpr uint64_t kEven = 0x00ff00ff00ff00ffULL;
+    uint64_t lanes = 0;
+    for (size_t i = from; i < from + kLine; i += 8) {
+      uint64_t bytes;
+      std::memcpy(&bytes, low_ + i, 8);
+      lanes += (bytes & kEven) + ((bytes >> 8) & kEven);
+    }
+    uint64_t n = (lanes * 0x0001000100010001ULL) >> 48;
+    if (kCarried && ((carried_lines_ >> (from / kLine)) & 1) != 0) {
       uint64_t carries = 0;
       for (size_t i = from; i < from + kLine; ++i) carries += high_[i];
       n += carries << 8;
@@ -191,8 +196,8 @@ void Histogram::WalkPercentiles(std::span<const double> ps, std::span<uint64_t> 
 
 void Histogram::Merge(const Histogram& other) {
   if (other.count_ == 0) return;
-  Widen(other.lo_, other.hi_);
-  for (size_t i = other.lo_; i < other.hi_; ++i) {
+  Widen(other.lo_, other.lo_ + other.span_);
+  for (size_t i = other.lo_; i < other.lo_ + other.span_; ++i) {
     if (const uint64_t n = other.CountIn(i); n != 0) AddAt(i, n);
   }
   count_ += other.count_;
@@ -204,8 +209,8 @@ void Histogram::Merge(const Histogram& other) {
 
 void Histogram::Reset() {
   if (count_ == 0) return;
-  std::memset(low() + lo_, 0, hi_ - lo_);
-  if (carried_) std::fill(high() + lo_, high() + hi_, 0);
+  std::memset(low() + lo_, 0, span_);
+  if (carried_lines_ != 0) std::fill(high() + lo_, high() + lo_ + span_, 0);
   count_ = 0;
   sum_ = 0;
   min_ = std::numeric_limits<uint64_t>::max();

@@ -83,7 +83,7 @@ class Histogram {
   // The hot path: a clz, a shift, one range check, a byte incremented, four updates.
   void Record(uint64_t ns) {
     const size_t index = BucketIndex(std::min(ns, kMaxTrackable));
-    if (index - lo_ >= hi_ - lo_) [[unlikely]] Widen(index, index + 1);  // wraps below lo_
+    if (index - lo_ >= span_) [[unlikely]] Widen(index, index + 1);  // wraps below lo_
     if (++low()[index] == 0) [[unlikely]] Carry(index, 1);
     ++count_;
     sum_ += ns;
@@ -125,7 +125,7 @@ class Histogram {
     }
   }
   uint64_t CountAt(size_t index) const {
-    return index - lo_ < hi_ - lo_ ? CountIn(index) : 0;
+    return index - lo_ < span_ ? CountIn(index) : 0;
   }
 
  private:
@@ -141,7 +141,7 @@ class Histogram {
   uint64_t* high() const { return high_; }
   // The count of bucket `index` (in use).
   uint64_t CountIn(size_t index) const {
-    return low()[index] + (carried_ ? high()[index] << 8 : 0);
+    return low()[index] + (carried_lines_ != 0 ? high()[index] << 8 : 0);
   }
   template <bool kCarried>
   void WalkPercentiles(std::span<const double> ps, std::span<uint64_t> out) const;
@@ -153,14 +153,15 @@ class Histogram {
   // Adds `n` to bucket `index` (in use).
   void AddAt(size_t index, uint64_t n);
 
-  // Buckets [lo_, hi_) are in use (zeroed, then counted), their carries too once carried_;
+  // Buckets [lo_, lo_ + span_) are in use (zeroed, then counted), their carries too once any bucket
+  // carried (carried_lines_: a bit for each line of 64 buckets that did, for the percentiles);
   // the others were never written.
   std::unique_ptr<uint64_t[]> storage_;  // nullptr in an arena
   uint8_t* low_ = nullptr;                // kBucketCount counts' low bytes
   uint64_t* high_ = nullptr;              // kBucketCount carries
   size_t lo_ = 0;
-  size_t hi_ = 0;
-  bool carried_ = false;
+  size_t span_ = 0;
+  uint64_t carried_lines_ = 0;
   uint64_t count_ = 0;
   uint64_t sum_ = 0;
   uint64_t min_ = std::numeric_limits<uint64_t>::max();
