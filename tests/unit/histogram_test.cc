@@ -323,3 +323,48 @@ TEST(HistogramTest, CountsPastAByteCarryExactly) {
 
 }  // namespace
 }  // namespace iotrace
+
+namespace iotrace {
+namespace {
+
+// Histograms whose counts live in an arena (past its first chunk, in the next ones) count as
+// standalone ones do, side by side without touching each other's buckets, and their copies
+// keep their counts once the arena is gone.
+TEST(HistogramTest, HistogramsInAnArenaCountAsStandaloneOnes) {
+  std::mt19937_64 rng(11);
+  std::vector<Histogram> copies;
+  std::vector<Histogram> plain(200);
+  {
+    HistogramArena arena;
+    std::vector<std::unique_ptr<Histogram>> in_arena;
+    for (int h = 0; h < 200; ++h) in_arena.push_back(std::make_unique<Histogram>(arena));
+    for (int i = 0; i < 100000; ++i) {
+      const size_t h = rng() % 200;
+      // A few histograms get most samples (their buckets carry), the others a handful.
+      const uint64_t v = h < 3 ? 1024 + rng() % 16 : rng() >> (rng() % 64);
+      in_arena[h]->Record(v);
+      plain[h].Record(v);
+    }
+    in_arena[7]->Merge(*in_arena[0]);
+    plain[7].Merge(plain[0]);
+    in_arena[9]->Reset();
+    plain[9].Reset();
+    for (const auto& h : in_arena) copies.push_back(*h);
+    for (size_t h = 0; h < 200; ++h) {
+      for (size_t i = 0; i < Histogram::kBucketCount; ++i) {
+        ASSERT_EQ(in_arena[h]->CountAt(i), plain[h].CountAt(i)) << h << " " << i;
+      }
+      ASSERT_EQ(in_arena[h]->count(), plain[h].count()) << h;
+      ASSERT_EQ(in_arena[h]->ValueAtPercentile(99), plain[h].ValueAtPercentile(99)) << h;
+    }
+  }
+  EXPECT_GT(plain[0].CountAt(Histogram::BucketIndex(1024)), 255u);  // carried
+  for (size_t h = 0; h < 200; ++h) {
+    for (size_t i = 0; i < Histogram::kBucketCount; ++i) {
+      ASSERT_EQ(copies[h].CountAt(i), plain[h].CountAt(i)) << h << " " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace iotrace

@@ -18,6 +18,7 @@
 #include <limits>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "iotrace/base/fd.h"
