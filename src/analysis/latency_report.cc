@@ -34,10 +34,13 @@ LatencyGroup MakeGroup(const Histogram& h, uint32_t dev, const std::string& devi
   g.summary.max_ns = h.max();
   g.summary.sum_ns = h.sum();
   g.summary.mean_ns = h.mean();
-  g.summary.p50_ns = h.ValueAtPercentile(50);
-  g.summary.p90_ns = h.ValueAtPercentile(90);
-  g.summary.p99_ns = h.ValueAtPercentile(99);
-  g.summary.p999_ns = h.ValueAtPercentile(99.9);
+  static constexpr std::array<double, 4> kPercentiles = {50, 90, 99, 99.9};
+  std::array<uint64_t, 4> at{};
+  h.ValuesAtPercentiles(kPercentiles, at);
+  g.summary.p50_ns = at[0];
+  g.summary.p90_ns = at[1];
+  g.summary.p99_ns = at[2];
+  g.summary.p999_ns = at[3];
   h.ForEachBucket([&g](uint64_t lo, uint64_t hi, uint64_t count) {
     g.buckets.push_back({lo, hi, count});
   });
@@ -74,7 +77,7 @@ LatencyReportBuilder::LatencyReportBuilder(const std::vector<EventFormat>& forma
   if (op_mask_ == 0) op_mask_ = ~0u;
   interval_ns_ = SecondsToNs(options.interval_s);
   windowed_ = options.since_s.has_value() || options.until_s.has_value() || interval_ns_ != 0;
-  slot_index_.reserve(64);
+  slot_table_.assign(64, nullptr);
   process_filter_ = !options.comms.empty() || !options.pids.empty();
   filtering_ = !options.devices.empty() || !options.ops.empty() || process_filter_;
   comm_hit_.assign(options.comms.size(), 0);
@@ -326,11 +329,10 @@ void LatencyReportBuilder::AddLoss(LossRecord::Kind kind, int32_t cpu, int32_t e
 }
 
 LatencyReportBuilder::DeviceSlot& LatencyReportBuilder::SlotForSlow(uint64_t key) {
-  DeviceSlot*& cached = slot_cache_[SlotCacheIndex(key)];
-  if (cached != nullptr && cached->key == key) return *cached;
-  if (auto it = slot_index_.find(key); it != slot_index_.end()) {
-    cached = slots_[it->second].get();
-    return *cached;
+  const size_t mask = slot_table_.size() - 1;
+  size_t at = SlotHash(key) & mask;
+  for (; slot_table_[at] != nullptr; at = (at + 1) & mask) {
+    if (slot_table_[at]->key == key) return *slot_table_[at];
   }
   // First sample of a device (x class): resolve the --dev filter once (reads sysfs).
   auto s = std::make_unique<DeviceSlot>();
@@ -342,17 +344,27 @@ LatencyReportBuilder::DeviceSlot& LatencyReportBuilder::SlotForSlow(uint64_t key
   for (const std::string& spec : options_.devices) {
     if (names_.Matches(spec, dev)) s->allowed = true;
   }
-  cached = s.get();
-  slot_index_.emplace(key, static_cast<uint32_t>(slots_.size()));
+  DeviceSlot& slot = *s;
   slots_.push_back(std::move(s));
-  return *cached;
+  if (slots_.size() * 2 <= slot_table_.size()) {
+    slot_table_[at] = &slot;
+    return slot;
+  }
+  // At most half full: twice the size, every slot placed again.
+  slot_table_.assign(slot_table_.size() * 2, nullptr);
+  for (const auto& placed : slots_) {
+    size_t i = SlotHash(placed->key) & (slot_table_.size() - 1);
+    while (slot_table_[i] != nullptr) i = (i + 1) & (slot_table_.size() - 1);
+    slot_table_[i] = placed.get();
+  }
+  return slot;
 }
 
 LatencyReportBuilder::Group* LatencyReportBuilder::GroupFor(DeviceSlot& slot, BlockOp op,
                                                             Phase phase) {
   Group*& g = slot.groups[static_cast<int>(op)][static_cast<int>(phase)];
   if (g == nullptr) {
-    auto ng = std::make_unique<Group>();
+    auto ng = std::make_unique<Group>(arena_);
     ng->dev = slot.dev;
     ng->klass = slot.klass;
     ng->op = op;

@@ -246,3 +246,125 @@ TEST(HistogramTest, BucketsInUseGrowMergeCopyAndResetLikeFullOnes) {
 
 }  // namespace
 }  // namespace iotrace
+
+namespace iotrace {
+namespace {
+
+// Counts are bytes with the excess carried: buckets far past 255 samples (by Record, RecordN
+// and Merge), next to buckets of one, count exactly through copies, merges, resets and the
+// percentiles, against a plain count per bucket.
+TEST(HistogramTest, CountsPastAByteCarryExactly) {
+  std::mt19937_64 rng(7);
+  std::map<size_t, uint64_t> want;
+  Histogram a, b;
+  auto record = [&](Histogram& h, uint64_t v, uint64_t n) {
+    if (n == 1) {
+      h.Record(v);
+    } else {
+      h.RecordN(v, n);
+    }
+    want[Histogram::BucketIndex(std::min(v, Histogram::kMaxTrackable))] += n;
+  };
+  for (int i = 0; i < 3000; ++i) record(a, 40'000 + rng() % 64, 1);  // a few buckets, ~1000 each
+  for (int i = 0; i < 200; ++i) record(b, rng() >> (rng() % 64), 1);  // spread, incl. extremes
+  record(b, 0, 1);
+  record(b, ~uint64_t{0}, 300);
+  record(b, 40'010, 70'000);
+  record(a, 40'020, 255);
+  Histogram merged = a;
+  merged.Merge(b);
+  for (size_t i = 0; i < Histogram::kBucketCount; ++i) {
+    auto it = want.find(i);
+    ASSERT_EQ(merged.CountAt(i), it == want.end() ? 0u : it->second) << i;
+  }
+  uint64_t total = 0;
+  for (const auto& [i, n] : want) total += n;
+  EXPECT_EQ(merged.count(), total);
+  // Percentiles from one walk equal those one at a time, and those of the plain counts.
+  const std::vector<double> ps = {0, 1, 25, 50, 90, 99, 99.9, 99.99, 100};
+  std::vector<uint64_t> at(ps.size());
+  merged.ValuesAtPercentiles(ps, at);
+  for (size_t k = 0; k < ps.size(); ++k) {
+    EXPECT_EQ(at[k], merged.ValueAtPercentile(ps[k])) << ps[k];
+    if (ps[k] <= 0 || ps[k] >= 100) continue;
+    const uint64_t rank = std::clamp<uint64_t>(
+        static_cast<uint64_t>(std::ceil(ps[k] / 100.0 * static_cast<double>(total))), 1, total);
+    uint64_t seen = 0;
+    for (const auto& [i, n] : want) {
+      seen += n;
+      if (seen < rank) continue;
+      const uint64_t mid = Histogram::BucketLow(i) + (Histogram::BucketWidth(i) - 1) / 2;
+      EXPECT_EQ(at[k], std::clamp(mid, merged.min(), merged.max())) << ps[k];
+      break;
+    }
+  }
+  // Out of order: each found on its own.
+  const std::vector<double> down = {99, 50, 99.9, 1};
+  std::vector<uint64_t> down_at(down.size());
+  merged.ValuesAtPercentiles(down, down_at);
+  for (size_t k = 0; k < down.size(); ++k) {
+    EXPECT_EQ(down_at[k], merged.ValueAtPercentile(down[k])) << down[k];
+  }
+  Histogram copy;
+  copy.Record(5);
+  copy = merged;
+  uint64_t visited = 0;
+  copy.ForEachBucket([&](uint64_t lo, uint64_t, uint64_t n) {
+    EXPECT_EQ(n, want[Histogram::BucketIndex(lo)]) << lo;
+    visited += n;
+  });
+  EXPECT_EQ(visited, total);
+  merged.Reset();
+  EXPECT_EQ(merged.CountAt(Histogram::BucketIndex(40'010)), 0u);
+  merged.Record(40'010);
+  EXPECT_EQ(merged.CountAt(Histogram::BucketIndex(40'010)), 1u);
+  EXPECT_EQ(merged.ValueAtPercentile(50), 40'010u);
+}
+
+}  // namespace
+}  // namespace iotrace
+
+namespace iotrace {
+namespace {
+
+// Histograms whose counts live in an arena (past its first chunk, in the next ones) count as
+// standalone ones do, side by side without touching each other's buckets, and their copies
+// keep their counts once the arena is gone.
+TEST(HistogramTest, HistogramsInAnArenaCountAsStandaloneOnes) {
+  std::mt19937_64 rng(11);
+  std::vector<Histogram> copies;
+  std::vector<Histogram> plain(200);
+  {
+    HistogramArena arena;
+    std::vector<std::unique_ptr<Histogram>> in_arena;
+    for (int h = 0; h < 200; ++h) in_arena.push_back(std::make_unique<Histogram>(arena));
+    for (int i = 0; i < 100000; ++i) {
+      const size_t h = rng() % 200;
+      // A few histograms get most samples (their buckets carry), the others a handful.
+      const uint64_t v = h < 3 ? 1024 + rng() % 16 : rng() >> (rng() % 64);
+      in_arena[h]->Record(v);
+      plain[h].Record(v);
+    }
+    in_arena[7]->Merge(*in_arena[0]);
+    plain[7].Merge(plain[0]);
+    in_arena[9]->Reset();
+    plain[9].Reset();
+    for (const auto& h : in_arena) copies.push_back(*h);
+    for (size_t h = 0; h < 200; ++h) {
+      for (size_t i = 0; i < Histogram::kBucketCount; ++i) {
+        ASSERT_EQ(in_arena[h]->CountAt(i), plain[h].CountAt(i)) << h << " " << i;
+      }
+      ASSERT_EQ(in_arena[h]->count(), plain[h].count()) << h;
+      ASSERT_EQ(in_arena[h]->ValueAtPercentile(99), plain[h].ValueAtPercentile(99)) << h;
+    }
+  }
+  EXPECT_GT(plain[0].CountAt(Histogram::BucketIndex(1024)), 255u);  // carried
+  for (size_t h = 0; h < 200; ++h) {
+    for (size_t i = 0; i < Histogram::kBucketCount; ++i) {
+      ASSERT_EQ(copies[h].CountAt(i), plain[h].CountAt(i)) << h << " " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace iotrace

@@ -2,10 +2,13 @@
 // 64 equal sub-buckets, so a bucket is at most 1/64 of its values wide and any percentile read
 // from it is within 1/128 (0.8%) of the exact value. Exact count, min, max and sum.
 //
-// The 2560 buckets (20 KiB) are allocated uninitialized, and only the cache lines between the
-// lowest and the highest value seen are zeroed and used: a histogram's latencies span a few
-// powers of two, so it touches a page or two rather than five, and a report of a thousand
-// devices x ops x phases does not zero (nor keep resident) 20 KiB for each.
+// A bucket's count is a byte, with what passes 255 carried into a 64-bit array used only by
+// histograms that had such a bucket. Both are allocated whole and uninitialized, and only the
+// cache lines between the lowest and the highest value seen are zeroed and used. A report of a
+// thousand devices x ops x phases touches its histograms at random, a sample at a time: with
+// 8-byte counts a histogram's few hundred samples over 700 buckets were spread over 6 KiB and
+// two or three pages, a cache and TLB miss each (bench/README.md, "report at scale"); in bytes
+// they are 700 bytes, and a busy histogram pays a carry once per 256 samples of a bucket.
 #ifndef IOTRACE_ANALYSIS_HISTOGRAM_H_
 #define IOTRACE_ANALYSIS_HISTOGRAM_H_
 
@@ -14,8 +17,36 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "iotrace/base/fd.h"
 
 namespace iotrace {
+
+class Histogram;
+
+// Storage for histograms that live no longer than it (a report's groups): their counts side by
+// side, in huge pages where the kernel gives them, so that thousands of histograms touched at
+// random share a few TLB entries; their carries apart (address space until a count passes
+// 255). A histogram of its own allocates both together: a page of its own for every histogram.
+class HistogramArena {
+ public:
+  HistogramArena() = default;
+  HistogramArena(const HistogramArena&) = delete;
+  HistogramArena& operator=(const HistogramArena&) = delete;
+
+ private:
+  friend class Histogram;
+  // Counts and carries for one more histogram; {nullptr, nullptr} when no memory was mapped.
+  std::pair<uint8_t*, uint64_t*> Take();
+
+  std::vector<UniqueMapping> counts_;  // chunks of `capacity_` histograms' counts
+  std::vector<std::unique_ptr<uint64_t[]>> carries_;
+  size_t capacity_ = 0;  // histograms in the last chunk
+  size_t taken_ = 0;     // of them
+};
 
 class Histogram {
  public:
@@ -28,7 +59,9 @@ class Histogram {
   static constexpr size_t kBucketCount =
       static_cast<size_t>(kMaxExponent - kSubBucketBits) * kSubBuckets + 2 * kSubBuckets;
 
-  Histogram() : counts_(new uint64_t[kBucketCount]) {}
+  Histogram() { OwnStorage(); }
+  // Counts kept in `arena`, which must outlive the histogram (and its copies do not use it).
+  explicit Histogram(HistogramArena& arena);
   Histogram(const Histogram& other) : Histogram() { *this = other; }
   Histogram& operator=(const Histogram& other);
 
@@ -48,11 +81,11 @@ class Histogram {
   static uint64_t BucketHigh(size_t index) { return BucketLow(index) + BucketWidth(index); }
   static uint64_t BucketWidth(size_t index) { return uint64_t{1} << ShiftOf(index); }
 
-  // The hot path: a clz, a shift, an add and four updates; no branch on the value.
+  // The hot path: a clz, a shift, one range check, a byte incremented, four updates.
   void Record(uint64_t ns) {
     const size_t index = BucketIndex(std::min(ns, kMaxTrackable));
-    if (index < lo_ || index >= hi_) [[unlikely]] Widen(index, index + 1);
-    ++counts_[index];
+    if (index - lo_ >= span_) [[unlikely]] Widen(index, index + 1);  // wraps below lo_
+    if (++low()[index] == 0) [[unlikely]] Carry(index, 1);
     ++count_;
     sum_ += ns;
     min_ = std::min(min_, ns);
@@ -75,6 +108,9 @@ class Histogram {
   // rank ceil(p/100 * count), clamped to [min, max]; p <= 0 gives min, p >= 100 gives max.
   // 0 when empty.
   uint64_t ValueAtPercentile(double p) const;
+  // ValueAtPercentile of each of `ps` into `out` (as many), from one walk of the buckets when
+  // `ps` ascend (a report's p50, p90, p99 and p99.9 of every group).
+  void ValuesAtPercentiles(std::span<const double> ps, std::span<uint64_t> out) const;
 
   void Merge(const Histogram& other);
   void Reset();
@@ -83,13 +119,14 @@ class Histogram {
   template <typename Fn>
   void ForEachBucket(Fn fn) const {
     if (count_ == 0) return;
-    for (size_t i = BucketIndex(std::min(min_, kMaxTrackable)), last = BucketIndex(std::min(max_, kMaxTrackable));
+    for (size_t i = BucketIndex(std::min(min_, kMaxTrackable)),
+                last = BucketIndex(std::min(max_, kMaxTrackable));
          i <= last; ++i) {
-      if (counts_[i] != 0) fn(BucketLow(i), BucketHigh(i), counts_[i]);
+      if (const uint64_t n = CountIn(i); n != 0) fn(BucketLow(i), BucketHigh(i), n);
     }
   }
   uint64_t CountAt(size_t index) const {
-    return index >= lo_ && index < hi_ ? counts_[index] : 0;
+    return index - lo_ < span_ ? CountIn(index) : 0;
   }
 
  private:
@@ -98,13 +135,34 @@ class Histogram {
     return e_minus_bits == 0 ? 0 : e_minus_bits - 1;
   }
 
+  // The low bytes of the counts, then the carries (count >> 8), in one allocation.
+  static constexpr size_t kStorageWords = kBucketCount / 8 + kBucketCount;
+  void OwnStorage();
+  uint8_t* low() const { return low_; }
+  uint64_t* high() const { return high_; }
+  // The count of bucket `index` (in use).
+  uint64_t CountIn(size_t index) const {
+    return low()[index] + (carried_lines_ != 0 ? high()[index] << 8 : 0);
+  }
+  template <bool kCarried>
+  void WalkPercentiles(std::span<const double> ps, std::span<uint64_t> out) const;
   // Zeroes the buckets of [first, last) not in use yet (whole cache lines), and uses them.
   void Widen(size_t first, size_t last);
+  // Adds `carries` x 256 to bucket `index` (in use), whose byte holds the low 8 bits; the
+  // carries of the buckets in use are zeroed at the first.
+  void Carry(size_t index, uint64_t carries);
+  // Adds `n` to bucket `index` (in use).
+  void AddAt(size_t index, uint64_t n);
 
-  // Buckets [lo_, hi_) are in use (zeroed, then counted); the others were never written.
-  std::unique_ptr<uint64_t[]> counts_;
+  // Buckets [lo_, lo_ + span_) are in use (zeroed, then counted), their carries too once any bucket
+  // carried (carried_lines_: a bit for each line of 64 buckets that did, for the percentiles);
+  // the others were never written.
+  std::unique_ptr<uint64_t[]> storage_;  // nullptr in an arena
+  uint8_t* low_ = nullptr;                // kBucketCount counts' low bytes
+  uint64_t* high_ = nullptr;              // kBucketCount carries
   size_t lo_ = 0;
-  size_t hi_ = 0;
+  size_t span_ = 0;
+  uint64_t carried_lines_ = 0;
   uint64_t count_ = 0;
   uint64_t sum_ = 0;
   uint64_t min_ = std::numeric_limits<uint64_t>::max();

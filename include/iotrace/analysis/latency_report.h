@@ -103,10 +103,11 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
 
  private:
   struct Group {
-    uint32_t dev;
-    uint32_t klass;  // --by's class (ClassOf), 0 without --by
-    BlockOp op;
-    Phase phase;
+    explicit Group(HistogramArena& arena) : total(arena) {}
+    uint32_t dev = 0;
+    uint32_t klass = 0;  // --by's class (ClassOf), 0 without --by
+    BlockOp op{};
+    Phase phase{};
     Histogram total;
     uint64_t outside_coverage = 0;
     // Time series with coverage: the intervals in which a sample of this group was left out
@@ -266,16 +267,15 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   void PassGapEnds(uint64_t ts);
   std::array<std::array<uint64_t, kGapCauseCount>, kPhaseCount> outside_coverage_{};
 
+  // The groups' whole-run histograms (before groups_: it outlives them).
+  HistogramArena arena_;
   std::vector<std::unique_ptr<Group>> groups_;
   std::vector<std::unique_ptr<DeviceSlot>> slots_;
-  absl::flat_hash_map<uint64_t, uint32_t> slot_index_;
-  // Slots found lately, direct-mapped by key (a scan of the first eight cost the report ~60
-  // instructions an event once devices interleave: bench/scale, devices axis); the rest by hash.
-  static constexpr int kSlotCacheBits = 8;
-  static size_t SlotCacheIndex(uint64_t key) {
-    return (key * 0x9e3779b97f4a7c15ULL) >> (64 - kSlotCacheBits);
-  }
-  std::array<DeviceSlot*, size_t{1} << kSlotCacheBits> slot_cache_{};
+  // The slots by key: open addressing, linear probing, at most half full (grown with the
+  // devices seen). A direct-mapped cache of 256 in front of a hash map missed at 1024 devices
+  // nearly every sample (bench/README.md, "report at scale").
+  std::vector<DeviceSlot*> slot_table_;
+  static size_t SlotHash(uint64_t key) { return (key * 0x9e3779b97f4a7c15ULL) >> 32; }
 
   static constexpr size_t kMaxLossRows = 4096;
   std::vector<LossSummary> losses_;
