@@ -144,6 +144,7 @@ TEST_F(PerfDataRoundTripTest, RecordsBeyondATinyWindowAreDeliveredAndCounted) {
   PerfReadOptions options;
   options.merge.window_records = 2;
   options.merge.window_bytes = 1 << 30;
+  options.merge.far_window_bytes = 0;  // else the window is at least that (1 GiB)
   auto reader = OpenPerfData(path, options);
   ASSERT_TRUE(reader.ok()) << reader.status();
   CollectingSink sink;

@@ -43,6 +43,10 @@ struct PerfReadOptions {
   // With read-ahead (set_read_ahead): the reading thread is told of room half a ring at a time
   // (FileRing), so the ring must hold that on top of what the merge keeps live.
   size_t read_ahead_ring_bytes = size_t{8} << 20;
+  // A run whose cursor is further behind the scan than the ring keeps (MergeLimits::near_bytes)
+  // reads its records again from the file, a block of this many bytes at a time (4 KiB to
+  // 64 KiB): memory ~ runs live at once x this.
+  size_t far_block_bytes = size_t{16} << 10;
   // Tried at open when the file's event formats are lost (HEADER_TRACING_DATA cut off); null:
   // such a file is an error. Only used during the open.
   const FormatsFallback* formats_fallback = nullptr;
