@@ -321,35 +321,34 @@ class SortedRunMerger {
       stop_pos = std::min(stop_pos, SaturatingAdd(LowPos(), SaturatingAdd(limits_.max_span_bytes, 1)));
     }
     if constexpr (kFar) {
-      // Where the nearest cursor falls behind by more than near_bytes: it goes far.
-      if (far_ < live_) {
-        stop_pos =
-            std::min(stop_pos, SaturatingAdd(NearLowPos(), SaturatingAdd(limits_.near_bytes, 1)));
-      }
+      // Where the nearest cursor falls behind by more than near_bytes (it goes far), or, with
+      // none near, where the bytes scanned since must be let go of.
+      stop_pos =
+          std::min(stop_pos, SaturatingAdd(NearLowPos(), SaturatingAdd(limits_.near_bytes, 1)));
     }
     while (!ScanOne() && scan_pos_ < stop_pos && scanned_ < stop_index) {
     }
     // The open run reaches the scan position (kept here rather than per record: only the
     // cursors read it, and they move between scans).
     if (open_ != kNone) ring_[open_].end = scan_pos_;
-    if constexpr (kFar) MoveFar();
+    if constexpr (kFar) {
+      MoveFar();
+      MaybeRelease();
+    }
   }
 
   // The runs whose cursors are more than near_bytes behind the scan read through the far path
   // from now on, their current record read again that way (it was decoded from bytes the source
-  // may now let go of), and the source is told what it need no longer keep.
+  // may let go of next).
   void MoveFar() {
-    bool moved = false;
     while (far_ < live_) {
       RunCursor& r = ring_[NearHead()];
       if (scan_pos_ - r.pos <= limits_.near_bytes) break;
       r.far = true;
       ++far_;
-      moved = true;
       uint64_t n = 0;
       if (r.ready && !ReadTimed(r, r.pos, &n)) Unready(r);
     }
-    if (moved) MaybeRelease();
   }
 
   // A ready cursor whose record the far path could not read again: its run ends there (the
