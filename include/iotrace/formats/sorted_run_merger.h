@@ -182,12 +182,14 @@ class SortedRunMerger {
   uint64_t LowPos() const { return live_ > 0 ? ring_[head_].pos : scan_pos_; }
   // The oldest cursor that reads from the source's memory: LowPos without far runs. Runs lie in
   // stream order and each cursor in its run, so the far ones are the first far_ runs.
-  uint32_t NearHead() const {
-    if (far_ >= live_) return kNone;
+  // Kept in near_head_ (EmitTop asks on every change of leader): set again wherever head_,
+  // live_ or far_ change.
+  void SetNearHead() {
     const size_t i = head_ + far_;  // both below the ring's size: no division
-    return static_cast<uint32_t>(i < ring_.size() ? i : i - ring_.size());
+    near_head_ = far_ >= live_ ? kNone
+                               : static_cast<uint32_t>(i < ring_.size() ? i : i - ring_.size());
   }
-  uint64_t NearLowPos() const { return far_ < live_ ? ring_[NearHead()].pos : scan_pos_; }
+  uint64_t NearLowPos() const { return near_head_ != kNone ? ring_[near_head_].pos : scan_pos_; }
 
   // The cursor's next record, at `pos`, which Scan timed; false only when the far path could not
   // read it again.
@@ -342,10 +344,11 @@ class SortedRunMerger {
   // may let go of next).
   void MoveFar() {
     while (far_ < live_) {
-      RunCursor& r = ring_[NearHead()];
+      RunCursor& r = ring_[near_head_];
       if (scan_pos_ - r.pos <= limits_.near_bytes) break;
       r.far = true;
       ++far_;
+      SetNearHead();
       uint64_t n = 0;
       if (r.ready && !ReadTimed(r, r.pos, &n)) Unready(r);
     }
@@ -435,6 +438,7 @@ class SortedRunMerger {
         if (live_ == ring_.size()) Grow();
         const uint32_t slot = static_cast<uint32_t>((head_ + live_) % ring_.size());
         ++live_;
+        SetNearHead();
         RunCursor& r = ring_[slot];
         r.item = first;
         r.pos = pos;
@@ -474,7 +478,7 @@ class SortedRunMerger {
       const uint32_t slot = heap_[0];
       RunCursor& r = ring_[slot];
       // Only the nearest cursor's moves can let the source release anything.
-      const bool at_head = slot == NearHead();
+      const bool at_head = slot == near_head_;
       // The earlier of the top's two children (the heap's runs other than this one do not move).
       const size_t heap_size = heap_.size();
       const RunCursor* next_run = nullptr;
@@ -564,6 +568,7 @@ class SortedRunMerger {
     }
     ring_.swap(bigger);
     head_ = 0;
+    SetNearHead();
     open_ = open;
     heap_.clear();
     heap_.reserve(ring_.size());
@@ -587,6 +592,7 @@ class SortedRunMerger {
       --live_;
       if (far_ > 0) --far_;
     }
+    SetNearHead();
     MaybeRelease();
   }
 
@@ -658,6 +664,7 @@ class SortedRunMerger {
   size_t head_ = 0;
   size_t live_ = 0;
   size_t far_ = 0;  // the first far_ live runs read through the far path
+  uint32_t near_head_ = kNone;  // the first near run (kNone: none)
   uint32_t open_ = kNone;       // the run the scan extends
   uint64_t open_last_ = 0;      // the time of its last timed record
   std::vector<uint32_t> heap_;  // ready runs, earliest current record first
