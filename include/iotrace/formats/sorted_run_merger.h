@@ -130,7 +130,7 @@ class SortedRunMerger {
   // Scans the whole stream and emits every timed record.
   void Run() {
     for (;;) {
-      if (!heap_.empty() && CanEmit(ring_[heap_[0]])) {
+      if (!heap_.empty() && CanEmit(ring_[heap_[0].slot])) {
         EmitTop();
         continue;
       }
@@ -173,10 +173,15 @@ class SortedRunMerger {
     [[no_unique_address]] typename MergerRunBytes<Source>::type bytes{};
   };
 
-  bool Before(uint32_t a, uint32_t b) const {
-    const RunCursor& x = ring_[a];
-    const RunCursor& y = ring_[b];
-    return x.item.time < y.item.time || (x.item.time == y.item.time && x.seq < y.seq);
+  // A heap entry holds its run's key: a sift compares within the heap's array, touching a
+  // cursor only as it leads (at 256 CPUs, each cursor in lines of its own).
+  struct HeapKey {
+    uint64_t time;  // the run's current record's
+    uint64_t seq;   // the run's
+    uint32_t slot;
+  };
+  static bool Before(const HeapKey& x, const HeapKey& y) {
+    return x.time < y.time || (x.time == y.time && x.seq < y.seq);
   }
 
   uint64_t LowPos() const { return live_ > 0 ? ring_[head_].pos : scan_pos_; }
@@ -315,7 +320,7 @@ class SortedRunMerger {
     uint64_t stop_pos = ~uint64_t{0};
     uint64_t stop_index = ~uint64_t{0};
     if (!heap_.empty()) {
-      const RunCursor& top = ring_[heap_[0]];
+      const RunCursor& top = ring_[heap_[0].slot];
       if (!rounds_seen_) {
         stop_pos = SaturatingAdd(top.pos, limits_.window_bytes);
         stop_index = SaturatingAdd(top.index, limits_.window_records);
@@ -361,8 +366,8 @@ class SortedRunMerger {
     r.pos = r.end;
     source_->DropFar(&r.bytes);
     std::vector<uint32_t> ready;
-    for (uint32_t slot : heap_) {
-      if (ring_[slot].ready) ready.push_back(slot);
+    for (const HeapKey& k : heap_) {
+      if (ring_[k.slot].ready) ready.push_back(k.slot);
     }
     heap_.clear();
     for (uint32_t slot : ready) HeapPush(slot);
@@ -475,20 +480,19 @@ class SortedRunMerger {
     const uint64_t final_up_to = has_round_limit_ ? round_limit_ : 0;
     const bool has_final_limit = has_round_limit_;
     for (;;) {
-      const uint32_t slot = heap_[0];
+      const uint32_t slot = heap_[0].slot;
       RunCursor& r = ring_[slot];
       // Only the nearest cursor's moves can let the source release anything.
       const bool at_head = slot == near_head_;
       // The earlier of the top's two children (the heap's runs other than this one do not move).
       const size_t heap_size = heap_.size();
-      const RunCursor* next_run = nullptr;
+      uint64_t next_time = ~uint64_t{0};
+      uint64_t next_seq = ~uint64_t{0};
       if (heap_size > 1) {
-        uint32_t c = heap_[1];
-        if (heap_size > 2 && Before(heap_[2], c)) c = heap_[2];
-        next_run = &ring_[c];
+        const HeapKey& c = heap_size > 2 && Before(heap_[2], heap_[1]) ? heap_[2] : heap_[1];
+        next_time = c.time;
+        next_seq = c.seq;
       }
-      const uint64_t next_time = next_run != nullptr ? next_run->item.time : ~uint64_t{0};
-      const uint64_t next_seq = next_run != nullptr ? next_run->seq : ~uint64_t{0};
       for (;;) {
         EmitOne(r);
         uint64_t p = r.next;
@@ -542,8 +546,9 @@ class SortedRunMerger {
         }
         if (at_head && r.pos >= release_at_) MaybeRelease();  // NearLowPos() is r.pos
         // No longer before the other runs' earliest record: SiftDown puts it in its place, and
-        // that record's run (next_run) leads.
+        // that record's run (next_time's) leads.
         const uint64_t t = r.item.time;
+        heap_[0].time = t;
         if (t > next_time || (t == next_time && r.seq > next_seq)) {
           SiftDown(0);
           if (all_final || (has_final_limit && next_time <= final_up_to)) break;
@@ -620,7 +625,7 @@ class SortedRunMerger {
   }
 
   void HeapPush(uint32_t slot) {
-    heap_.push_back(slot);
+    heap_.push_back(HeapKey{ring_[slot].item.time, ring_[slot].seq, slot});
     size_t i = heap_.size() - 1;
     while (i > 0) {
       size_t parent = (i - 1) / 2;
@@ -667,7 +672,7 @@ class SortedRunMerger {
   uint32_t near_head_ = kNone;  // the first near run (kNone: none)
   uint32_t open_ = kNone;       // the run the scan extends
   uint64_t open_last_ = 0;      // the time of its last timed record
-  std::vector<uint32_t> heap_;  // ready runs, earliest current record first
+  std::vector<HeapKey> heap_;  // ready runs, earliest current record first
   // Positions of the records Scan did not time, in stream order, from untimed_head_ on (those
   // below the oldest cursor are dropped as it moves).
   std::vector<uint64_t> untimed_;
