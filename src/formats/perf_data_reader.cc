@@ -104,7 +104,12 @@ class PerfDataReader final : public TraceReader {
    public:
     using Item = PerfRecord;
     Stream(const PerfDataReader* reader, EventSink* sink, FileRing* ring, const TimeRange& range)
-        : r_(reader), sink_(sink), ring_(ring), range_(range) {}
+        : r_(reader),
+          sink_(sink),
+          ring_(ring),
+          range_(range),
+          far_block_bytes_(std::clamp<uint64_t>(reader->options_.far_block_bytes, 4096,
+                                                kMaxRecordBytes)) {}
 
     ScanKind Scan(uint64_t pos, uint64_t* next, uint64_t* time) {
       if constexpr (kRanged) {
@@ -199,7 +204,9 @@ class PerfDataReader final : public TraceReader {
     }
 
     bool Peek(uint64_t pos, uint64_t* next, PerfRecord* item) {
-      const uint8_t* at = ring_->At(pos);
+      return PeekAt(ring_->At(pos), pos, next, item);
+    }
+    bool PeekAt(const uint8_t* at, uint64_t pos, uint64_t* next, PerfRecord* item) {
       perf::EventHeader h;
       std::memcpy(&h, at, sizeof(h));
       uint64_t n = pos + h.size;
@@ -222,7 +229,9 @@ class PerfDataReader final : public TraceReader {
 
     // Revisit of a record Scan timed: a sample that passed its checks, or a loss with a time.
     void PeekTimed(uint64_t pos, uint64_t* next, PerfRecord* item) {
-      const uint8_t* at = ring_->At(pos);
+      PeekTimedAt(ring_->At(pos), pos, next, item);
+    }
+    void PeekTimedAt(const uint8_t* at, uint64_t pos, uint64_t* next, PerfRecord* item) {
       perf::EventHeader h;
       std::memcpy(&h, at, sizeof(h));
       *next = pos + h.size;  // never an AUXTRACE record: those are not timed
@@ -329,16 +338,109 @@ class PerfDataReader final : public TraceReader {
     // perf record (6.1, on this kernel) writes some samples twice: the last records of one
     // drain of a CPU's ring again at the start of the next. Byte-identical records (time, CPU,
     // task, payload) cannot be two events: the merger drops the second copy.
-    bool SameRecord(uint64_t a, uint64_t b) const {
-      const uint8_t* x = ring_->At(a);
-      const uint8_t* y = ring_->At(b);
+    // The far path (SortedRunMerger): a run's records read again from the file (its pages are
+    // in the page cache: the scan read them a few rounds before) into a block of the run's own,
+    // once its cursor is far behind the scan, so that the ring need not hold the rounds between
+    // them. Each run is read in order, a block at a time; a record across a block's end starts
+    // the next read, and one larger than a block gets a block of the largest record size.
+    struct RunBytes {
+      uint8_t* block = nullptr;  // from the pool; null: none
+      uint64_t begin = 0;        // file offset of block[0]
+      uint64_t end = 0;          // of the byte after the last read
+      bool big = false;          // a kMaxRecordBytes block, not a far_block_bytes one
+    };
+    // Records below what the ring holds are read again from the file (rare: only records with
+    // equal times are compared), each into a block of its own.
+    bool SameRecord(uint64_t a, uint64_t b) {
+      const uint8_t* x = RecordAt(a, &same_a_);
+      const uint8_t* y = RecordAt(b, &same_b_);
+      if (x == nullptr || y == nullptr) return false;
       perf::EventHeader hx, hy;
       std::memcpy(&hx, x, sizeof(hx));
       std::memcpy(&hy, y, sizeof(hy));
       return hx.size == hy.size && hx.type == hy.type && std::memcmp(x, y, hx.size) == 0;
     }
+    const uint8_t* RecordAt(uint64_t pos, RunBytes* block) {
+      return pos >= ring_->released() ? ring_->At(pos) : FarRecord(pos, block);
+    }
 
     void Release(uint64_t below) { ring_->Release(below); }
+
+    bool PeekFar(uint64_t pos, uint64_t* next, PerfRecord* item, RunBytes* run) {
+      const uint8_t* at = FarRecord(pos, run);
+      if (at == nullptr) {
+        *next = pos;
+        return false;
+      }
+      return PeekAt(at, pos, next, item);
+    }
+    bool PeekTimedFar(uint64_t pos, uint64_t* next, PerfRecord* item, RunBytes* run) {
+      const uint8_t* at = FarRecord(pos, run);
+      if (at == nullptr) {
+        *next = pos;
+        return false;
+      }
+      PeekTimedAt(at, pos, next, item);
+      return true;
+    }
+    void DropFar(RunBytes* run) {
+      if (run->block != nullptr) (run->big ? free_big_ : free_blocks_).push_back(run->block);
+      *run = RunBytes{};
+    }
+
+    // The record at `pos` whole in the run's block (read when it is not there): null when the
+    // file cannot give it again (counted in far_errors_).
+    const uint8_t* FarRecord(uint64_t pos, RunBytes* run) {
+      if (pos < run->begin || pos + sizeof(perf::EventHeader) > run->end) [[unlikely]] {
+        if (!FarRead(pos, sizeof(perf::EventHeader), run)) return nullptr;
+      }
+      const uint8_t* at = run->block + (pos - run->begin);
+      perf::EventHeader h;
+      std::memcpy(&h, at, sizeof(h));
+      if (pos + h.size > run->end) [[unlikely]] {
+        if (!FarRead(pos, h.size, run)) return nullptr;
+        at = run->block;
+      }
+      return at;
+    }
+    // Fills the run's block from `pos`, at least `need` bytes (a block from the pool when it has
+    // none, or none that large).
+    [[gnu::noinline]] bool FarRead(uint64_t pos, uint64_t need, RunBytes* run) {
+      const bool big = need > far_block_bytes_;
+      if (run->block != nullptr && big && !run->big) DropFar(run);
+      if (run->block == nullptr) {
+        auto& free = big ? free_big_ : free_blocks_;
+        if (free.empty()) {
+          blocks_.push_back(std::make_unique<uint8_t[]>(big ? kMaxRecordBytes : far_block_bytes_));
+          free.reserve(blocks_.size());
+          free.push_back(blocks_.back().get());
+        }
+        run->block = free.back();
+        run->big = big;
+        free.pop_back();
+      }
+      const uint64_t want = std::min(run->big ? kMaxRecordBytes : far_block_bytes_,
+                                     r_->data_end_ - std::min(pos, r_->data_end_));
+      uint64_t got = 0;
+      while (got < want) {
+        const ssize_t n = ::pread(r_->fd_.get(), run->block + got, want - got,
+                                  static_cast<off_t>(pos + got));
+        if (n > 0) {
+          got += static_cast<uint64_t>(n);
+        } else if (n < 0 && errno == EINTR) {
+          continue;
+        } else {
+          break;
+        }
+      }
+      run->begin = pos;
+      run->end = pos + got;
+      if (got < need) {
+        ++far_errors_;
+        return false;
+      }
+      return true;
+    }
 
     static constexpr uint32_t kMaxCoveredCpu = 1 << 16;
     uint64_t records_ = 0;
@@ -351,6 +453,7 @@ class PerfDataReader final : public TraceReader {
     uint64_t truncated_ = 0;
     uint64_t bad_size_ = 0;
     std::array<uint64_t, static_cast<size_t>(PerfProblem::kCount)> problems_{};
+    uint64_t far_errors_ = 0;  // records the far path could not read again
     absl::flat_hash_map<int32_t, std::string>* comms_ = nullptr;  // collected when set
     // kRanged: see RangeReadResult.
     bool met_end_position_ = false;
@@ -362,6 +465,12 @@ class PerfDataReader final : public TraceReader {
     EventSink* sink_;
     FileRing* ring_;
     const TimeRange& range_;
+    // The far path's blocks, all owned here; those not in a run's RunBytes are free.
+    uint64_t far_block_bytes_ = 0;
+    std::vector<std::unique_ptr<uint8_t[]>> blocks_;
+    std::vector<uint8_t*> free_blocks_;
+    std::vector<uint8_t*> free_big_;
+    RunBytes same_a_, same_b_;  // SameRecord's, for records below the ring
     bool stopped_ = false;
     bool mine_ = true;  // the record being scanned lies before range_.end_position
   };
@@ -947,13 +1056,20 @@ absl::Status PerfDataReader::Read(EventSink* sink, const TimeRange& range, Range
   if (read_ahead_) ring.StartReadAhead();
   Stream<kRanged> stream(this, sink, &ring, range);
   if (!kRanged) stream.comms_ = &comms_;
-  // The ring reuses room as the oldest cursor moves on: tell it often.
+  // The ring reuses room as the nearest cursor moves on: tell it often.
   MergeLimits limits = options_.merge;
   limits.release_step = std::min<uint64_t>(limits.release_step, uint64_t{256} << 10);
+  // Cursors further behind the scan read through the far path, so that the ring never grows:
+  // it holds what the merge keeps near, a release step and the record being scanned, and the
+  // room read ahead into (half the ring: a thread reading ahead hears of room half a ring at a
+  // time, FileRing).
+  const uint64_t in_ring = read_ahead_ ? ring.capacity() / 2 : ring.capacity();
+  const uint64_t margin = limits.release_step + kMaxRecordBytes + options_.read_step_bytes;
+  limits.near_bytes = std::min(limits.near_bytes, in_ring - std::min(in_ring / 2, margin));
   SortedRunMerger<Stream<kRanged>> merger(&stream, begin, data_end_, limits);
   merger.Run();
   // A failed read (or a file cut short while being read) ends the data early, as a cut would.
-  const bool read_failed = !ring.error().empty();
+  const bool read_failed = !ring.error().empty() || stream.far_errors_ != 0;
   ring = FileRing();
 
   stats.records = stream.records_;

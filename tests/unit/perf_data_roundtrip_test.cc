@@ -103,6 +103,39 @@ TEST_F(PerfDataRoundTripTest, SamplesWrittenAgainInTheNextDrainAreDeliveredOnceA
   }
 }
 
+TEST_F(PerfDataRoundTripTest, RoundsOfManyCpusLargerThanTheRingAreReadAgainFromTheFileInOrder) {
+  // 64 busy CPUs drained every 2 ms: rounds of ~400 KiB, through a ring of 256 KiB (so the
+  // cursors a round or two behind the scan read their runs again from the file, 4 KiB at a time),
+  // with some drains starting with the last samples of the one before (compared, below the
+  // ring, with the records emitted before them).
+  std::string path = Path("manycpus");
+  test::SyntheticOptions o;
+  o.samples = 40000;
+  o.cpus = 64;
+  o.drain_interval_ns = 2000000;
+  o.drain_stagger_ns = 20000;
+  o.repeat_every = 5;
+  o.repeat_records = 2;
+  uint64_t repeated = 0;
+  o.repeated = &repeated;
+  std::vector<test::ExpectedEvent> expected;
+  ASSERT_TRUE(test::WriteSyntheticBlockFile(path, o, &expected).ok());
+  ASSERT_GT(repeated, 100u);
+  PerfReadOptions options;
+  options.read_ring_bytes = 256 << 10;
+  options.read_step_bytes = 16 << 10;
+  options.far_block_bytes = 4096;
+  options.merge.release_step = 4096;
+  auto reader = OpenPerfData(path, options);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  CollectingSink sink;
+  ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+  ExpectEvents(setup_, sink, expected);
+  EXPECT_EQ((*reader)->stats().Problem("duplicate_record"), repeated);
+  EXPECT_EQ((*reader)->stats().Problem("out_of_order_beyond_window"), 0u);
+  EXPECT_EQ((*reader)->stats().Problem("read_error"), 0u);
+}
+
 TEST_F(PerfDataRoundTripTest, ReadsTheSameEventsTwice) {
   std::string path = Path("twice");
   test::SyntheticOptions o;
@@ -144,6 +177,7 @@ TEST_F(PerfDataRoundTripTest, RecordsBeyondATinyWindowAreDeliveredAndCounted) {
   PerfReadOptions options;
   options.merge.window_records = 2;
   options.merge.window_bytes = 1 << 30;
+  options.merge.far_window_bytes = 0;  // else the window is at least that (1 GiB)
   auto reader = OpenPerfData(path, options);
   ASSERT_TRUE(reader.ok()) << reader.status();
   CollectingSink sink;

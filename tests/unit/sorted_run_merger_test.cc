@@ -471,5 +471,188 @@ TEST(SortedRunMergerTest, RandomRunsWithRepeatedTailsMergeLikeAStableSortOfTheOr
   }
 }
 
+// A source with the far path, as the perf.data reader's: reads at or above what it released
+// only, except through a run's RunBytes (anywhere, but each run in order). An item read near
+// carries its position, which must still be held when the item is emitted; `fail_far_from`: far
+// reads from there on fail, as a file that cannot be read again.
+class FarSource {
+ public:
+  struct Item {
+    uint64_t time = 0;
+    uint64_t tag = 0;
+    uint64_t pos = 0;
+    bool far = false;
+  };
+  struct RunBytes {
+    bool open = false;
+    uint64_t last = 0;
+  };
+
+  explicit FarSource(std::vector<ToyRecord> records) : toy_(std::move(records)) {}
+  uint64_t end() const { return toy_.end(); }
+
+  ScanKind Scan(uint64_t pos, uint64_t* next, uint64_t* time) {
+    max_held = std::max(max_held, pos - toy_.released());
+    return toy_.Scan(pos, next, time);
+  }
+  bool Peek(uint64_t pos, uint64_t* next, Item* item) {
+    ToySource::Item t;
+    const bool timed = toy_.Peek(pos, next, &t);  // checks that pos was not released
+    *item = {t.time, t.tag, pos, false};
+    return timed;
+  }
+  void PeekTimed(uint64_t pos, uint64_t* next, Item* item) {
+    ToySource::Item t;
+    toy_.PeekTimed(pos, next, &t);
+    *item = {t.time, t.tag, pos, false};
+  }
+  bool PeekFar(uint64_t pos, uint64_t* next, Item* item, RunBytes* run) {
+    if (run->open) {
+      EXPECT_GT(pos, run->last) << "a far run read out of order";
+    } else {
+      run->open = true;
+      max_open = std::max(max_open, ++open);
+    }
+    run->last = pos;
+    ++far_reads;
+    if (pos >= fail_far_from) {
+      *next = pos;
+      return false;
+    }
+    const ToyRecord& r = toy_.RecordAt(pos);
+    *next = pos + r.size;
+    *item = {r.time, r.tag, pos, true};
+    return r.kind == ScanKind::kTimed;
+  }
+  bool PeekTimedFar(uint64_t pos, uint64_t* next, Item* item, RunBytes* run) {
+    EXPECT_EQ(toy_.RecordAt(pos).kind, ScanKind::kTimed) << "PeekTimedFar on an untimed record";
+    return PeekFar(pos, next, item, run);
+  }
+  void DropFar(RunBytes* run) {
+    if (run->open) --open;
+    *run = RunBytes{};
+  }
+  void Emit(const Item& item, bool out_of_order) {
+    if (!item.far) EXPECT_GE(item.pos, toy_.released()) << "emitted from released bytes";
+    tags.push_back(item.tag);
+    behind += out_of_order ? 1 : 0;
+  }
+  void Release(uint64_t below) { toy_.Release(below); }
+
+  std::vector<uint64_t> tags;
+  uint64_t behind = 0;
+  uint64_t max_held = 0;  // the most bytes between what was released and the scan
+  uint64_t far_reads = 0;
+  uint64_t open = 0;      // RunBytes read through and not dropped
+  uint64_t max_open = 0;
+  uint64_t fail_far_from = ~uint64_t{0};
+
+ private:
+  ToySource toy_;
+};
+
+// perf record's rounds on a machine of `cpus` evenly busy CPUs: every CPU's ring drained in
+// turn, a sorted run of the records since its last drain (64 bytes each), then a round mark. CPU
+// c is drained 10 ns after CPU c - 1, so its drain holds records older than those of the higher
+// CPUs' drains in the round before: only the round marks say when a record is final.
+std::vector<ToyRecord> BusyRounds(std::mt19937* rng, uint64_t cpus, int rounds, int per_drain) {
+  std::vector<ToyRecord> records;
+  std::vector<uint64_t> drained(cpus, 0);
+  uint64_t tag = 0;
+  for (int k = 1; k <= rounds; ++k) {
+    for (uint64_t c = 0; c < cpus; ++c) {
+      const uint64_t now = k * (10 * cpus + 100) + 10 * c;
+      std::vector<uint64_t> times;
+      for (int i = 0; i < per_drain; ++i) {
+        times.push_back(drained[c] + 1 + (*rng)() % (now - drained[c]));
+      }
+      std::sort(times.begin(), times.end());
+      drained[c] = now;
+      for (uint64_t t : times) records.push_back({ScanKind::kTimed, t, 64, ++tag});
+    }
+    records.push_back({ScanKind::kRoundEnd, 0, 8, 0});
+  }
+  return records;
+}
+
+TEST(SortedRunMergerTest, RoundsLargerThanTheMemoryKeptMergeExactlyThroughTheFarPath) {
+  // 64 CPUs, 32 KiB a round; 4 KiB may be held between the nearest cursor and the scan.
+  std::mt19937 rng(5);
+  const std::vector<ToyRecord> records = BusyRounds(&rng, 64, 12, 8);
+  MergeLimits limits;
+  limits.release_step = 1024;
+
+  // Without the far path, holding no more than that forces records out before earlier ones.
+  ToySource held(records);
+  limits.max_span_bytes = 4096;
+  SortedRunMerger<ToySource> capped(&held, 0, held.end(), limits);
+  capped.Run();
+  EXPECT_GT(capped.counters().forced, 0u);
+  EXPECT_GT(capped.counters().out_of_order, 0u);
+  EXPECT_NE(Tags(held), StableOrder(records));
+
+  // With it, the cursors behind read their runs again and every record comes out in order.
+  FarSource far(records);
+  limits.max_span_bytes = ~uint64_t{0};
+  limits.near_bytes = 4096;
+  SortedRunMerger<FarSource> merger(&far, 0, far.end(), limits);
+  merger.Run();
+  EXPECT_EQ(far.tags, StableOrder(records));
+  EXPECT_EQ(far.behind, 0u);
+  EXPECT_EQ(merger.counters().out_of_order, 0u);
+  EXPECT_EQ(merger.counters().forced, 0u);
+  EXPECT_GT(far.far_reads, records.size() / 2);
+  // What was held: the near bytes, a release step, the record scanned past the limit.
+  EXPECT_LE(far.max_held, 4096u + 1024u + 64u);
+  // A run's bytes are read through at most one RunBytes at a time, each given back.
+  EXPECT_EQ(far.open, 0u);
+  EXPECT_GT(far.max_open, 64u);
+  EXPECT_LE(far.max_open, merger.counters().max_live_runs);
+}
+
+TEST(SortedRunMergerTest, WithEveryRunFarTheScannedBytesAreStillLetGo) {
+  // One CPU: its drains follow one another in time, one run for the whole stream, far behind
+  // the scan for most of it; with and without round marks.
+  std::mt19937 rng(7);
+  std::vector<ToyRecord> marked = BusyRounds(&rng, 1, 60, 128);
+  std::vector<ToyRecord> unmarked;
+  for (const ToyRecord& r : marked) {
+    if (r.kind == ScanKind::kTimed) unmarked.push_back(r);
+  }
+  for (const auto& records : {marked, unmarked}) {
+    FarSource far(records);
+    MergeLimits limits;
+    limits.near_bytes = 4096;
+    limits.release_step = 1024;
+    SortedRunMerger<FarSource> merger(&far, 0, far.end(), limits);
+    merger.Run();
+    EXPECT_EQ(far.tags, StableOrder(records));
+    EXPECT_EQ(merger.counters().runs, 1u);
+    EXPECT_GT(far.far_reads, 0u);
+    EXPECT_LE(far.max_held, 4096u + 1024u + 64u);
+  }
+}
+
+TEST(SortedRunMergerTest, AFarRunThatCannotBeReadAgainEndsThereAndTheRestStaysInOrder) {
+  std::mt19937 rng(6);
+  const std::vector<ToyRecord> records = BusyRounds(&rng, 16, 10, 8);
+  FarSource far(records);
+  far.fail_far_from = far.end() / 2;
+  MergeLimits limits;
+  limits.near_bytes = 2048;
+  limits.release_step = 512;
+  SortedRunMerger<FarSource> merger(&far, 0, far.end(), limits);
+  merger.Run();
+  const std::vector<uint64_t> all = StableOrder(records);
+  EXPECT_LT(far.tags.size(), all.size());
+  EXPECT_GT(far.tags.size(), all.size() / 4);
+  EXPECT_EQ(merger.counters().out_of_order, 0u);
+  std::vector<uint64_t> time_of(all.size() + 1);
+  for (const ToyRecord& r : records) time_of[r.tag] = r.time;
+  EXPECT_TRUE(std::is_sorted(far.tags.begin(), far.tags.end(),
+                             [&](uint64_t x, uint64_t y) { return time_of[x] < time_of[y]; }));
+  EXPECT_EQ(far.open, 0u);
+}
+
 }  // namespace
 }  // namespace iotrace

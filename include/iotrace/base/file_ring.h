@@ -65,6 +65,8 @@ class FileRing {
   bool reading_ahead() const { return async_ != nullptr; }
 
   const uint8_t* At(uint64_t offset) const { return base_ + (offset & mask_); }
+  // Bytes from here on (up to what was filled) are readable at At().
+  uint64_t released() const { return released_; }
   size_t capacity() const { return static_cast<size_t>(mask_ + 1); }
 
   // Makes [offset, offset + want) readable (contiguous for want <= max_span), reading ahead by

@@ -37,12 +37,18 @@ namespace iotrace {
 struct PerfReadOptions {
   MergeLimits merge;
   // The data section is read into a ring of this many bytes (FileRing), in steps of
-  // `read_step_bytes`; the ring doubles when the merge holds more than it.
+  // `read_step_bytes`; what the merge holds beyond it is read again from the file (below).
   size_t read_ring_bytes = size_t{2} << 20;
   size_t read_step_bytes = size_t{128} << 10;
   // With read-ahead (set_read_ahead): the reading thread is told of room half a ring at a time
   // (FileRing), so the ring must hold that on top of what the merge keeps live.
   size_t read_ahead_ring_bytes = size_t{8} << 20;
+  // A run whose cursor is further behind the scan than the ring keeps (MergeLimits::near_bytes)
+  // reads its records again from the file, a block of this many bytes at a time (4 KiB to
+  // 64 KiB): memory ~ runs with records pending x this (~2 x busy CPUs in a recording with round
+  // marks). 8 KiB: at 256 CPUs and 10^7 events the default two time ranges peak at 58 MiB, 70
+  // with 16 KiB; the pread a block costs ~10 ns an event of system time.
+  size_t far_block_bytes = size_t{8} << 10;
   // Tried at open when the file's event formats are lost (HEADER_TRACING_DATA cut off); null:
   // such a file is an error. Only used during the open.
   const FormatsFallback* formats_fallback = nullptr;

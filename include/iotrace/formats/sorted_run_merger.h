@@ -4,11 +4,16 @@
 // over events) merges them. A record is emitted once nothing later in the stream can precede
 // it: by round marks (PERF_RECORD_FINISHED_ROUND semantics: everything up to the largest time
 // seen before the previous mark is final), else by a window (bytes and records scanned past it).
-// Memory caps (live runs, bytes between the oldest cursor and the scan) force emission in
-// pathological streams; records that then arrive older than what was emitted are still
-// delivered, flagged out of order. A record that is the same, byte for byte, as one emitted
-// just before it with the same time (perf record on this machine writes some samples twice, in
-// consecutive drains of a CPU's ring) is dropped and counted, when the source can compare.
+// A source that can read a run's records again from where they lie (a file) lets the merge keep
+// only the last `near_bytes` scanned in memory: a cursor further behind the scan reads its run
+// through the source's far path (a small buffer per run), so the rounds of a many-CPU recording
+// (a round per drain of every CPU's ring: ~1 MiB x CPUs) cost memory per live run, not per byte.
+// Memory caps (live runs; bytes between the oldest cursor and the scan, for a source without the
+// far path) force emission in pathological streams; records that then arrive older than what
+// was emitted are still delivered, flagged out of order. A record that is the same, byte for
+// byte, as one emitted just before it with the same time (perf record on this machine writes
+// some samples twice, in consecutive drains of a CPU's ring) is dropped and counted, when the
+// source can compare.
 #ifndef IOTRACE_FORMATS_SORTED_RUN_MERGER_H_
 #define IOTRACE_FORMATS_SORTED_RUN_MERGER_H_
 
@@ -30,11 +35,22 @@ struct MergeLimits {
   // perf report counts them as "out of order events"): with 2, four of the six seen in four
   // recordings came out in order, at the cost of holding one more round. At most 8.
   int round_lag = 2;
-  // Memory caps, whatever the marks say.
-  uint64_t max_span_bytes = uint64_t{32} << 20;  // scan position - oldest live cursor
-  size_t max_runs = 4096;                        // live runs (>= 2)
+  // Memory caps, whatever the marks say. The span (scan position - oldest live cursor) costs
+  // memory only in a source without the far path, which sets a cap on it; by default none.
+  uint64_t max_span_bytes = ~uint64_t{0};
+  size_t max_runs = 4096;  // live runs (>= 2)
+  // With a source that has the far path (RunBytes): a cursor more than this many bytes behind
+  // the scan reads its run through it, and nothing below the nearest of the other cursors is
+  // kept (Release). Without the far path, ignored.
+  uint64_t near_bytes = ~uint64_t{0};
   // The source's Release() is called each time the oldest cursor moves on by this much.
   uint64_t release_step = uint64_t{2} << 20;
+  // With the far path, the window is at least this many bytes and a sixteenth as many records:
+  // a stream with round marks then holds its whole first round until the first mark, as perf
+  // does (a round of a recording of 256 busy CPUs is ~256 MiB, and the first mark comes after
+  // it). A stream without marks (rare: perf and iotrace record write them) is read with this
+  // window throughout, its cursors far behind the scan.
+  uint64_t far_window_bytes = uint64_t{1} << 30;
 };
 
 struct MergeCounters {
@@ -66,6 +82,26 @@ enum class ScanKind : uint8_t { kTimed, kUntimed, kRoundEnd, kStop };
 //   // Optional: told of each record dropped as a copy (counted in counters().duplicates too).
 //   void Duplicate(const Item& item);
 //   void Release(uint64_t below);  // nothing before `below` will be read again
+//   // Optional, the far path: a run's records read again from where they lie, below what was
+//   // released. RunBytes (trivially copyable, value-initialized empty) is a cursor's state, e.g.
+//   // a buffer of the run's bytes. PeekFar is Peek, PeekTimedFar PeekTimed, through it; both set
+//   // *next <= pos and return false when the bytes cannot be read again (the run then ends
+//   // there). DropFar: the cursor will not read through `run` again until a PeekFar/PeekTimedFar.
+//   // With the far path, SameRecord may be asked of released records too.
+//   using RunBytes = ...;
+//   bool PeekFar(uint64_t pos, uint64_t* next, Item* item, RunBytes* run);
+//   bool PeekTimedFar(uint64_t pos, uint64_t* next, Item* item, RunBytes* run);
+//   void DropFar(RunBytes* run);
+template <typename Source>
+struct MergerRunBytes {
+  struct type {};
+};
+template <typename Source>
+  requires requires { typename Source::RunBytes; }
+struct MergerRunBytes<Source> {
+  using type = typename Source::RunBytes;
+};
+
 template <typename Source>
 class SortedRunMerger {
  public:
@@ -80,6 +116,10 @@ class SortedRunMerger {
         release_at_(SaturatingAdd(begin, limits.release_step)),
         round_lag_(std::clamp(limits.round_lag, 1, kRoundSlots - 1)) {
     limits_.max_runs = std::max<size_t>(limits_.max_runs, 2);
+    if constexpr (kFar) {
+      limits_.window_bytes = std::max(limits_.window_bytes, limits_.far_window_bytes);
+      limits_.window_records = std::max(limits_.window_records, limits_.far_window_bytes / 16);
+    }
     ring_.resize(std::min<size_t>(limits_.max_runs, 16));
     heap_.reserve(ring_.size());
     // 32 KiB: room for the untimed records between two releases in any usual file (a 3 M-event
@@ -90,7 +130,7 @@ class SortedRunMerger {
   // Scans the whole stream and emits every timed record.
   void Run() {
     for (;;) {
-      if (!heap_.empty() && CanEmit(ring_[heap_[0]])) {
+      if (!heap_.empty() && CanEmit(ring_[heap_[0].slot])) {
         EmitTop();
         continue;
       }
@@ -114,6 +154,7 @@ class SortedRunMerger {
 
  private:
   static constexpr uint32_t kNone = 0xffffffff;
+  static constexpr bool kFar = requires { typename Source::RunBytes; };
 
   struct RunCursor {
     Item item{};             // the current record, decoded
@@ -128,15 +169,49 @@ class SortedRunMerger {
     uint64_t untimed_from = ~uint64_t{0};
     bool ready = false;      // has a current record (is in the heap)
     bool closed = false;     // a later run exists: this one gets no more records
+    bool far = false;        // reads its run through the source's far path (kFar)
+    [[no_unique_address]] typename MergerRunBytes<Source>::type bytes{};
   };
 
-  bool Before(uint32_t a, uint32_t b) const {
-    const RunCursor& x = ring_[a];
-    const RunCursor& y = ring_[b];
-    return x.item.time < y.item.time || (x.item.time == y.item.time && x.seq < y.seq);
+  // A heap entry holds its run's key: a sift compares within the heap's array, touching a
+  // cursor only as it leads (at 256 CPUs, each cursor in lines of its own).
+  struct HeapKey {
+    uint64_t time;  // the run's current record's
+    uint64_t seq;   // the run's
+    uint32_t slot;
+  };
+  static bool Before(const HeapKey& x, const HeapKey& y) {
+    return x.time < y.time || (x.time == y.time && x.seq < y.seq);
   }
 
   uint64_t LowPos() const { return live_ > 0 ? ring_[head_].pos : scan_pos_; }
+  // The oldest cursor that reads from the source's memory: LowPos without far runs. Runs lie in
+  // stream order and each cursor in its run, so the far ones are the first far_ runs.
+  // Kept in near_head_ (EmitTop asks on every change of leader): set again wherever head_,
+  // live_ or far_ change.
+  void SetNearHead() {
+    const size_t i = head_ + far_;  // both below the ring's size: no division
+    near_head_ = far_ >= live_ ? kNone
+                               : static_cast<uint32_t>(i < ring_.size() ? i : i - ring_.size());
+  }
+  uint64_t NearLowPos() const { return near_head_ != kNone ? ring_[near_head_].pos : scan_pos_; }
+
+  // The cursor's next record, at `pos`, which Scan timed; false only when the far path could not
+  // read it again.
+  bool ReadTimed(RunCursor& r, uint64_t pos, uint64_t* next) {
+    if constexpr (kFar) {
+      if (r.far) return source_->PeekTimedFar(pos, next, &r.item, &r.bytes);
+    }
+    PeekTimed(pos, next, &r.item);
+    return true;
+  }
+  // Peek for the cursor (true: a timed record).
+  bool ReadAny(RunCursor& r, uint64_t pos, uint64_t* next) {
+    if constexpr (kFar) {
+      if (r.far) return source_->PeekFar(pos, next, &r.item, &r.bytes);
+    }
+    return source_->Peek(pos, next, &r.item);
+  }
 
   bool CanEmit(const RunCursor& r) {
     if (scan_done_) return true;
@@ -221,6 +296,8 @@ class SortedRunMerger {
   // Nothing below this may be released: the oldest cursor's record, and the records emitted
   // last with the latest time, while the next ones may be compared with them.
   uint64_t KeepPos() const {
+    // The far path reads anything below again, the records SameRecord compares included.
+    if constexpr (kFar) return NearLowPos();
     uint64_t low = LowPos();
     if constexpr (kComparesRecords) {
       low = std::min(low, last_pos_);  // kNoPos when none
@@ -243,18 +320,57 @@ class SortedRunMerger {
     uint64_t stop_pos = ~uint64_t{0};
     uint64_t stop_index = ~uint64_t{0};
     if (!heap_.empty()) {
-      const RunCursor& top = ring_[heap_[0]];
+      const RunCursor& top = ring_[heap_[0].slot];
       if (!rounds_seen_) {
         stop_pos = SaturatingAdd(top.pos, limits_.window_bytes);
         stop_index = SaturatingAdd(top.index, limits_.window_records);
       }
       stop_pos = std::min(stop_pos, SaturatingAdd(LowPos(), SaturatingAdd(limits_.max_span_bytes, 1)));
     }
+    if constexpr (kFar) {
+      // Where the nearest cursor falls behind by more than near_bytes (it goes far), or, with
+      // none near, where the bytes scanned since must be let go of.
+      stop_pos =
+          std::min(stop_pos, SaturatingAdd(NearLowPos(), SaturatingAdd(limits_.near_bytes, 1)));
+    }
     while (!ScanOne() && scan_pos_ < stop_pos && scanned_ < stop_index) {
     }
     // The open run reaches the scan position (kept here rather than per record: only the
     // cursors read it, and they move between scans).
     if (open_ != kNone) ring_[open_].end = scan_pos_;
+    if constexpr (kFar) {
+      MoveFar();
+      MaybeRelease();
+    }
+  }
+
+  // The runs whose cursors are more than near_bytes behind the scan read through the far path
+  // from now on, their current record read again that way (it was decoded from bytes the source
+  // may let go of next).
+  void MoveFar() {
+    while (far_ < live_) {
+      RunCursor& r = ring_[near_head_];
+      if (scan_pos_ - r.pos <= limits_.near_bytes) break;
+      r.far = true;
+      ++far_;
+      SetNearHead();
+      uint64_t n = 0;
+      if (r.ready && !ReadTimed(r, r.pos, &n)) Unready(r);
+    }
+  }
+
+  // A ready cursor whose record the far path could not read again: its run ends there (the
+  // source counts the failed read). Rare: rebuilds the heap.
+  [[gnu::noinline]] void Unready(RunCursor& r) {
+    r.ready = false;
+    r.pos = r.end;
+    source_->DropFar(&r.bytes);
+    std::vector<uint32_t> ready;
+    for (const HeapKey& k : heap_) {
+      if (ring_[k.slot].ready) ready.push_back(k.slot);
+    }
+    heap_.clear();
+    for (uint32_t slot : ready) HeapPush(slot);
   }
 
   // Scans one record. True when the state CanEmit looks at changed beyond the scan position:
@@ -300,10 +416,9 @@ class SortedRunMerger {
       // when the run closes or a round mark needs it.
       if (open_ != kNone && t >= open_last_) {
         RunCursor& o = ring_[open_];
-        if (!o.ready) {
-          // The scan only times records: decode this one now that a cursor stands on it.
-          uint64_t n = 0;
-          PeekTimed(pos, &n, &o.item);
+        uint64_t n = 0;
+        // The scan only times records: decode this one now that a cursor stands on it.
+        if (!o.ready && ReadTimed(o, pos, &n)) {
           o.pos = pos;
           o.next = next;
           o.index = index;
@@ -328,6 +443,7 @@ class SortedRunMerger {
         if (live_ == ring_.size()) Grow();
         const uint32_t slot = static_cast<uint32_t>((head_ + live_) % ring_.size());
         ++live_;
+        SetNearHead();
         RunCursor& r = ring_[slot];
         r.item = first;
         r.pos = pos;
@@ -337,6 +453,7 @@ class SortedRunMerger {
         r.seq = counters_.runs++;
         r.ready = true;
         r.closed = false;
+        r.far = false;  // follows every live run: the far ones are the first far_
         open_ = slot;
         open_last_ = t;
         HeapPush(slot);
@@ -363,19 +480,19 @@ class SortedRunMerger {
     const uint64_t final_up_to = has_round_limit_ ? round_limit_ : 0;
     const bool has_final_limit = has_round_limit_;
     for (;;) {
-      const uint32_t slot = heap_[0];
+      const uint32_t slot = heap_[0].slot;
       RunCursor& r = ring_[slot];
-      const bool at_head = slot == head_;
+      // Only the nearest cursor's moves can let the source release anything.
+      const bool at_head = slot == near_head_;
       // The earlier of the top's two children (the heap's runs other than this one do not move).
       const size_t heap_size = heap_.size();
-      const RunCursor* next_run = nullptr;
+      uint64_t next_time = ~uint64_t{0};
+      uint64_t next_seq = ~uint64_t{0};
       if (heap_size > 1) {
-        uint32_t c = heap_[1];
-        if (heap_size > 2 && Before(heap_[2], c)) c = heap_[2];
-        next_run = &ring_[c];
+        const HeapKey& c = heap_size > 2 && Before(heap_[2], heap_[1]) ? heap_[2] : heap_[1];
+        next_time = c.time;
+        next_seq = c.seq;
       }
-      const uint64_t next_time = next_run != nullptr ? next_run->item.time : ~uint64_t{0};
-      const uint64_t next_seq = next_run != nullptr ? next_run->seq : ~uint64_t{0};
       for (;;) {
         EmitOne(r);
         uint64_t p = r.next;
@@ -383,16 +500,19 @@ class SortedRunMerger {
         bool found = false;
         if (p < r.end && p < r.untimed_from) {
           uint64_t n = 0;
-          PeekTimed(p, &n, &r.item);
-          r.pos = p;
-          r.next = n;
-          r.index = index;
-          found = true;
+          if (ReadTimed(r, p, &n)) {
+            r.pos = p;
+            r.next = n;
+            r.index = index;
+            found = true;
+          } else {
+            p = r.end;  // the far path could not read it again: the run ends here
+          }
         }
         while (!found && p < r.end) {
           uint64_t n = 0;
           if (p < r.untimed_from) {
-            PeekTimed(p, &n, &r.item);
+            if (!ReadTimed(r, p, &n)) break;
             r.pos = p;
             r.next = n;
             r.index = index;
@@ -402,7 +522,7 @@ class SortedRunMerger {
           // At the run's next untimed record (or past it, when the cursor jumped ahead while it
           // waited for the scan): move the mark beyond p, and look this record over with Peek.
           UntimedAfter(r, p);
-          if (source_->Peek(p, &n, &r.item)) {
+          if (ReadAny(r, p, &n)) {
             r.pos = p;
             r.next = n;
             r.index = index;
@@ -417,15 +537,18 @@ class SortedRunMerger {
           r.pos = r.end;
           r.index = index;
           r.ready = false;
+          if constexpr (kFar) {
+            if (r.far) source_->DropFar(&r.bytes);
+          }
           HeapPopTop();
           PopExhaustedFront();
           return;
         }
-        // The low position is the oldest run's cursor: only its moves can release anything.
-        if (at_head && r.pos >= release_at_) MaybeRelease();  // LowPos() is r.pos
+        if (at_head && r.pos >= release_at_) MaybeRelease();  // NearLowPos() is r.pos
         // No longer before the other runs' earliest record: SiftDown puts it in its place, and
-        // that record's run (next_run) leads.
+        // that record's run (next_time's) leads.
         const uint64_t t = r.item.time;
+        heap_[0].time = t;
         if (t > next_time || (t == next_time && r.seq > next_seq)) {
           SiftDown(0);
           if (all_final || (has_final_limit && next_time <= final_up_to)) break;
@@ -450,6 +573,7 @@ class SortedRunMerger {
     }
     ring_.swap(bigger);
     head_ = 0;
+    SetNearHead();
     open_ = open;
     heap_.clear();
     heap_.reserve(ring_.size());
@@ -471,22 +595,25 @@ class SortedRunMerger {
     while (live_ > 0 && ring_[head_].closed && !ring_[head_].ready) {
       head_ = (head_ + 1) % ring_.size();
       --live_;
+      if (far_ > 0) --far_;
     }
+    SetNearHead();
     MaybeRelease();
   }
 
   void MaybeRelease() {
-    // KeepPos is never above LowPos: the cheaper test first, on every emitted record.
-    if (LowPos() < release_at_) return;
+    // KeepPos is never above NearLowPos: the cheaper test first, on every emitted record.
+    if (NearLowPos() < release_at_) return;
     const uint64_t low = KeepPos();
     if (low >= release_at_) {
       source_->Release(low);
       released_ = low;
       release_at_ = SaturatingAdd(low, limits_.release_step);
-      // Untimed records below every cursor are behind every run: dropped with the bytes. The
+      // Untimed records below every cursor (far ones too) are behind every run: dropped. The
       // list keeps its room (no allocation once it holds what the stream keeps between
       // releases: a few hundred in a 3 M-event `perf record -a` file).
-      while (untimed_head_ < untimed_.size() && untimed_[untimed_head_] < low) ++untimed_head_;
+      const uint64_t behind = LowPos();
+      while (untimed_head_ < untimed_.size() && untimed_[untimed_head_] < behind) ++untimed_head_;
       if (untimed_head_ == untimed_.size()) {
         untimed_.clear();
         untimed_head_ = 0;
@@ -498,7 +625,7 @@ class SortedRunMerger {
   }
 
   void HeapPush(uint32_t slot) {
-    heap_.push_back(slot);
+    heap_.push_back(HeapKey{ring_[slot].item.time, ring_[slot].seq, slot});
     size_t i = heap_.size() - 1;
     while (i > 0) {
       size_t parent = (i - 1) / 2;
@@ -514,7 +641,8 @@ class SortedRunMerger {
     if (!heap_.empty()) SiftDown(0);
   }
 
-  void SiftDown(size_t i) {
+  // Inlined: out of line (as GCC chose once the merge grew) it cost ~20 instructions a record.
+  [[gnu::always_inline]] void SiftDown(size_t i) {
     const size_t n = heap_.size();
     for (;;) {
       size_t best = i;
@@ -540,9 +668,11 @@ class SortedRunMerger {
   std::vector<RunCursor> ring_;  // runs in stream order: [head_, head_ + live_)
   size_t head_ = 0;
   size_t live_ = 0;
+  size_t far_ = 0;  // the first far_ live runs read through the far path
+  uint32_t near_head_ = kNone;  // the first near run (kNone: none)
   uint32_t open_ = kNone;       // the run the scan extends
   uint64_t open_last_ = 0;      // the time of its last timed record
-  std::vector<uint32_t> heap_;  // ready runs, earliest current record first
+  std::vector<HeapKey> heap_;  // ready runs, earliest current record first
   // Positions of the records Scan did not time, in stream order, from untimed_head_ on (those
   // below the oldest cursor are dropped as it moves).
   std::vector<uint64_t> untimed_;
