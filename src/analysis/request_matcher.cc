@@ -234,7 +234,7 @@ inline void RequestMatcher::OnIssue(Device& d, const BlockEvent& e) {
     ent = AddEntry(e);
     TakeQueued(ent);
     ++d.stats.issues_without_insert;
-    sink_->OnUnpairedEvent(e.ts);
+    Unpaired(e.ts);
     emit_queue_phases = true;
   } else {
     table_.Touch(ent, e.ts);
@@ -291,7 +291,7 @@ inline void RequestMatcher::OnComplete(Device& d, const BlockEvent& e) {
     } else {
       ++stats_.completes_without_issue;
       ++d.stats.completes_without_issue;
-      sink_->OnUnpairedEvent(e.ts);
+      Unpaired(e.ts);
     }
     return;
   }
@@ -299,7 +299,7 @@ inline void RequestMatcher::OnComplete(Device& d, const BlockEvent& e) {
   if (!issued) {
     ++stats_.completes_without_issue;
     ++d.stats.completes_without_issue;
-    sink_->OnUnpairedEvent(e.ts);
+    Unpaired(e.ts);
   }
   if (e.nr_sector != 0 && e.nr_sector < ent->outstanding) {
     // Partial completion: the rest of the request now starts at sector + done.
@@ -366,7 +366,7 @@ void RequestMatcher::OnRequeue(Device& d, const BlockEvent& e) {
   if (ent == nullptr || ent->state != RequestState::kIssued) {
     ++stats_.requeues_unmatched;
     ++d.stats.requeues_unmatched;
-    sink_->OnUnpairedEvent(e.ts);
+    Unpaired(e.ts);
     return;
   }
   ++stats_.requeues;
@@ -518,7 +518,7 @@ void RequestMatcher::OnFlush(Device& d, const BlockEvent& e) {
         f = &push();
         f->flags = e.flags;
         ++stats_.issues_without_insert[static_cast<int>(NoInsertReason::kFlush)];
-        sink_->OnUnpairedEvent(e.ts);
+        Unpaired(e.ts);
       }
       f->state = RequestState::kIssued;
       f->has |= kHasIssue;
@@ -540,7 +540,7 @@ void RequestMatcher::OnFlush(Device& d, const BlockEvent& e) {
       if (f == nullptr) {
         ++stats_.completes_without_issue;
         ++d.stats.completes_without_issue;
-        sink_->OnUnpairedEvent(e.ts);
+        Unpaired(e.ts);
         break;
       }
       RequestSample s = sample_of(*f);
@@ -557,7 +557,7 @@ void RequestMatcher::OnFlush(Device& d, const BlockEvent& e) {
       if (f == nullptr) {
         ++stats_.requeues_unmatched;
         ++d.stats.requeues_unmatched;
-        sink_->OnUnpairedEvent(e.ts);
+        Unpaired(e.ts);
         break;
       }
       ++stats_.requeues;

@@ -32,12 +32,6 @@ uint64_t ToNs(double s) { return static_cast<uint64_t>(std::llround(s * 1e9)); }
 
 // Events that found no request to pair with (merges of requests never seen are left out: without
 // block_bio_queue they are what every merge before insert looks like).
-uint64_t Unpaired(const MatchStats& m) {
-  uint64_t n = m.completes_without_issue + m.requeues_unmatched;
-  for (uint64_t v : m.issues_without_insert) n += v;
-  return n;
-}
-
 uint64_t GivenUp(const MatchStats& m) {
   uint64_t n = 0;
   for (int i = 0; i < kRequestStateCount; ++i) {
@@ -234,11 +228,11 @@ absl::StatusOr<LiveResult> RunLive(const LiveOptions& o, IntervalSink* sink) {
     c.events = merger.delivered() - marks.events;
     c.lost = lost - std::min(lost, marks.lost);
     c.late = merger.late() - marks.late;
-    c.unpaired = Unpaired(m) - marks.unpaired;
+    const uint64_t unpaired = builder->matcher().unpaired_events();
+    c.unpaired = unpaired - marks.unpaired;
     c.expired = GivenUp(m) - marks.given_up;
     c.inflight = builder->matcher().tracked();
-    marks = {merger.delivered(), std::max(lost, marks.lost), merger.late(), Unpaired(m),
-             GivenUp(m)};
+    marks = {merger.delivered(), std::max(lost, marks.lost), merger.late(), unpaired, GivenUp(m)};
     const uint64_t start_ns = t0 + index * interval_ns;
     LiveInterval iv = window.Take(index, (start_ns - t0) / 1e9, (end_ns - start_ns) / 1e9, c);
     iv.final = final;

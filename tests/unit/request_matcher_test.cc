@@ -364,6 +364,32 @@ TEST(RequestMatcherDeviceTest, UnpairedReasonsAndRequestsTrackedAreCountedPerDev
   EXPECT_EQ(m.stats().requeues_unmatched, 1u);
 }
 
+// Every event found unpaired is counted as it comes: a device's issues without an insert too,
+// which stats() files by reason only at Finish (live's per-interval count reads this).
+TEST(RequestMatcherDeviceTest, UnpairedEventsAreCountedAsTheyCome) {
+  RecordingSink sink;
+  RequestMatcher m(MatcherOptions{}, &sink);
+  auto by_reason = [&m] {
+    uint64_t n = m.stats().completes_without_issue + m.stats().requeues_unmatched;
+    for (uint64_t v : m.stats().issues_without_insert) n += v;
+    return n;
+  };
+  for (const BlockEvent& e : std::vector<BlockEvent>{
+           Issue(1, 64, 8, "W"),                                  // issue without insert
+           Complete(2, 500, 8, "W"),                              // complete without issue
+           Ev(BlockEventKind::kRequeue, 3, 600, 8, "W", kLoop0),  // requeue unmatched
+           Ev(BlockEventKind::kIssue, 4, 0, 0, "FF", kLoop0),     // a flush issued, no insert
+           Insert(5, 128, 8, "W"), Issue(6, 128, 8, "W"), Complete(7, 128, 8, "W"),
+       }) {
+    m.OnEvent(e);
+  }
+  EXPECT_EQ(m.unpaired_events(), 4u);
+  EXPECT_EQ(by_reason(), 3u);  // the device's issue without an insert is not filed yet
+  m.Finish();
+  EXPECT_EQ(m.unpaired_events(), 4u);
+  EXPECT_EQ(by_reason(), 4u);
+}
+
 TEST_F(RequestMatcherTest, MergedRequestDisappears) {
   // Request B (sector 108) is merged into A (sector 100): block_rq_merge traces B.
   Feed({Insert(0, 100), Insert(5, 108), Ev(BlockEventKind::kMerge, 7, 108, 8, "W"),

@@ -197,10 +197,18 @@ class RequestMatcher {
   void Finish(uint64_t stale_before = 0);
 
   const MatchStats& stats() const { return stats_; }
+  // Events this matcher found nothing to pair with so far, as they came (stats() has them by
+  // reason, but a device's issues without an insert only from Finish on, once their reason is
+  // settled).
+  uint64_t unpaired_events() const { return unpaired_events_; }
   std::vector<DeviceMatchStats> devices() const;
   size_t tracked() const { return table_.size() + queued_.size(); }
 
  private:
+  void Unpaired(uint64_t ts) {
+    ++unpaired_events_;
+    sink_->OnUnpairedEvent(ts);
+  }
   // Each device's flushes in flight, by dev (devices without any left out), and their equality.
   FlushList SortedFlushes() const;
   static bool SameFlushes(const FlushList& a, const FlushList& b);
@@ -288,6 +296,7 @@ class RequestMatcher {
   MatcherOptions options_;
   RequestSampleSink* sink_;
   CommPool comms_;  // the names in the entries of table_, queued_, overlapped_
+  uint64_t unpaired_events_ = 0;
   RequestTable table_;   // requests: inserted, issued, requeued
   // Bios seen queued (block_bio_queue) whose request has not appeared yet. Apart from the
   // requests so that a bio queued at the sector of a request still tracked (say, one whose
