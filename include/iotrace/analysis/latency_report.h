@@ -105,11 +105,12 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
  private:
   struct Group {
     explicit Group(HistogramArena& arena) : total(arena) {}
+    // First: the part of a group every sample touches is the first line of its histogram.
+    Histogram total;
     uint32_t dev = 0;
     uint32_t klass = 0;  // --by's class (ClassOf), 0 without --by
     BlockOp op{};
     Phase phase{};
-    Histogram total;
     uint64_t outside_coverage = 0;
     // Time series with coverage: the intervals in which a sample of this group was left out
     // (by the end of the sample, as samples are put in intervals).
