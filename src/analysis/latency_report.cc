@@ -77,7 +77,6 @@ LatencyReportBuilder::LatencyReportBuilder(const std::vector<EventFormat>& forma
   if (op_mask_ == 0) op_mask_ = ~0u;
   interval_ns_ = SecondsToNs(options.interval_s);
   windowed_ = options.since_s.has_value() || options.until_s.has_value() || interval_ns_ != 0;
-  slot_table_.assign(64, nullptr);
   process_filter_ = !options.comms.empty() || !options.pids.empty();
   filtering_ = !options.devices.empty() || !options.ops.empty() || process_filter_;
   comm_hit_.assign(options.comms.size(), 0);
@@ -328,12 +327,7 @@ void LatencyReportBuilder::AddLoss(LossRecord::Kind kind, int32_t cpu, int32_t e
   losses_.push_back(std::move(l));
 }
 
-LatencyReportBuilder::DeviceSlot& LatencyReportBuilder::SlotForSlow(uint64_t key) {
-  const size_t mask = slot_table_.size() - 1;
-  size_t at = SlotHash(key) & mask;
-  for (; slot_table_[at] != nullptr; at = (at + 1) & mask) {
-    if (slot_table_[at]->key == key) return *slot_table_[at];
-  }
+LatencyReportBuilder::DeviceSlot& LatencyReportBuilder::NewSlot(uint64_t key) {
   // First sample of a device (x class): resolve the --dev filter once (reads sysfs).
   auto s = std::make_unique<DeviceSlot>();
   const uint32_t dev = static_cast<uint32_t>(key);
@@ -346,17 +340,7 @@ LatencyReportBuilder::DeviceSlot& LatencyReportBuilder::SlotForSlow(uint64_t key
   }
   DeviceSlot& slot = *s;
   slots_.push_back(std::move(s));
-  if (slots_.size() * 2 <= slot_table_.size()) {
-    slot_table_[at] = &slot;
-    return slot;
-  }
-  // At most half full: twice the size, every slot placed again.
-  slot_table_.assign(slot_table_.size() * 2, nullptr);
-  for (const auto& placed : slots_) {
-    size_t i = SlotHash(placed->key) & (slot_table_.size() - 1);
-    while (slot_table_[i] != nullptr) i = (i + 1) & (slot_table_.size() - 1);
-    slot_table_[i] = placed.get();
-  }
+  slot_index_.Insert(key, &slot);
   return slot;
 }
 

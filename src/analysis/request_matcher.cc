@@ -41,29 +41,20 @@ RequestMatcher::RequestMatcher(const MatcherOptions& options, RequestSampleSink*
       // Bios wait only while plugged or being turned into requests: a quarter is plenty.
       queued_(options.max_entries / 4 + 1, options.expiry_ns) {
   if (options_.flush_depth == 0) options_.flush_depth = 1;
-  device_index_.reserve(64);
   overlapped_.reserve(kMaxOverlapping);
 }
 
 RequestMatcher::~RequestMatcher() = default;
 
-RequestMatcher::Device& RequestMatcher::DeviceForSlow(uint32_t dev) {
-  CachedDevice& cached = device_cache_[DeviceCacheSlot(dev)];
-  if (cached.device != nullptr && cached.dev == dev) return *cached.device;
-  Device* d;
-  if (auto it = device_index_.find(dev); it != device_index_.end()) {
-    d = devices_[it->second].get();
-  } else {
-    // First event of a device: the only allocation the matcher makes after construction.
-    auto nd = std::make_unique<Device>();
-    nd->stats.dev = dev;
-    nd->flushes.reserve(options_.flush_depth);
-    d = nd.get();
-    device_index_.emplace(dev, static_cast<uint32_t>(devices_.size()));
-    devices_.push_back(std::move(nd));
-  }
-  cached = CachedDevice{dev, d};
-  return *d;
+RequestMatcher::Device& RequestMatcher::NewDevice(uint32_t dev) {
+  // The only allocation the matcher makes after construction.
+  auto nd = std::make_unique<Device>();
+  nd->stats.dev = dev;
+  nd->flushes.reserve(options_.flush_depth);
+  Device& d = *nd;
+  devices_.push_back(std::move(nd));
+  device_index_.Insert(dev, &d);
+  return d;
 }
 
 void RequestMatcher::ExpireIn(RequestTable& t, uint64_t now) {

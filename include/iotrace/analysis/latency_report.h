@@ -23,6 +23,7 @@
 #include "iotrace/analysis/report.h"
 #include "iotrace/analysis/request_matcher.h"
 #include "iotrace/base/fd.h"
+#include "iotrace/base/pointer_index.h"
 #include "iotrace/base/spsc_queue.h"
 #include "iotrace/event/block_event.h"
 #include "iotrace/formats/coverage.h"
@@ -104,11 +105,12 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
  private:
   struct Group {
     explicit Group(HistogramArena& arena) : total(arena) {}
+    // First: the part of a group every sample touches is the first line of its histogram.
+    Histogram total;
     uint32_t dev = 0;
     uint32_t klass = 0;  // --by's class (ClassOf), 0 without --by
     BlockOp op{};
     Phase phase{};
-    Histogram total;
     uint64_t outside_coverage = 0;
     // Time series with coverage: the intervals in which a sample of this group was left out
     // (by the end of the sample, as samples are put in intervals).
@@ -158,10 +160,12 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   DeviceSlot& SlotFor(uint64_t key) {
     // Samples of one device come in long stretches: remember the last one.
     if (last_slot_ != nullptr && last_slot_->key == key) return *last_slot_;
-    last_slot_ = &SlotForSlow(key);
+    DeviceSlot* found = slot_index_.Find(key);
+    last_slot_ = found != nullptr ? found : &NewSlot(key);
     return *last_slot_;
   }
-  DeviceSlot& SlotForSlow(uint64_t key);
+  // The slot of a device (x class) not seen before.
+  DeviceSlot& NewSlot(uint64_t key);
   // A model group of `g` (its by label set; the device name left to the caller).
   LatencyGroup GroupOf(const Histogram& h, const Group& g, const std::string& device) const;
   Group* GroupFor(DeviceSlot& slot, BlockOp op, Phase phase);
@@ -271,11 +275,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   HistogramArena arena_;
   std::vector<std::unique_ptr<Group>> groups_;
   std::vector<std::unique_ptr<DeviceSlot>> slots_;
-  // The slots by key: open addressing, linear probing, at most half full (grown with the
-  // devices seen). A direct-mapped cache of 256 in front of a hash map missed at 1024 devices
-  // nearly every sample (bench/README.md, "report at scale").
-  std::vector<DeviceSlot*> slot_table_;
-  static size_t SlotHash(uint64_t key) { return (key * 0x9e3779b97f4a7c15ULL) >> 32; }
+  PointerIndex<DeviceSlot> slot_index_;  // slots_ by key
 
   static constexpr size_t kMaxLossRows = 4096;
   std::vector<LossSummary> losses_;

@@ -12,11 +12,11 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "iotrace/analysis/comm_pool.h"
 #include "iotrace/analysis/match_stats.h"
 #include "iotrace/analysis/request_table.h"
 #include "iotrace/base/fd.h"
+#include "iotrace/base/pointer_index.h"
 #include "iotrace/event/block_event.h"
 #include "iotrace/formats/coverage.h"
 
@@ -254,10 +254,12 @@ class RequestMatcher {
   Device& DeviceFor(uint32_t dev) {
     // Events of one device come in long stretches: remember the last one.
     if (last_device_ != nullptr && last_device_->stats.dev == dev) return *last_device_;
-    last_device_ = &DeviceForSlow(dev);
+    Device* found = device_index_.Find(dev);
+    last_device_ = found != nullptr ? found : &NewDevice(dev);
     return *last_device_;
   }
-  Device& DeviceForSlow(uint32_t dev);
+  // The state of a device not seen before.
+  Device& NewDevice(uint32_t dev);
   // Runs for every event: an inline comparison with each table's expiry time (its oldest
   // entry's last activity + expiry_ns, kept by the table), the loop out of line.
   void Expire(uint64_t now) {
@@ -307,20 +309,7 @@ class RequestMatcher {
   std::vector<RequestEntry> overlapped_;
   bool insert_recorded_ = true;
   std::vector<std::unique_ptr<Device>> devices_;
-  absl::flat_hash_map<uint32_t, uint32_t> device_index_;
-  // Devices by a multiplicative hash of dev_t, direct-mapped, so that events of many devices
-  // interleaving (one request after another on tens of disks) find theirs in one comparison;
-  // a slot taken by another device sends the lookup to device_index_, which replaces it. (A
-  // scan of the first 8 devices cost 64 instructions an event with 16 devices interleaving.)
-  struct CachedDevice {
-    uint32_t dev = 0;
-    Device* device = nullptr;
-  };
-  static constexpr int kDeviceCacheBits = 8;
-  static size_t DeviceCacheSlot(uint32_t dev) {
-    return (dev * 0x9e3779b9u) >> (32 - kDeviceCacheBits);
-  }
-  std::array<CachedDevice, size_t{1} << kDeviceCacheBits> device_cache_{};
+  PointerIndex<Device> device_index_;  // devices_ by dev_t
   Device* last_device_ = nullptr;
   MatchStats stats_;
   const CoverageFilter* coverage_ = nullptr;  // set_coverage
