@@ -502,11 +502,17 @@ class SortedRunMerger {
     const bool all_final = scan_done_;
     const uint64_t final_up_to = has_round_limit_ ? round_limit_ : 0;
     const bool has_final_limit = has_round_limit_;
+    uint32_t slot = TopSlot();
     for (;;) {
-      const uint32_t slot = TopSlot();
       RunCursor& r = ring_[slot];
       // Only the nearest cursor's moves can let the source release anything.
       const bool at_head = slot == near_head_;
+      // The other runs' earliest key: the least of the siblings on the slot's path, whose
+      // subtrees hold every other run. Read while the record is emitted and the next decoded,
+      // it tells whether the run still leads, and which run leads next, without waiting for
+      // SetKey's chain of matches to reach the root.
+      Key other = kEndedKey;
+      for (size_t i = mask_ + 1 + slot; i > 1; i /= 2) other = std::min(other, tree_[i ^ 1]);
       for (;;) {
         EmitOne(r);
         uint64_t p = r.next;
@@ -560,10 +566,14 @@ class SortedRunMerger {
         }
         if (at_head && r.pos >= release_at_) MaybeRelease();  // NearLowPos() is r.pos
         const uint64_t t = r.item.time;
-        SetKey(slot, MakeKey(t, r.seq));
-        if (TopSlot() != slot) {
+        const Key k = MakeKey(t, r.seq);
+        SetKey(slot, k);
+        if (other < k) {
           // No longer before the other runs' earliest record: that record's run leads.
-          if (all_final || (has_final_limit && TopTime() <= final_up_to)) break;
+          if (all_final || (has_final_limit && static_cast<uint64_t>(other >> 64) <= final_up_to)) {
+            slot = static_cast<uint32_t>(static_cast<uint64_t>(other) & mask_);
+            break;
+          }
           return;  // Run asks CanEmit about the new leader
         }
         // Run's next turn would ask the same (CanEmit changes nothing when it says no).
