@@ -567,8 +567,11 @@ class SortedRunMerger {
         if (at_head && r.pos >= release_at_) MaybeRelease();  // NearLowPos() is r.pos
         const uint64_t t = r.item.time;
         const Key k = MakeKey(t, r.seq);
-        SetKey(slot, k);
-        if (other < k) {
+        if (k < other) {
+          // Still leads: the least key of every subtree on its path is its own.
+          for (size_t i = mask_ + 1 + slot; i >= 1; i /= 2) tree_[i] = k;
+        } else {
+          SetKey(slot, k);
           // No longer before the other runs' earliest record: that record's run leads.
           if (all_final || (has_final_limit && static_cast<uint64_t>(other >> 64) <= final_up_to)) {
             slot = static_cast<uint32_t>(static_cast<uint64_t>(other) & mask_);
