@@ -276,7 +276,7 @@ TEST(SortedRunMergerTest, RunCapForcesEmissionAndKeepsEveryRecord) {
   EXPECT_LE(merger.counters().max_live_runs, 8u);
   EXPECT_GT(merger.counters().forced, 0u);
   EXPECT_GT(merger.counters().out_of_order, 0u);
-  // The run ring grew past its initial size and still kept the heap right.
+  // The run ring grew past its initial size and still kept the tree right.
   std::vector<ToyRecord> many;
   for (uint64_t i = 0; i < 300; ++i) many.push_back({ScanKind::kTimed, 300 - i, 16, i + 1});
   ToySource s2(many);
@@ -284,6 +284,31 @@ TEST(SortedRunMergerTest, RunCapForcesEmissionAndKeepsEveryRecord) {
   m2.Run();
   EXPECT_EQ(Tags(s2), StableOrder(many));
   EXPECT_EQ(m2.counters().max_live_runs, 300u);
+}
+
+TEST(SortedRunMergerTest, TiesKeepFileOrderWhileTheRunRingWrapsAndGrows) {
+  // Rounds of per-CPU runs over a few distinct times (ties across runs on every record), more
+  // CPUs each round: runs leave the ring's front as others join at its back, so slots wrap, and
+  // the ring grows while they do. Equal times must still come out in file order.
+  std::mt19937 rng(11);
+  std::vector<ToyRecord> records;
+  uint64_t tag = 0;
+  for (uint64_t round = 0; round < 12; ++round) {
+    const uint64_t cpus = 2 + round * round;
+    for (uint64_t cpu = 0; cpu < cpus; ++cpu) {
+      std::vector<uint64_t> times;
+      for (int i = 0; i < 1 + static_cast<int>(rng() % 6); ++i) times.push_back(rng() % 4);
+      std::sort(times.begin(), times.end());
+      for (uint64_t t : times) records.push_back({ScanKind::kTimed, 100 * round + t, 16, ++tag});
+    }
+    records.push_back({ScanKind::kRoundEnd, 0, 8, 0});
+  }
+  ToySource source(records);
+  SortedRunMerger<ToySource> merger(&source, 0, source.end());
+  merger.Run();
+  EXPECT_EQ(Tags(source), StableOrder(records));
+  EXPECT_EQ(merger.counters().out_of_order, 0u);
+  EXPECT_GT(merger.counters().max_live_runs, 64u);  // grown from 2 slots several times
 }
 
 TEST(SortedRunMergerTest, SpanCapBoundsTheBytesHeldAndReleasesBehind) {
