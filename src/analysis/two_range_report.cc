@@ -111,8 +111,14 @@ std::optional<SplitPlan> PlanSplit(TraceReader& reader, const ReportOptions& opt
     return std::nullopt;
   }
   const uint64_t max_prime = SecondsToNs(options.expiry_s) + 1'000'000'000;
-  const uint64_t prime =
-      std::clamp<uint64_t>((span->last_ts - span->first_ts) / 64, 20'000'000, max_prime);
+  // Twice a round's time at least (perf.data): the later range primes from half the priming
+  // before the cut, past what the records before its start may reach.
+  const uint64_t prime = std::clamp<uint64_t>(
+      std::max((span->last_ts - span->first_ts) / 64, 2 * span->late_ns), 20'000'000, max_prime);
+  if (2 * span->late_ns > max_prime) {
+    *why_not = "one pass: rounds longer than the priming may be";
+    return std::nullopt;
+  }
   if (span->last_ts - span->middle_ts <= prime) {
     *why_not = "one pass: no time to cut at";
     return std::nullopt;

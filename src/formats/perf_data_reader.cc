@@ -483,6 +483,11 @@ class PerfDataReader final : public TraceReader {
   // A record boundary at or after `from` (within 64 KiB), found by LooksLikeRecords; with the
   // time of the earliest sample in the chain after it.
   std::optional<uint64_t> BoundaryNear(uint64_t from, uint64_t* time) const;
+  // From the record boundary `from` on, the first two FINISHED_ROUND marks (within 64 MiB):
+  // where the round after the first begins, the largest sample time before the first (from
+  // `from`) and between the two. False when two marks are not found there.
+  bool RoundsAfter(uint64_t from, uint64_t* after_first, uint64_t* max_before_first,
+                   uint64_t* max_between) const;
 
   PerfDataReader() = default;
   absl::Status Parse();
@@ -1191,9 +1196,63 @@ std::optional<TraceTimeSpan> PerfDataReader::TimeSpan() const {
       !BoundaryNear(data_end_ - std::min<uint64_t>(data_end_ - data_begin_, 1 << 19), &t)) {
     return std::nullopt;
   }
-  span.split_position = *middle;
+  // Cut where a round begins: the records before it reach past the largest time met in the
+  // round it ends (the drains before the middle, not looked at, came earlier) by about the time
+  // of a round, which the cut must lie beyond. With as many rings drained a round as a busy
+  // many-CPU machine has, a round is tens of MiB and that time a good part of the file's.
+  uint64_t round_start = 0, before = 0, between = 0;
+  if (!RoundsAfter(*middle, &round_start, &before, &between) || before == 0) return std::nullopt;
+  span.split_position = round_start;
+  span.middle_ts = before;
+  span.late_ns = between > before ? between - before : 0;
   span.last_ts = t;  // about the end: within the last half MiB of records
   return span;
+}
+
+bool PerfDataReader::RoundsAfter(uint64_t from, uint64_t* after_first, uint64_t* max_before_first,
+                                 uint64_t* max_between) const {
+  constexpr uint64_t kLimit = uint64_t{64} << 20;
+  constexpr size_t kChunk = size_t{1} << 20;
+  std::string buf;
+  uint64_t buf_at = 0;
+  uint64_t pos = from;
+  int marks = 0;
+  uint64_t max_time = 0;
+  *max_before_first = *max_between = 0;
+  const uint64_t end = std::min(data_end_, from + kLimit);
+  while (pos + sizeof(perf::EventHeader) <= end) {
+    if (buf.empty() || pos + kMaxRecordBytes > buf_at + buf.size()) {
+      buf.assign(std::min<uint64_t>(kChunk + kMaxRecordBytes, data_end_ - pos), '\0');
+      const ssize_t n = ::pread(fd_.get(), buf.data(), buf.size(), static_cast<off_t>(pos));
+      if (n < static_cast<ssize_t>(sizeof(perf::EventHeader))) return false;
+      buf.resize(static_cast<size_t>(n));
+      buf_at = pos;
+    }
+    const uint8_t* at = reinterpret_cast<const uint8_t*>(buf.data()) + (pos - buf_at);
+    perf::EventHeader h;
+    std::memcpy(&h, at, sizeof(h));
+    if (h.size < sizeof(h) || pos + h.size > buf_at + buf.size() ||
+        h.type == perf::kRecordAuxtrace) {
+      return false;
+    }
+    if (h.type == perf::kRecordSample) {
+      uint64_t time = 0;
+      if (parser_.SampleTime(ByteView(at, h.size), &time) == PerfProblem::kNone) {
+        max_time = std::max(max_time, time);
+      }
+    } else if (h.type == perf::kRecordFinishedRound) {
+      if (marks++ == 0) {
+        *after_first = pos + h.size;
+        *max_before_first = max_time;
+        max_time = 0;
+      } else {
+        *max_between = max_time;
+        return true;
+      }
+    }
+    pos += h.size;
+  }
+  return false;
 }
 
 }  // namespace

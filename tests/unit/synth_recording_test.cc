@@ -40,7 +40,13 @@ class SynthRecordingTest : public ::testing::TestWithParam<bool> {
 
   // Writes the recording, reports it with one thread and with the default (auto) threads,
   // and checks both against the generator's counts.
-  void CheckReport(const SynthOptions& o, SynthExpected* expected) {
+  // Returns how the default threads read it.
+  std::string CheckReport(const SynthOptions& o, SynthExpected* expected) {
+    std::string plan;
+    CheckReportInto(o, expected, &plan);
+    return plan;
+  }
+  void CheckReportInto(const SynthOptions& o, SynthExpected* expected, std::string* plan) {
     const std::string path = dir_ + (o.trace_dat ? "/s.dat" : "/s.data");
     const absl::Status written = WriteSynthRecording(path, o, expected);
     ASSERT_TRUE(written.ok()) << written;
@@ -58,6 +64,7 @@ class SynthRecordingTest : public ::testing::TestWithParam<bool> {
       auto report = BuildLatencyReport(**reader, ro);
       ASSERT_TRUE(report.ok()) << report.status();
       SCOPED_TRACE(threads);
+      *plan = report->read_plan;
       const Completeness& c = report->completeness;
       EXPECT_EQ(c.events[static_cast<int>(BlockEventKind::kInsert)], expected->kinds[0]);
       EXPECT_EQ(c.events[static_cast<int>(BlockEventKind::kIssue)], expected->kinds[1]);
@@ -127,6 +134,31 @@ TEST_P(SynthRecordingTest, ManyCpusWithSkewedClocks) {
   SynthExpected e;
   CheckReport(o, &e);
   EXPECT_GT(e.remote_completes, 0u);
+}
+
+// perf.data is cut for two time ranges where a round of drains begins, the cut far enough
+// past it for a round's time: with short rounds, two ranges; with one round as large as a busy
+// many-CPU machine writes (here the whole file), one pass from the start, not two ranges read
+// and then found unfit.
+TEST_P(SynthRecordingTest, PerfDataIsCutWhereARoundBegins) {
+  SynthOptions o = Options();
+  o.cpus = 4;
+  o.devices = 2;
+  o.in_flight = 64;
+  o.events = 60'000;
+  o.step_ns = 40'000;  // 2.4 s of trace time
+  o.wake_bytes = 16 << 10;
+  SynthExpected e;
+  const std::string short_rounds = CheckReport(o, &e);
+  EXPECT_EQ(short_rounds.rfind("two ranges", 0), 0u) << short_rounds;  // (maybe read on)
+  o.wake_bytes = uint64_t{1} << 30;
+  o.flush_interval_ns = uint64_t{1} << 40;
+  const std::string one_round = CheckReport(o, &e);
+  if (o.trace_dat) {
+    EXPECT_EQ(one_round, "two ranges");  // (trace.dat has no rounds)
+  } else {
+    EXPECT_EQ(one_round, "one pass: the reader cannot read time ranges");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, SynthRecordingTest, ::testing::Values(false, true),

@@ -91,6 +91,9 @@ struct TraceTimeSpan {
   // start (TimeRange::start_position); records before it may reach past middle_ts (by the time
   // between two drains of a ring), so a later range must start reading after that.
   uint64_t split_position = 0;
+  // perf.data: how far past middle_ts records before split_position may reach: the time of a
+  // round of drains, the largest time of one round past the one before it.
+  uint64_t late_ns = 0;
   // trace.dat: a range may start at any time (each CPU's stream is found by time).
   bool starts_anywhere = false;
 };
