@@ -303,12 +303,10 @@ TEST(SortedRunMergerTest, TiesKeepFileOrderWhileTheRunRingWrapsAndGrows) {
     }
     records.push_back({ScanKind::kRoundEnd, 0, 8, 0});
   }
-  ToySource source(records);
-  SortedRunMerger<ToySource> merger(&source, 0, source.end());
-  merger.Run();
-  EXPECT_EQ(Tags(source), StableOrder(records));
-  EXPECT_EQ(merger.counters().out_of_order, 0u);
-  EXPECT_GT(merger.counters().max_live_runs, 64u);  // grown from 2 slots several times
+  const Merged m = MergeWithRoundLag(records, MergeLimits{}.round_lag);
+  EXPECT_EQ(m.tags, StableOrder(records));
+  EXPECT_EQ(m.counters.out_of_order, 0u);
+  EXPECT_GT(m.counters.max_live_runs, 64u);  // grown from 2 slots several times
 }
 
 TEST(SortedRunMergerTest, SpanCapBoundsTheBytesHeldAndReleasesBehind) {

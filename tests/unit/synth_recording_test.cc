@@ -40,13 +40,8 @@ class SynthRecordingTest : public ::testing::TestWithParam<bool> {
 
   // Writes the recording, reports it with one thread and with the default (auto) threads,
   // and checks both against the generator's counts.
-  // Returns how the default threads read it.
-  std::string CheckReport(const SynthOptions& o, SynthExpected* expected) {
-    std::string plan;
-    CheckReportInto(o, expected, &plan);
-    return plan;
-  }
-  void CheckReportInto(const SynthOptions& o, SynthExpected* expected, std::string* plan) {
+  // `plan` (if given): how the default threads read it.
+  void CheckReport(const SynthOptions& o, SynthExpected* expected, std::string* plan = nullptr) {
     const std::string path = dir_ + (o.trace_dat ? "/s.dat" : "/s.data");
     const absl::Status written = WriteSynthRecording(path, o, expected);
     ASSERT_TRUE(written.ok()) << written;
@@ -64,7 +59,7 @@ class SynthRecordingTest : public ::testing::TestWithParam<bool> {
       auto report = BuildLatencyReport(**reader, ro);
       ASSERT_TRUE(report.ok()) << report.status();
       SCOPED_TRACE(threads);
-      *plan = report->read_plan;
+      if (plan != nullptr) *plan = report->read_plan;
       const Completeness& c = report->completeness;
       EXPECT_EQ(c.events[static_cast<int>(BlockEventKind::kInsert)], expected->kinds[0]);
       EXPECT_EQ(c.events[static_cast<int>(BlockEventKind::kIssue)], expected->kinds[1]);
@@ -149,11 +144,12 @@ TEST_P(SynthRecordingTest, PerfDataIsCutWhereARoundBegins) {
   o.step_ns = 40'000;  // 2.4 s of trace time
   o.wake_bytes = 16 << 10;
   SynthExpected e;
-  const std::string short_rounds = CheckReport(o, &e);
+  std::string short_rounds, one_round;
+  CheckReport(o, &e, &short_rounds);
   EXPECT_EQ(short_rounds.rfind("two ranges", 0), 0u) << short_rounds;  // (maybe read on)
   o.wake_bytes = uint64_t{1} << 30;
   o.flush_interval_ns = uint64_t{1} << 40;
-  const std::string one_round = CheckReport(o, &e);
+  CheckReport(o, &e, &one_round);
   if (o.trace_dat) {
     EXPECT_EQ(one_round, "two ranges");  // (trace.dat has no rounds)
   } else {
