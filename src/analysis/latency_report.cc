@@ -280,6 +280,7 @@ void LatencyReportBuilder::OnLoss(const LossRecord& loss) {
 }
 
 void LatencyReportBuilder::set_coverage(const Coverage& coverage) {
+  RecordPending();  // recorded as before it
   coverage_ = coverage.gaps.empty() ? nullptr : std::make_unique<CoverageFilter>(coverage.gaps);
   matcher_->set_coverage(coverage_.get());
   gap_ends_passed_ = 0;
@@ -491,6 +492,10 @@ inline void LatencyReportBuilder::Record(const RequestSample& s, unsigned phases
   }
   // Only the set phases, lowest first (the order of the loop over all phases this replaces).
   if (!windowed_) {
+    if (taps_.empty() && coverage_ == nullptr) [[likely]] {
+      Defer(slot, s, phases);
+      return;
+    }
     if (!taps_.empty()) [[unlikely]] {
       for (SampleTap* t : taps_) t->OnSample(s, phases);
     }
@@ -531,6 +536,64 @@ inline void LatencyReportBuilder::Record(const RequestSample& s, unsigned phases
   if (!taps_.empty() && recorded != 0) [[unlikely]] {
     for (SampleTap* t : taps_) t->OnSample(s, recorded);
   }
+}
+
+void LatencyReportBuilder::Defer(DeviceSlot& slot, const RequestSample& s, unsigned phases) {
+  const uint64_t i = pending_pushed_++;
+  PendingSample& p = pending_[i % kPendingSamples];
+  p.slot = &slot;
+  p.op = s.op;
+  p.phases = static_cast<uint8_t>(phases);
+  for (unsigned bits = phases; bits != 0; bits &= bits - 1) {
+    const int ph = std::countr_zero(bits);
+    p.latency[ph] = s.Latency(static_cast<Phase>(ph));
+  }
+  const auto& row = slot.groups[static_cast<int>(s.op)];
+  __builtin_prefetch(&row.front());
+  __builtin_prefetch(&row.back());
+  // The samples before pending_from_ were recorded (RecordPending) and take no further step.
+  const uint64_t from = pending_from_;
+  if (i >= from + kSampleStep) FindGroups(pending_[(i - kSampleStep) % kPendingSamples]);
+  if (i >= from + 2 * kSampleStep) {
+    PrefetchBuckets(pending_[(i - 2 * kSampleStep) % kPendingSamples]);
+  }
+  if (i >= from + 3 * kSampleStep) RecordSample(pending_[(i - 3 * kSampleStep) % kPendingSamples]);
+}
+
+void LatencyReportBuilder::FindGroups(PendingSample& p) {
+  auto& row = p.slot->groups[static_cast<int>(p.op)];
+  for (unsigned bits = p.phases; bits != 0; bits &= bits - 1) {
+    const int ph = std::countr_zero(bits);
+    Group* g = row[ph] != nullptr ? row[ph] : GroupFor(*p.slot, p.op, static_cast<Phase>(ph));
+    p.groups[ph] = g;
+    __builtin_prefetch(&g->total, 1);
+  }
+}
+
+void LatencyReportBuilder::PrefetchBuckets(const PendingSample& p) {
+  for (unsigned bits = p.phases; bits != 0; bits &= bits - 1) {
+    const int ph = std::countr_zero(bits);
+    p.groups[ph]->total.PrefetchBucket(p.latency[ph]);
+  }
+}
+
+void LatencyReportBuilder::RecordSample(const PendingSample& p) {
+  for (unsigned bits = p.phases; bits != 0; bits &= bits - 1) {
+    const int ph = std::countr_zero(bits);
+    p.groups[ph]->total.Record(p.latency[ph]);
+  }
+}
+
+void LatencyReportBuilder::RecordPending() {
+  const uint64_t end = pending_pushed_;
+  const uint64_t records_from = 3 * kSampleStep;  // steps a sample takes before it is recorded
+  uint64_t i = end > pending_from_ + records_from ? end - records_from : pending_from_;
+  for (; i < end; ++i) {
+    PendingSample& p = pending_[i % kPendingSamples];
+    if (i + kSampleStep >= end) FindGroups(p);  // not found yet: it came in the last step
+    RecordSample(p);
+  }
+  pending_from_ = end;
 }
 
 void LatencyReportBuilder::FinishCoverage(const ReadStats& reader_stats, LatencyReport* r) const {
@@ -615,6 +678,7 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
 // Finish's steps.
 
 void LatencyReportBuilder::FinishHistograms(const ReadStats& reader_stats, LatencyReport& r) {
+  RecordPending();
   std::map<uint64_t, LatencyInterval> intervals;
   FinishCoverage(reader_stats, &r);
   const bool partial = !r.coverage.complete;

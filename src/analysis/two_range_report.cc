@@ -33,6 +33,8 @@ bool LatencyReportBuilder::StartedWhereEnded(const LatencyReportBuilder& earlier
 }
 
 void LatencyReportBuilder::Absorb(LatencyReportBuilder& later) {
+  RecordPending();
+  later.RecordPending();
   AddCounters(decoder_.mutable_stats(), later.decoder_.stats(), later.cut_->decode);
   later.matcher_->TakeOver(later.cut_->counts, matcher_->counts());
   later.matcher_->set_sink(this);

@@ -61,6 +61,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // Every sample recorded is also shown to `tap` (not owned; live's interval window, its
   // metrics), after the taps added before it; the names of processes are decoded for them.
   void add_sample_tap(SampleTap* tap) {
+    RecordPending();  // what came before it is not the tap's
     taps_.push_back(tap);
     decoder_.set_decode_comm(true);
   }
@@ -158,10 +159,12 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
     return s.dev | uint64_t{breakdown_.ClassOf(s)} << 32;
   }
   DeviceSlot& SlotFor(uint64_t key) {
-    // Samples of one device come in long stretches: remember the last one.
-    if (last_slot_ != nullptr && last_slot_->key == key) return *last_slot_;
+    // Samples of one device come in long stretches: remember the last one (its key here, so
+    // that a sample of another device does not read the last one's slot to find out).
+    if (last_slot_ != nullptr && last_slot_key_ == key) return *last_slot_;
     DeviceSlot* found = slot_index_.Find(key);
     last_slot_ = found != nullptr ? found : &NewSlot(key);
+    last_slot_key_ = key;
     return *last_slot_;
   }
   // The slot of a device (x class) not seen before.
@@ -194,6 +197,33 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // OnRequestSample with coverage set; both end in Record (filters, histograms, intervals).
   void OnRequestSampleCovered(const RequestSample& s);
   [[gnu::always_inline]] inline void Record(const RequestSample& s, unsigned phases);
+
+  // The report's samples (no window, intervals, taps or coverage) go into the histograms a few
+  // samples after they come, so that the memory each one writes is asked for ahead: its slot's
+  // groups, their histograms' first lines, then the lines of counts. With a thousand devices
+  // x ops x phases, each of those was a cache miss waited for in turn, three a phase (bench/
+  // README.md, "report at scale"). A sample passes kSampleStages stages, kSampleStep samples
+  // apart; it is in the histograms kSampleStages x kSampleStep samples after it came, or at
+  // RecordPending, which everything that reads the groups calls first.
+  struct PendingSample {
+    DeviceSlot* slot;
+    std::array<Group*, kPhaseCount> groups;  // of the set phases, from the groups stage on
+    std::array<uint64_t, kPhaseCount> latency;
+    uint8_t phases;
+    BlockOp op;
+  };
+  static constexpr uint64_t kSampleStep = 4;
+  static constexpr uint64_t kSampleStages = 3;  // groups, buckets, record
+  static constexpr size_t kPendingSamples = 16;  // a power of two above kSampleStages x step
+  static_assert(kPendingSamples > kSampleStages * kSampleStep);
+  void Defer(DeviceSlot& slot, const RequestSample& s, unsigned phases);
+  // The stages: the sample's groups found (made when new, in the order samples came), then the
+  // lines of their counts asked for, then the sample recorded.
+  void FindGroups(PendingSample& p);
+  static void PrefetchBuckets(const PendingSample& p);
+  static void RecordSample(const PendingSample& p);
+  // Records every sample still pending.
+  void RecordPending();
   void FinishCoverage(const ReadStats& reader_stats, LatencyReport* r) const;
 
   // Samples of the events before the cut of HoldUntil(prime) go nowhere.
@@ -250,6 +280,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   bool process_filter_ = false;  // --comm or --pid given
   bool filtering_ = false;       // --dev, --op, --comm or --pid given
   DeviceSlot* last_slot_ = nullptr;
+  uint64_t last_slot_key_ = 0;
   uint32_t op_mask_ = 0;
   // The longest D2C of any paired request, filtered out or not: Finish's yardstick for stale
   // requests (the filters must not change what counts as one).
@@ -270,6 +301,11 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   size_t gap_ends_passed_ = 0;
   void PassGapEnds(uint64_t ts);
   std::array<std::array<uint64_t, kGapCauseCount>, kPhaseCount> outside_coverage_{};
+
+  // Defer: samples [pending_from_, pending_pushed_) are not recorded yet.
+  std::array<PendingSample, kPendingSamples> pending_{};
+  uint64_t pending_pushed_ = 0;
+  uint64_t pending_from_ = 0;
 
   // The groups' whole-run histograms (before groups_: it outlives them).
   HistogramArena arena_;
