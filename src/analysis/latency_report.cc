@@ -492,7 +492,7 @@ inline void LatencyReportBuilder::Record(const RequestSample& s, unsigned phases
   }
   // Only the set phases, lowest first (the order of the loop over all phases this replaces).
   if (!windowed_) {
-    if (taps_.empty() && coverage_ == nullptr) [[likely]] {
+    if (groups_.size() >= kDeferFromGroups && taps_.empty() && coverage_ == nullptr) {
       Defer(slot, s, phases);
       return;
     }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "iotrace/base/fd.h"
+#include "iotrace/base/prefetch.h"
 
 namespace iotrace {
 
@@ -98,7 +99,7 @@ class alignas(64) Histogram {
   // devices records its samples a few samples after it knows them: LatencyReportBuilder). The
   // counts are allocated whole, so the line exists even outside the buckets in use.
   void PrefetchBucket(uint64_t ns) const {
-    __builtin_prefetch(low_ + BucketIndex(std::min(ns, kMaxTrackable)), 1);
+    Prefetch(low_ + BucketIndex(std::min(ns, kMaxTrackable)));
   }
 
   uint64_t count() const { return count_; }

@@ -204,7 +204,9 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // x ops x phases, each of those was a cache miss waited for in turn, three a phase (bench/
   // README.md, "report at scale"). A sample passes kSampleStages stages, kSampleStep samples
   // apart; it is in the histograms kSampleStages x kSampleStep samples after it came, or at
-  // RecordPending, which everything that reads the groups calls first.
+  // RecordPending, which everything that reads the groups calls first. Only from
+  // kDeferFromGroups groups on: the stages cost ~200 instructions a sample, more than the
+  // misses of a few devices' groups, which the cache holds (1 device: +10% instructions).
   struct PendingSample {
     DeviceSlot* slot;
     std::array<Group*, kPhaseCount> groups;  // of the set phases, from the groups stage on
@@ -212,6 +214,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
     uint8_t phases;
     BlockOp op;
   };
+  static constexpr size_t kDeferFromGroups = 256;
   static constexpr uint64_t kSampleStep = 4;
   static constexpr uint64_t kSampleStages = 3;  // groups, buckets, record
   static constexpr size_t kPendingSamples = 16;  // a power of two above kSampleStages x step
