@@ -47,12 +47,14 @@ RequestMatcher::RequestMatcher(const MatcherOptions& options, RequestSampleSink*
 RequestMatcher::~RequestMatcher() = default;
 
 RequestMatcher::Device& RequestMatcher::NewDevice(uint32_t dev) {
-  // The only allocation the matcher makes after construction.
-  auto nd = std::make_unique<Device>();
-  nd->stats.dev = dev;
-  nd->flushes.reserve(options_.flush_depth);
-  Device& d = *nd;
-  devices_.push_back(std::move(nd));
+  // The only allocations the matcher makes after construction.
+  if (devices_.size() % kDeviceChunk == 0) {
+    device_chunks_.push_back(std::make_unique<Device[]>(kDeviceChunk));
+  }
+  Device& d = device_chunks_.back()[devices_.size() % kDeviceChunk];
+  d.stats.dev = dev;
+  d.flushes.reserve(options_.flush_depth);
+  devices_.push_back(&d);
   device_index_.Insert(dev, &d);
   return d;
 }
@@ -442,7 +444,7 @@ void RequestMatcher::OnBioBackMerge(const BlockEvent& e) {
 }
 
 void RequestMatcher::DropFlushes() {
-  for (const std::unique_ptr<Device>& d : devices_) {
+  for (Device* d : devices_) {
     for (const FlushSlot& f : d->flushes) ++stats_.flushes_at_gap[StateIndex(f.state)];
     d->flushes.clear();  // capacity kept: no allocation when they come back
   }
