@@ -159,8 +159,8 @@ std::optional<absl::StatusOr<LatencyReport>> BuildSplit(TraceReader& reader,
   reader.set_read_ahead(false);  // two threads already; read-ahead on top measured no gain
   RangeReadResult ra, rb;
   absl::Status sb;
-  std::thread later([&] { sb = reader.ReadRange(&b, plan->second, &rb); });
-  absl::Status sa = reader.ReadRange(&a, plan->first, &ra);
+  std::thread later([&] { sb = b.ReadRange(reader, plan->second, &rb); });
+  absl::Status sa = a.ReadRange(reader, plan->first, &ra);
   later.join();
   if (!sa.ok() || !sb.ok()) {
     *why_not = "one pass: a range could not be read";
@@ -191,7 +191,7 @@ std::optional<absl::StatusOr<LatencyReport>> BuildSplit(TraceReader& reader,
   late->reset();
   a.HoldUntil(plan->cut, /*prime=*/false);
   RangeReadResult rc;
-  if (!reader.ReadRange(&a, plan->rest, &rc).ok() ||
+  if (!a.ReadRange(reader, plan->rest, &rc).ok() ||
       !reader.RangesUnfit(plan->first, ra, rc).empty() || !rc.stats.coverage.complete()) {
     *why_not = "one pass: the first range could not read on";
     return std::nullopt;

@@ -1,8 +1,6 @@
 #include "iotrace/analysis/latency_report.h"
 
 #include <algorithm>
-#include <map>
-#include <tuple>
 #include <string>
 #include <vector>
 
@@ -870,61 +868,6 @@ TEST(LatencyReportTest, RejectsBadOptionsAsUsageErrors) {
   o.comms = {"a-name-longer-than-15"};
   EXPECT_FALSE(ValidateReportOptions(o).ok());
   EXPECT_TRUE(ValidateReportOptions(TestOptions()).ok());
-}
-
-// With many groups the builder records each sample a few samples after it came (Defer): every
-// sample must still be in its group's histogram, in the right bucket, including the last ones,
-// which are still pending when the file ends. Checked against the latencies the test made.
-TEST(LatencyReportTest, ManyDevicesGroupsHoldEverySampleInItsBucket) {
-  constexpr uint32_t kDevices = 300;  // x 2 ops x 3 phases: 1800 groups, deferred from 256 on
-  SyntheticTrace t;
-  struct Key {
-    uint32_t dev;
-    BlockOp op;
-    Phase phase;
-    bool operator<(const Key& o) const {
-      return std::tie(dev, op, phase) < std::tie(o.dev, o.op, o.phase);
-    }
-  };
-  std::map<Key, std::vector<uint64_t>> want;
-  uint64_t ts = 0, lcg = 12345;
-  for (int i = 0; i < 5000; ++i) {
-    lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
-    const uint32_t dev = (8u << 20) | static_cast<uint32_t>((lcg >> 33) % kDevices);
-    const bool read = ((lcg >> 20) & 1) != 0;
-    const uint64_t queue_ns = 100 + (lcg >> 40) % 5'000'000;
-    const uint64_t device_ns = 1000 + (lcg >> 24) % 20'000'000;
-    const uint64_t sector = 8 * static_cast<uint64_t>(i);
-    Request(t, ts, queue_ns, device_ns, sector, read ? "R" : "W", dev);
-    const BlockOp op = read ? BlockOp::kRead : BlockOp::kWrite;
-    want[{dev, op, Phase::kI2D}].push_back(queue_ns);
-    want[{dev, op, Phase::kD2C}].push_back(device_ns);
-    want[{dev, op, Phase::kI2C}].push_back(queue_ns + device_ns);
-    ts += 25'000'000;  // each request done before the next: the events stay in time order
-  }
-  const LatencyReport r = Build(t);
-  ASSERT_EQ(r.groups.size(), want.size());
-  ASSERT_GT(r.groups.size(), 256u);
-  for (const LatencyGroup& g : r.groups) {
-    auto it = want.find({g.dev, g.op, g.phase});
-    ASSERT_NE(it, want.end()) << g.dev << " " << PhaseName(g.phase);
-    std::vector<uint64_t>& lat = it->second;
-    std::sort(lat.begin(), lat.end());
-    uint64_t sum = 0;
-    for (uint64_t v : lat) sum += v;
-    EXPECT_EQ(g.summary.count, lat.size());
-    EXPECT_EQ(g.summary.sum_ns, sum);
-    EXPECT_EQ(g.summary.min_ns, lat.front());
-    EXPECT_EQ(g.summary.max_ns, lat.back());
-    uint64_t in_buckets = 0;
-    for (const LatencyBucket& b : g.buckets) {
-      const auto lo = std::lower_bound(lat.begin(), lat.end(), b.lo_ns);
-      const auto hi = std::lower_bound(lat.begin(), lat.end(), b.hi_ns);
-      EXPECT_EQ(b.count, static_cast<uint64_t>(hi - lo)) << "[" << b.lo_ns << ", " << b.hi_ns << ")";
-      in_buckets += b.count;
-    }
-    EXPECT_EQ(in_buckets, lat.size());
-  }
 }
 
 // The command line validates options once; a library caller of BuildLatencyReport gets the

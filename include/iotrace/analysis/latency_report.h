@@ -76,6 +76,9 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // Feeds every event of `reader` through the builder (reader.ReadAll(this)), with the threads
   // options.threads asks for (see ReportOptions::threads).
   absl::Status ReadAll(TraceReader& reader);
+  // Feeds the events of `range` through the builder (reader.ReadRange(this, ...): one of the two
+  // time ranges of BuildLatencyReport), on the caller's thread.
+  absl::Status ReadRange(TraceReader& reader, const TimeRange& range, RangeReadResult* out);
 
   LatencyReport Finish(const ReadStats& reader_stats);
 
@@ -179,6 +182,24 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // given); `mark`: remember which values matched.
   bool MatchesComm(const RequestSample& s, bool mark);
   bool MatchesPid(const RequestSample& s, bool mark);
+  // Within ReadAll and ReadRange, with many devices and nobody else looking at the events or
+  // the matcher as they go (no block event sink, sample taps or coverage), events reach the
+  // matcher kEventLag events after they were decoded, so that the line of the device each one
+  // counts itself in is asked for ahead (RequestMatcher::Prefetch): with a thousand devices
+  // interleaving, waiting for it was a third of the matcher's time. FlushEvents hands over
+  // what is held; everything that reads the matcher calls it first.
+  static constexpr size_t kEventLag = 8;
+  static constexpr size_t kLagFromDevices = 64;
+  bool LagEvents() const {
+    return lag_allowed_ && batch_ == nullptr && matcher_->device_count() >= kLagFromDevices;
+  }
+  void FlushEvents() {
+    for (; lag_out_ != lag_in_; ++lag_out_) matcher_->OnEvent(lag_[lag_out_ % kEventLag]);
+  }
+  // Runs `read` with the event lag allowed where it may be, and flushed at the end.
+  template <typename Read>
+  absl::Status WithEventLag(Read read);
+
   // Finish's steps, in order: the histograms (whole run and intervals) and the coverage; the
   // completeness counts (returns the losses by event, for the warnings); then the warnings
   // (report_notes.cc) and the notes, which say what is absent and why.
@@ -255,6 +276,11 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // Reading thread.
   alignas(64) BlockDecoder decoder_;
   BlockEvent event_;  // decoded in place, reused
+  // The event lag (LagEvents): events [lag_out_, lag_in_) are decoded, not yet matched.
+  bool lag_allowed_ = false;
+  uint64_t lag_in_ = 0;
+  uint64_t lag_out_ = 0;
+  std::array<BlockEvent, kEventLag> lag_{};
   bool started_ = false;
   uint64_t first_ts_ = 0;  // also read by the pairing thread once set (before the first batch)
   uint64_t last_ts_ = 0;

@@ -17,6 +17,7 @@
 #include "iotrace/analysis/request_table.h"
 #include "iotrace/base/fd.h"
 #include "iotrace/base/pointer_index.h"
+#include "iotrace/base/prefetch.h"
 #include "iotrace/event/block_event.h"
 #include "iotrace/formats/coverage.h"
 
@@ -182,6 +183,12 @@ class RequestMatcher {
 
   // Events must arrive in timestamp order (all CPUs merged).
   void OnEvent(const BlockEvent& event);
+  // Asks for the line of `event`'s device that OnEvent(event) counts it in, a few events ahead
+  // (LatencyReportBuilder's event lag; nothing when the device is new).
+  void Prefetch(const BlockEvent& event) const {
+    if (const Device* d = device_index_.Find(event.dev)) iotrace::Prefetch(&d->stats.events);
+  }
+  size_t device_count() const { return devices_.size(); }
   // Gives up every flush in flight (counted in flushes_at_gap): the events have just passed the
   // end of a gap in the data, and flushes pair in FIFO order per device, which a flush event
   // lost in the gap would shift for good. (Requests pair on their sector: a request left over
