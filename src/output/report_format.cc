@@ -437,7 +437,7 @@ void WriteNothingToShow(const LatencyReport& r, std::ostream& out) {
       << "\n";
 }
 
-void AppendNumber(std::string& s, uint64_t n) {
+[[gnu::always_inline]] inline void AppendNumber(std::string& s, uint64_t n) {
   char digits[20];  // 2^64 - 1 has 20
   s.append(digits, std::to_chars(std::begin(digits), std::end(digits), n).ptr);
 }
