@@ -197,8 +197,22 @@ void Histogram::WalkPercentiles(std::span<const double> ps, std::span<uint64_t> 
 void Histogram::Merge(const Histogram& other) {
   if (other.count_ == 0) return;
   Widen(other.lo_, other.lo_ + other.span_);
-  for (size_t i = other.lo_; i < other.lo_ + other.span_; ++i) {
-    if (const uint64_t n = other.CountIn(i); n != 0) AddAt(i, n);
+  const uint8_t* from = other.low() + other.lo_;
+  uint8_t* to = low() + other.lo_;
+  // The usual case, in vector instructions: no count of `other` past a byte, and no sum either
+  // (a two-range report of 1024 devices merges 6,144 histograms, byte by byte ~9 ms).
+  bool fits = other.carried_lines_ == 0;
+  if (fits) {
+    unsigned over = 0;
+    for (size_t i = 0; i < other.span_; ++i) over |= (unsigned{to[i]} + from[i]) >> 8;
+    fits = over == 0;
+  }
+  if (fits) {
+    for (size_t i = 0; i < other.span_; ++i) to[i] = static_cast<uint8_t>(to[i] + from[i]);
+  } else {
+    for (size_t i = other.lo_; i < other.lo_ + other.span_; ++i) {
+      if (const uint64_t n = other.CountIn(i); n != 0) AddAt(i, n);
+    }
   }
   count_ += other.count_;
   sum_ += other.sum_;

@@ -176,6 +176,33 @@ TEST(HistogramTest, MergeEqualsRecordingEverythingInOne) {
   EXPECT_EQ(a.count(), both.count());
 }
 
+// Merge adds whole lines of byte counts at once when no count of either passes a byte: two
+// counts that each fit but whose sum does not still carry (200 + 100 = 300), beside buckets
+// that fit (3 + 4).
+TEST(HistogramTest, MergeOfCountsThatEachFitButNotTheirSumCarries) {
+  Histogram a, b;
+  a.RecordN(5000, 200);
+  b.RecordN(5000, 100);
+  a.RecordN(9000, 3);
+  b.RecordN(9000, 4);
+  b.Record(1);
+  a.Merge(b);
+  EXPECT_EQ(a.CountAt(Histogram::BucketIndex(5000)), 300u);
+  EXPECT_EQ(a.CountAt(Histogram::BucketIndex(9000)), 7u);
+  EXPECT_EQ(a.CountAt(Histogram::BucketIndex(1)), 1u);
+  EXPECT_EQ(a.count(), 308u);
+  EXPECT_EQ(a.ValueAtPercentile(100), 9000u);
+  // And when they fit: each bucket the sum of both.
+  Histogram c, d;
+  c.RecordN(5000, 100);
+  d.RecordN(5000, 155);
+  d.RecordN(70, 9);
+  c.Merge(d);
+  EXPECT_EQ(c.CountAt(Histogram::BucketIndex(5000)), 255u);
+  EXPECT_EQ(c.CountAt(Histogram::BucketIndex(70)), 9u);
+  EXPECT_EQ(c.count(), 264u);
+}
+
 TEST(HistogramTest, ForEachBucketVisitsNonEmptyBucketsInOrder) {
   Histogram h;
   h.RecordN(5, 3);
