@@ -1,7 +1,5 @@
 #include "iotrace/analysis/latency_report.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -834,13 +832,6 @@ LossTally LatencyReportBuilder::FinishCompleteness(const ReadStats& reader_stats
   std::sort(c.devices.begin(), c.devices.end(),
             [](const DeviceSummary& a, const DeviceSummary& b) { return a.dev < b.dev; });
   return tally;
-}
-
-int UsableCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return CPU_COUNT(&set);
 }
 
 LatencyReport FinishReport(LatencyReportBuilder& builder, const TraceReader& reader,

@@ -14,6 +14,7 @@
 #include "iotrace/analysis/latency_report.h"
 #include "iotrace/analysis/report.h"
 #include "iotrace/formats/trace_reader.h"
+#include "iotrace/sys/cpus.h"
 
 namespace iotrace {
 
@@ -48,9 +49,6 @@ struct LossTally {
 // The summary and buckets of one histogram (the builder's groups, LiveWindow's).
 LatencyGroup MakeGroup(const Histogram& h, uint32_t dev, const std::string& device, BlockOp op,
                        Phase phase);
-
-// CPUs this process may run on.
-int UsableCpus();
 
 // The builder's report, with what the reader knows of the file.
 LatencyReport FinishReport(LatencyReportBuilder& builder, const TraceReader& reader,

@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +17,7 @@
 #include "format_cells.h"
 #include "iotrace/base/text.h"
 #include "iotrace/output/svg_plot.h"
+#include "iotrace/sys/cpus.h"
 
 namespace iotrace {
 namespace {
@@ -446,7 +448,9 @@ void WriteNothingToShow(const LatencyReport& r, std::ostream& out) {
 // were still 35 ms of its 330.
 class JsonGroupsBuffer {
  public:
-  explicit JsonGroupsBuffer(std::ostream& out) : out_(out), buf_(new char[kSize]) {}
+  // Into `out`, or appended to `text` (see WriteJsonGroups).
+  explicit JsonGroupsBuffer(std::ostream& out) : out_(&out), buf_(new char[kSize]) {}
+  explicit JsonGroupsBuffer(std::string& text) : text_(&text), buf_(new char[kSize]) {}
   ~JsonGroupsBuffer() { Flush(); }
   // Makes room for `n` more bytes (at most kSize).
   void Room(size_t n) {
@@ -462,7 +466,7 @@ class JsonGroupsBuffer {
   void Put(std::string_view text) {
     if (text.size() > kSize) {
       Flush();
-      out_.write(text.data(), static_cast<std::streamsize>(text.size()));
+      Emit(text.data(), text.size());
       return;
     }
     Room(text.size());
@@ -475,13 +479,21 @@ class JsonGroupsBuffer {
         std::to_chars(buf_.get() + at_, buf_.get() + at_ + 20, n).ptr - buf_.get());
   }
   void Flush() {
-    out_.write(buf_.get(), static_cast<std::streamsize>(at_));
+    Emit(buf_.get(), at_);
     at_ = 0;
   }
 
  private:
+  void Emit(const char* data, size_t n) {
+    if (out_ != nullptr) {
+      out_->write(data, static_cast<std::streamsize>(n));
+    } else {
+      text_->append(data, n);
+    }
+  }
   static constexpr size_t kSize = size_t{1} << 20;
-  std::ostream& out_;
+  std::ostream* out_ = nullptr;
+  std::string* text_ = nullptr;
   std::unique_ptr<char[]> buf_;
   size_t at_ = 0;
 };
@@ -549,14 +561,44 @@ void AppendJsonGroup(const LatencyGroup& g, const std::string& by, const std::st
   b.Put("]}");
 }
 
+// Groups [from, to) of `groups`, each after its separator.
+void PutJsonGroups(const std::vector<LatencyGroup>& groups, size_t from, size_t to,
+                   const std::string& by, const std::string& inner, JsonGroupsBuffer& b) {
+  for (size_t i = from; i < to; ++i) {
+    b.Put(i == 0 ? std::string_view("\n") : std::string_view(",\n"));
+    AppendJsonGroup(groups[i], by, inner, b);
+  }
+}
+
+// From this many buckets on, with a second CPU, the later half of the groups is written out on
+// a thread of its own into memory while this one writes the earlier half: a report of 1024
+// devices (0.85 M buckets, 41 MB) spent ~25 ms here after everything else was done.
+constexpr size_t kJsonBucketsForTwoThreads = 200'000;
+
 void WriteJsonGroups(const std::vector<LatencyGroup>& groups, const std::string& by,
                      std::ostream& out, const std::string& indent) {
   JsonGroupsBuffer b(out);
   const std::string inner = indent + "  ";
   b.Put("[");
-  for (size_t i = 0; i < groups.size(); ++i) {
-    b.Put(i == 0 ? std::string_view("\n") : std::string_view(",\n"));
-    AppendJsonGroup(groups[i], by, inner, b);
+  size_t buckets = 0;
+  for (const LatencyGroup& g : groups) buckets += g.buckets.size();
+  if (buckets >= kJsonBucketsForTwoThreads && UsableCpus() >= 2) {
+    // Split where half the buckets are.
+    size_t mid = 0;
+    for (size_t seen = 0; mid < groups.size() && 2 * seen < buckets; ++mid) {
+      seen += groups[mid].buckets.size();
+    }
+    std::string later;
+    std::thread writer([&] {
+      later.reserve(64 * (buckets / 2) + 512 * (groups.size() - mid));
+      JsonGroupsBuffer lb(later);
+      PutJsonGroups(groups, mid, groups.size(), by, inner, lb);
+    });
+    PutJsonGroups(groups, 0, mid, by, inner, b);
+    writer.join();
+    b.Put(later);
+  } else {
+    PutJsonGroups(groups, 0, groups.size(), by, inner, b);
   }
   if (groups.empty()) {
     b.Put("]");

@@ -1,5 +1,7 @@
 #include "iotrace/sys/cpus.h"
 
+#include <sched.h>
+
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -35,6 +37,13 @@ absl::StatusOr<std::vector<int>> OnlineCpus() {
   IOTRACE_ASSIGN_OR_RETURN(std::string text,
                            ReadFileToString("/sys/devices/system/cpu/online"));
   return ParseCpuList(text);
+}
+
+int UsableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return CPU_COUNT(&set);
 }
 
 }  // namespace iotrace

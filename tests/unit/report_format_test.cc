@@ -236,6 +236,34 @@ TEST(ReportFormatTest, JsonTimeSeriesHasIntervalStarts) {
   EXPECT_EQ(j["intervals"][0]["groups"][0]["count"].text, "3");
 }
 
+// A report of many buckets is written by two threads, each half of the groups (see
+// WriteJsonGroups): parsed back, every group and bucket is there, in order, with its values.
+TEST(ReportFormatTest, JsonOfManyBucketsHasEveryGroupAndBucketInOrder) {
+  LatencyReport r;
+  constexpr uint32_t kGroups = 2100;
+  constexpr uint64_t kBuckets = 100;  // 210,000 buckets: past the two-thread threshold
+  for (uint32_t i = 0; i < kGroups; ++i) {
+    std::vector<LatencyBucket> buckets;
+    for (uint64_t k = 0; k < kBuckets; ++k) buckets.push_back({1000 * k, 1000 * k + 7, i + k});
+    r.groups.push_back(Group(i << 20, "d" + std::to_string(i), BlockOp::kRead, Phase::kD2C,
+                             std::move(buckets)));
+  }
+  const std::string text = FormatReport(r, OutputFormat::kJson, TimeUnit::kUs);
+  Json j;
+  ASSERT_TRUE(JsonParser(text).Parse(&j));
+  ASSERT_EQ(j["groups"].items.size(), kGroups);
+  for (uint32_t i = 0; i < kGroups; ++i) {
+    const Json& g = j["groups"][i];
+    ASSERT_EQ(g["device"].text, "d" + std::to_string(i));
+    ASSERT_EQ(g["buckets"].items.size(), kBuckets);
+    for (uint64_t k = 0; k < kBuckets; k += 33) {
+      ASSERT_EQ(g["buckets"][k]["lo_ns"].text, std::to_string(1000 * k));
+      ASSERT_EQ(g["buckets"][k]["hi_ns"].text, std::to_string(1000 * k + 7));
+      ASSERT_EQ(g["buckets"][k]["count"].text, std::to_string(i + k));
+    }
+  }
+}
+
 TEST(ReportFormatTest, EmptyReportIsValidJson) {
   Json j;
   std::string text = FormatReport(LatencyReport(), OutputFormat::kJson, TimeUnit::kUs);

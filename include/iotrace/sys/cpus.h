@@ -11,6 +11,8 @@ namespace iotrace {
 
 // The online CPUs (/sys/devices/system/cpu/online).
 absl::StatusOr<std::vector<int>> OnlineCpus();
+// The CPUs this process may run on (its affinity mask; 1 when it cannot be read).
+int UsableCpus();
 // Parses a kernel CPU list ("0-3,5").
 absl::StatusOr<std::vector<int>> ParseCpuList(std::string_view text);
 
