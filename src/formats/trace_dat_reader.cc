@@ -151,18 +151,17 @@ class TraceDatReader final : public TraceReader {
   }
 
  private:
-  // What a record's delivery and the move to the next one read and write comes first, in two
-  // cache lines (the walker's position in the first, the record after it): with 256 CPUs each
-  // record is another cursor's, and a cursor spread over five lines and its Stream (for the CPU)
-  // missed the first-level cache on most of them (cachegrind, 100 k events at 256 CPUs: 5.8 ->
-  // 2.9 misses a record in the reader; user time unchanged within this VM's noise).
+  // What a record's delivery and an in-page move to the next one read and write is the first
+  // cache line: the record, the counts, then the walker, whose position comes first (24 bytes).
+  // With 256 CPUs each record is another cursor's; this line is asked for as the cursor wins
+  // (Read), and the next one is touched only on a new page. (Two lines and a field in a third
+  // before: 448-byte cursors, each winner's second line a miss waited for in the merge loop.)
   struct alignas(64) Cursor {
-    FtracePageWalker walker;
-    FtraceRecord rec;
-    uint64_t last_ts = 0;
+    FtraceRecord rec;  // the record the cursor is on; its ts is also the last record's read
     uint64_t delivered = 0;  // (coverage, below)
     int cpu = 0;
     bool loss_pending = false;
+    FtracePageWalker walker;
     const Stream* stream = nullptr;
     uint32_t order = 0;
     uint64_t page_off = 0;  // file offset of the current page
@@ -173,7 +172,7 @@ class TraceDatReader final : public TraceReader {
     uint64_t located_missed = 0;
     uint64_t missed_pages = 0;
     // Coverage, kept per page, not per record: the stream's first record (file time, 0: none
-    // read yet; last_ts is its last), the records delivered (above), and the gaps found. A gap
+    // read yet; last_ts() is its last), the records delivered (above), and the gaps found. A gap
     // met (MarkGap) begins after the last record read and ends at the first record of the next
     // page that has one (AdvancePage).
     uint64_t first_ts = 0;
@@ -183,7 +182,7 @@ class TraceDatReader final : public TraceReader {
     uint64_t gap_events = 0;
     std::vector<DataGap> gaps;  // file times, shifted at the end
     void MarkGap(GapCause cause, uint64_t events = 0) {
-      if (!gap_pending) gap_after = last_ts;
+      if (!gap_pending) gap_after = last_ts();
       if (!gap_pending || cause == GapCause::kDamaged) gap_cause = cause;
       gap_pending = true;
       gap_events += events;
@@ -194,7 +193,10 @@ class TraceDatReader final : public TraceReader {
       gap_events = 0;
     }
 
-    explicit Cursor(const Stream* s) : walker(s->layout), cpu(s->cpu), stream(s) {}
+    // The walk moves rec on only to a record read, so its time is the last one's.
+    uint64_t last_ts() const { return rec.ts; }
+
+    explicit Cursor(const Stream* s) : cpu(s->cpu), walker(s->layout), stream(s) {}
   };
 
   absl::Status ParseV6(ByteView file, size_t pos);
@@ -215,7 +217,6 @@ class TraceDatReader final : public TraceReader {
   bool Advance(Cursor* c, std::array<uint64_t, kHotCount>* problems) const {
     // Inline: nearly every record is on the page the cursor is already on.
     if (c->walker.Next(&c->rec)) {
-      c->last_ts = c->rec.ts;
       Prefetch(c->rec);
       return true;
     }
@@ -937,7 +938,6 @@ bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* pro
   // Advance has just found the current page exhausted: look at the walker's problem first.
   for (bool on_new_page = false;; on_new_page = true) {
     if (on_new_page && c->walker.Next(&c->rec)) {
-      c->last_ts = c->rec.ts;
       Prefetch(c->rec);
       return true;
     }
@@ -990,7 +990,7 @@ bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* pro
     FtraceRecord first;
     FtracePageWalker probe = c->walker;
     if (probe.Next(&first)) {
-      if (first.ts < c->last_ts) {
+      if (first.ts < c->last_ts()) {
         ++(*problems)[static_cast<int>(FtracePageProblem::kTimeBackwards)];
         c->MarkGap(GapCause::kDamaged);
         // Either this page or one before it is damaged: when an earlier page's time was wrong
@@ -1158,7 +1158,10 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   tree.Reset(cursors.size());
   // Each stream's current payload, by stream order (8 bytes a stream: in the first-level cache
   // at 256 streams; on the stack up to that many).
-  absl::InlinedVector<const uint8_t*, 256> payloads(cursors.size());
+  // Indexed through the bare pointer: InlinedVector's operator[] checks the index and where its
+  // elements are, a dozen instructions a record.
+  absl::InlinedVector<const uint8_t*, 256> payload_store(cursors.size());
+  const uint8_t** const payloads = payload_store.data();
   for (Cursor& c : cursors) {
     if (Advance(&c, &problems)) {
       tree.Set(c.order, c.rec.ts);
@@ -1194,9 +1197,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   auto prefetch_top = [&] {
     if (tree.empty()) return;
     const uint32_t next = tree.top();
-    const char* line = reinterpret_cast<const char*>(&cursors[next]);
-    __builtin_prefetch(line);
-    __builtin_prefetch(line + 64);
+    __builtin_prefetch(&cursors[next]);  // its first line: all that an in-page step touches
     __builtin_prefetch(payloads[next]);
   };
   // Hands `rec`, the cursor's record, to the sink (false: too short to be one).
@@ -1239,7 +1240,8 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
     tree.ForEachStream([&](uint32_t i) { out->first_counted[i] = position(&cursors[i]); });
   }
   while (!tree.empty()) {
-    Cursor* c = &cursors[tree.top()];
+    const uint32_t top = tree.top();  // (not c->order: that is on the cursor's second line)
+    Cursor* c = &cursors[top];
     if constexpr (kRanged) {
       const uint64_t ts = c->rec.ts + ts_offset_;
       if (ts >= range.end_ts) {
@@ -1261,16 +1263,15 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
     // releases the bytes the saved payload points into, so then the record goes first.
     const FtraceRecord rec = c->rec;
     if (c->walker.Next(&c->rec)) {
-      c->last_ts = c->rec.ts;
       Prefetch(c->rec);
-      payloads[c->order] = c->rec.payload.data;
+      payloads[top] = c->rec.payload.data;
       tree.ReplaceTop(c->rec.ts);
       prefetch_top();
       if (deliver(c, rec, true)) ++events;
     } else {
       if (deliver(c, rec, true)) ++events;
       if (AdvancePage(c, &problems)) {
-        payloads[c->order] = c->rec.payload.data;
+        payloads[top] = c->rec.payload.data;
         tree.ReplaceTop(c->rec.ts);
       } else {
         tree.PopTop();
@@ -1288,7 +1289,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
     auto shift = [this](uint64_t t) { return t == 0 ? 0 : t + ts_offset_; };
     if (c.delivered != 0) {
       stats.coverage.AddSpan(
-          CpuSpan{c.stream->cpu, shift(c.first_ts), shift(c.last_ts), c.delivered});
+          CpuSpan{c.stream->cpu, shift(c.first_ts), shift(c.last_ts()), c.delivered});
     }
     // A stream whose data ends early (the file is cut inside it, or its last part could not be
     // read): nothing of its CPU after its last record is known.
@@ -1296,7 +1297,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
       const GapCause cause = c.stream->cut       ? GapCause::kCut
                              : c.stream->damaged ? GapCause::kDamaged
                                                  : c.gap_cause;
-      if (!c.gap_pending) c.gap_after = c.last_ts;
+      if (!c.gap_pending) c.gap_after = c.last_ts();
       c.CloseGap(DataGap::kOpenEnd);
       c.gaps.back().cause = cause;
     }
