@@ -238,8 +238,11 @@ class TraceDatReader final : public TraceReader {
   // The time stamp in the header of page `index` of `s` (file time, before ts_offset_); false
   // when it cannot be read.
   bool PageTime(const Stream& s, uint64_t index, uint64_t* ts) const;
+  // Page header times already read, by page index.
+  using PageTimes = absl::flat_hash_map<uint64_t, uint64_t>;
   // The index of the last page of `s` whose header time is at most `ts` (0 when none is).
-  uint64_t PageAtOrBefore(const Stream& s, uint64_t ts) const;
+  // `known`, when given, holds times read before and takes those read now.
+  uint64_t PageAtOrBefore(const Stream& s, uint64_t ts, PageTimes* known = nullptr) const;
 
   std::string path_;
   TraceDatReaderOptions options_;
@@ -1014,7 +1017,7 @@ bool TraceDatReader::PageTime(const Stream& s, uint64_t index, uint64_t* ts) con
   return true;
 }
 
-uint64_t TraceDatReader::PageAtOrBefore(const Stream& s, uint64_t ts) const {
+uint64_t TraceDatReader::PageAtOrBefore(const Stream& s, uint64_t ts, PageTimes* known) const {
   // Binary search over the pages' header times (in order in a sound stream; in a damaged one
   // the answer is only a place to start, and the caller checks what was read).
   uint64_t lo = 0, hi = s.size / s.layout.page_size;  // the answer is in [lo, hi)
@@ -1022,7 +1025,13 @@ uint64_t TraceDatReader::PageAtOrBefore(const Stream& s, uint64_t ts) const {
   while (hi - lo > 1) {
     const uint64_t mid = lo + (hi - lo) / 2;
     uint64_t t = 0;
-    if (!PageTime(s, mid, &t)) return lo;
+    const auto it = known != nullptr ? known->find(mid) : PageTimes::iterator();
+    if (known != nullptr && it != known->end()) {
+      t = it->second;
+    } else {
+      if (!PageTime(s, mid, &t)) return lo;
+      if (known != nullptr) known->emplace(mid, t);
+    }
     if (t <= ts) lo = mid; else hi = mid;
   }
   return lo;
@@ -1033,13 +1042,19 @@ std::optional<TraceTimeSpan> TraceDatReader::TimeSpan() const {
   span.first_ts = ~uint64_t{0};
   uint64_t pages = 0;
   std::vector<uint64_t> middles;
-  for (const Stream& s : streams_) {
+  // Each stream's page times as they are read: the searches below, for times near one another,
+  // take the same first steps (256 CPUs: 20 k preads of 8 bytes without these, before either
+  // range can start).
+  std::vector<PageTimes> known(streams_.size());
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    const Stream& s = streams_[i];
     const uint64_t n = s.size / s.layout.page_size;
     if (n == 0) continue;
     uint64_t first = 0, last = 0, middle = 0;
     if (!PageTime(s, 0, &first) || !PageTime(s, n - 1, &last) || !PageTime(s, n / 2, &middle)) {
       return std::nullopt;
     }
+    known[i].emplace(n / 2, middle);
     span.first_ts = std::min(span.first_ts, first);
     span.last_ts = std::max(span.last_ts, last);
     middles.push_back(middle);
@@ -1054,8 +1069,9 @@ std::optional<TraceTimeSpan> TraceDatReader::TimeSpan() const {
   // stream for each, CPUs^2 x log2(pages) preads: 515 k of them, 0.2 s, at 256 CPUs.)
   auto pages_before = [&](uint64_t t) {
     uint64_t before = 0;
-    for (const Stream& s : streams_) {
-      if (s.size / s.layout.page_size != 0) before += PageAtOrBefore(s, t);
+    for (size_t i = 0; i < streams_.size(); ++i) {
+      const Stream& s = streams_[i];
+      if (s.size / s.layout.page_size != 0) before += PageAtOrBefore(s, t, &known[i]);
     }
     return before;
   };
