@@ -213,15 +213,6 @@ class TraceDatReader final : public TraceReader {
   absl::Status InflateStreams(const std::vector<bool>& compressed);
   void AddStream(Stream s);
   bool ClaimRange(uint64_t begin, uint64_t end);
-  // Moves the cursor to its next data record, loading pages as needed. False at the end.
-  bool Advance(Cursor* c, std::array<uint64_t, kHotCount>* problems) const {
-    // Inline: nearly every record is on the page the cursor is already on.
-    if (c->walker.Next(&c->rec)) {
-      Prefetch(c->rec);
-      return true;
-    }
-    return AdvancePage(c, problems);
-  }
   // The walk has read only the header of the record it moved to. Its payload and the next
   // record's header are read when the cursor wins again, after a record of every other stream
   // on average: with many CPUs their lines are out of the cache by then (the hardware follows a
@@ -230,7 +221,8 @@ class TraceDatReader final : public TraceReader {
     __builtin_prefetch(rec.payload.data);
     __builtin_prefetch(rec.payload.data + rec.payload.size);
   }
-  // Advance past the end of the current page.
+  // Moves the cursor past the end of its current page (or onto its first page) to the next data
+  // record, loading pages as needed. False at the end.
   bool AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* problems) const;
   // ReadAll (kRanged false: the whole file, every record counted) and ReadRange.
   template <bool kRanged>
@@ -938,7 +930,7 @@ absl::Status TraceDatReader::FinishMetadata(uint64_t data_file_size) {
 }
 
 bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* problems) const {
-  // Advance has just found the current page exhausted: look at the walker's problem first.
+  // The walk has found the current page exhausted (or is on none yet): its problem comes first.
   for (bool on_new_page = false;; on_new_page = true) {
     if (on_new_page && c->walker.Next(&c->rec)) {
       Prefetch(c->rec);
@@ -1179,7 +1171,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   absl::InlinedVector<const uint8_t*, 256> payload_store(cursors.size());
   const uint8_t** const payloads = payload_store.data();
   for (Cursor& c : cursors) {
-    if (Advance(&c, &problems)) {
+    if (AdvancePage(&c, &problems)) {  // (a cursor starts on no page)
       tree.Set(c.order, c.rec.ts);
       payloads[c.order] = c.rec.payload.data;
     }
@@ -1198,15 +1190,6 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   auto position = [](const Cursor* c) {
     return c->page_off + static_cast<uint64_t>(c->rec.payload.data - c->ring.At(c->page_off));
   };
-  // The top cursor moves on to its next record (or leaves the merge at its stream's end).
-  auto step = [&](Cursor* c) {
-    if (Advance(c, &problems)) {
-      payloads[c->order] = c->rec.payload.data;
-      tree.ReplaceTop(c->rec.ts);
-    } else {
-      tree.PopTop();
-    }
-  };
   // The next winner's cursor and payload are asked for as soon as the tree names it, from the
   // dense array (the cursor itself is likely out of the cache), so that they arrive while the
   // sink works on the record before.
@@ -1217,7 +1200,8 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
     __builtin_prefetch(payloads[next]);
   };
   // Hands `rec`, the cursor's record, to the sink (false: too short to be one).
-  auto deliver = [&](Cursor* c, const FtraceRecord& rec, bool counted) {
+  auto deliver = [&](Cursor* c, const FtraceRecord& rec, bool counted)
+                     __attribute__((always_inline)) {
     const ByteView p = rec.payload;
     if (p.size < 8 || p.size < pid_off + 4) {
       ++problems[kHotShortRecord];
@@ -1238,18 +1222,46 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
     sink->OnEvent(ev);
     return true;
   };
+  // Hands the record of the top cursor `c` (stream `top`) to the sink when `hand`, and moves the
+  // cursor on to its next record, or out of the merge at its stream's end. True when the record
+  // was handed on (deliver). The record is saved and the cursor moves on first: the tree's replay
+  // then names the next winner, whose cursor and payload (each a cache miss at many CPUs, one
+  // after the other) load while the sink works. Only on the same page: a new page releases the
+  // bytes the saved payload points into, so then the record goes first.
+  // (This and deliver inline in both loops: as calls, GCC's choice, they cost 40 instructions a
+  // record more.)
+  auto take = [&](Cursor* c, uint32_t top, bool hand, bool counted)
+                  __attribute__((always_inline)) {
+    const FtraceRecord rec = c->rec;
+    if (c->walker.Next(&c->rec)) {
+      Prefetch(c->rec);
+      payloads[top] = c->rec.payload.data;
+      tree.ReplaceTop(c->rec.ts);
+      prefetch_top();
+      return hand && deliver(c, rec, counted);
+    }
+    const bool handed = hand && deliver(c, rec, counted);
+    if (AdvancePage(c, &problems)) {
+      payloads[top] = c->rec.payload.data;
+      tree.ReplaceTop(c->rec.ts);
+    } else {
+      tree.PopTop();
+    }
+    prefetch_top();
+    return handed;
+  };
   if constexpr (kRanged) {
     // The records before count_from_ts: passed over before start_ts, else delivered but not
     // counted (nor the losses placed before them: the earlier range's).
     while (!tree.empty()) {
-      Cursor* c = &cursors[tree.top()];
+      const uint32_t top = tree.top();
+      Cursor* c = &cursors[top];
       const uint64_t ts = c->rec.ts + ts_offset_;
       if (ts >= range.count_from_ts || ts >= range.end_ts) break;
       if (ts < previous_ts) ++out->out_of_order;
       previous_ts = ts;
       c->loss_pending = false;
-      if (ts >= range.start_ts) deliver(c, c->rec, false);
-      step(c);
+      take(c, top, ts >= range.start_ts, false);
     }
     // Every cursor is on its first record at or after count_from_ts (a later one before it
     // would be out of order, and counted so).
@@ -1273,27 +1285,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
       c->loss_pending = false;
     }
     ++records;
-    // The record is saved and the cursor moves on before the record is delivered: the tree's
-    // replay then names the next winner, whose cursor and payload (each a cache miss at many
-    // CPUs, one after the other) load while the sink works. Only on the same page: a new page
-    // releases the bytes the saved payload points into, so then the record goes first.
-    const FtraceRecord rec = c->rec;
-    if (c->walker.Next(&c->rec)) {
-      Prefetch(c->rec);
-      payloads[top] = c->rec.payload.data;
-      tree.ReplaceTop(c->rec.ts);
-      prefetch_top();
-      if (deliver(c, rec, true)) ++events;
-    } else {
-      if (deliver(c, rec, true)) ++events;
-      if (AdvancePage(c, &problems)) {
-        payloads[top] = c->rec.payload.data;
-        tree.ReplaceTop(c->rec.ts);
-      } else {
-        tree.PopTop();
-      }
-      prefetch_top();
-    }
+    if (take(c, top, true, true)) ++events;
   }
 
   // Losses placed at the end of a stream, and the file's own totals, belong to the range that
