@@ -36,9 +36,15 @@ namespace iotrace {
 namespace {
 
 // Each CPU's stream is read through a ring of this many bytes (FileRing), fewer per CPU when
-// there are many CPUs, so that all rings together stay within kRingBudget.
+// there are many CPUs, so that all rings together stay within kRingBudget, and those read in the
+// caller's thread within kCallerRingBudget: at 64 CPUs and more their bytes then stay in the
+// second-level cache between the pread that copies them and the walk that reads them (3 M events,
+// one thread, CPU time, medians of 7 on a shared machine: 256 CPUs, 16 KiB rings in place of
+// 64 KiB, 324 -> 253 ms, peak RSS 28 -> 16 MiB; 64 CPUs, 64 KiB in place of 256 KiB, 228 -> 216
+// ms).
 constexpr size_t kRingBytes = size_t{256} << 10;
 constexpr size_t kRingBudget = size_t{16} << 20;
+constexpr size_t kCallerRingBudget = size_t{4} << 20;
 // Streams read ahead on threads of their own, at most (see ReadAll).
 constexpr size_t kMaxReadAheadStreams = 4;
 constexpr int kMaxOptionSections = 1024;
@@ -1130,8 +1136,9 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   const bool ahead = read_ahead_ && long_streams > 0 &&
                      long_streams <= kMaxReadAheadStreams && ahead_total <= kRingBudget;
   const size_t others = streams_.size() - (ahead ? long_streams : 0);
-  const size_t ring_bytes = std::min(
-      kRingBytes, (kRingBudget - (ahead ? ahead_total : 0)) / std::max<size_t>(others, 1));
+  const size_t ring_bytes =
+      std::min({kRingBytes, kCallerRingBudget / std::max<size_t>(others, 1),
+                (kRingBudget - (ahead ? ahead_total : 0)) / std::max<size_t>(others, 1)});
   for (const Stream& s : streams_) {
     Cursor& c = cursors.emplace_back(&s);
     c.page_off = c.next_off = s.offset;
