@@ -1023,12 +1023,13 @@ uint64_t TraceDatReader::PageAtOrBefore(const Stream& s, uint64_t ts, PageTimes*
   while (hi - lo > 1) {
     const uint64_t mid = lo + (hi - lo) / 2;
     uint64_t t = 0;
-    const auto it = known != nullptr ? known->find(mid) : PageTimes::iterator();
-    if (known != nullptr && it != known->end()) {
+    if (known == nullptr) {
+      if (!PageTime(s, mid, &t)) return lo;
+    } else if (const auto it = known->find(mid); it != known->end()) {
       t = it->second;
     } else {
       if (!PageTime(s, mid, &t)) return lo;
-      if (known != nullptr) known->emplace(mid, t);
+      known->emplace(mid, t);
     }
     if (t <= ts) lo = mid; else hi = mid;
   }
@@ -1172,9 +1173,9 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   LoserTree tree;
   tree.Reset(cursors.size());
   // Each stream's current payload, by stream order (8 bytes a stream: in the first-level cache
-  // at 256 streams; on the stack up to that many).
-  // Indexed through the bare pointer: InlinedVector's operator[] checks the index and where its
-  // elements are, a dozen instructions a record.
+  // at 256 streams; on the stack up to that many), indexed through the bare pointer:
+  // InlinedVector's operator[] checks the index and where its elements are, a dozen
+  // instructions a record.
   absl::InlinedVector<const uint8_t*, 256> payload_store(cursors.size());
   const uint8_t** const payloads = payload_store.data();
   for (Cursor& c : cursors) {
