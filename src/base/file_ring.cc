@@ -199,7 +199,7 @@ ssize_t FileRing::ReadInto(int fd, uint8_t* base, uint64_t mask, uint64_t mirror
 
 size_t FileRing::CapacityFor(size_t capacity) {
   static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  return std::bit_ceil(std::max({capacity, page, size_t{64} << 10}));
+  return std::bit_ceil(std::max(capacity, page));
 }
 
 absl::StatusOr<FileRing> FileRing::Create(int fd, uint64_t begin, uint64_t end, size_t capacity,

@@ -144,7 +144,7 @@ bool FtracePageWalker::Reset(ByteView page) {
     return false;
   }
   data_ = page.data + layout_.data_offset;
-  end_ = static_cast<size_t>(size);
+  end_ = static_cast<uint32_t>(size);
   missed_ = (commit & kRbMissedEvents) != 0;
   if (missed_ && (commit & kRbMissedStored) != 0) {
     // The count is an unsigned long (commit_size bytes) right after the data.
@@ -172,7 +172,7 @@ bool FtracePageWalker::Refresh(ByteView page) {
   const size_t capacity = std::min<size_t>(page.size, layout_.page_size) - layout_.data_offset;
   const uint64_t size = commit & kRbCommitSizeMask;
   if (size <= end_ || size > capacity) return false;
-  end_ = static_cast<size_t>(size);
+  end_ = static_cast<uint32_t>(size);
   return true;
 }
 

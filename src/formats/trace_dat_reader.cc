@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -35,9 +36,15 @@ namespace iotrace {
 namespace {
 
 // Each CPU's stream is read through a ring of this many bytes (FileRing), fewer per CPU when
-// there are many CPUs, so that all rings together stay within kRingBudget.
+// there are many CPUs, so that all rings together stay within kRingBudget, and those read in the
+// caller's thread within kCallerRingBudget: at 64 CPUs and more their bytes then stay in the
+// second-level cache between the pread that copies them and the walk that reads them (3 M events,
+// one thread, CPU time, medians of 7 on a shared machine: 256 CPUs, 16 KiB rings in place of
+// 64 KiB, 324 -> 253 ms, peak RSS 28 -> 16 MiB; 64 CPUs, 64 KiB in place of 256 KiB, 228 -> 216
+// ms).
 constexpr size_t kRingBytes = size_t{256} << 10;
 constexpr size_t kRingBudget = size_t{16} << 20;
+constexpr size_t kCallerRingBudget = size_t{4} << 20;
 // Streams read ahead on threads of their own, at most (see ReadAll).
 constexpr size_t kMaxReadAheadStreams = 4;
 constexpr int kMaxOptionSections = 1024;
@@ -150,18 +157,17 @@ class TraceDatReader final : public TraceReader {
   }
 
  private:
-  // What a record's delivery and the move to the next one read and write comes first, in two
-  // cache lines (the walker's position in the first, the record after it): with 256 CPUs each
-  // record is another cursor's, and a cursor spread over five lines and its Stream (for the CPU)
-  // missed the first-level cache on most of them (cachegrind, 100 k events at 256 CPUs: 5.8 ->
-  // 2.9 misses a record in the reader; user time unchanged within this VM's noise).
+  // What a record's delivery and an in-page move to the next one read and write is the first
+  // cache line: the record, the counts, then the walker, whose position comes first (24 bytes).
+  // With 256 CPUs each record is another cursor's; this line is asked for as the cursor wins
+  // (Read), and the next one is touched only on a new page. (Two lines and a field in a third
+  // before: 448-byte cursors, each winner's second line a miss waited for in the merge loop.)
   struct alignas(64) Cursor {
-    FtracePageWalker walker;
-    FtraceRecord rec;
-    uint64_t last_ts = 0;
+    FtraceRecord rec;  // the record the cursor is on; its ts is also the last record's read
     uint64_t delivered = 0;  // (coverage, below)
     int cpu = 0;
     bool loss_pending = false;
+    FtracePageWalker walker;
     const Stream* stream = nullptr;
     uint32_t order = 0;
     uint64_t page_off = 0;  // file offset of the current page
@@ -172,7 +178,7 @@ class TraceDatReader final : public TraceReader {
     uint64_t located_missed = 0;
     uint64_t missed_pages = 0;
     // Coverage, kept per page, not per record: the stream's first record (file time, 0: none
-    // read yet; last_ts is its last), the records delivered (above), and the gaps found. A gap
+    // read yet; last_ts() is its last), the records delivered (above), and the gaps found. A gap
     // met (MarkGap) begins after the last record read and ends at the first record of the next
     // page that has one (AdvancePage).
     uint64_t first_ts = 0;
@@ -182,7 +188,7 @@ class TraceDatReader final : public TraceReader {
     uint64_t gap_events = 0;
     std::vector<DataGap> gaps;  // file times, shifted at the end
     void MarkGap(GapCause cause, uint64_t events = 0) {
-      if (!gap_pending) gap_after = last_ts;
+      if (!gap_pending) gap_after = last_ts();
       if (!gap_pending || cause == GapCause::kDamaged) gap_cause = cause;
       gap_pending = true;
       gap_events += events;
@@ -193,7 +199,10 @@ class TraceDatReader final : public TraceReader {
       gap_events = 0;
     }
 
-    explicit Cursor(const Stream* s) : walker(s->layout), cpu(s->cpu), stream(s) {}
+    // The walk moves rec on only to a record read, so its time is the last one's.
+    uint64_t last_ts() const { return rec.ts; }
+
+    explicit Cursor(const Stream* s) : cpu(s->cpu), walker(s->layout), stream(s) {}
   };
 
   absl::Status ParseV6(ByteView file, size_t pos);
@@ -210,16 +219,6 @@ class TraceDatReader final : public TraceReader {
   absl::Status InflateStreams(const std::vector<bool>& compressed);
   void AddStream(Stream s);
   bool ClaimRange(uint64_t begin, uint64_t end);
-  // Moves the cursor to its next data record, loading pages as needed. False at the end.
-  bool Advance(Cursor* c, std::array<uint64_t, kHotCount>* problems) const {
-    // Inline: nearly every record is on the page the cursor is already on.
-    if (c->walker.Next(&c->rec)) {
-      c->last_ts = c->rec.ts;
-      Prefetch(c->rec);
-      return true;
-    }
-    return AdvancePage(c, problems);
-  }
   // The walk has read only the header of the record it moved to. Its payload and the next
   // record's header are read when the cursor wins again, after a record of every other stream
   // on average: with many CPUs their lines are out of the cache by then (the hardware follows a
@@ -228,7 +227,8 @@ class TraceDatReader final : public TraceReader {
     __builtin_prefetch(rec.payload.data);
     __builtin_prefetch(rec.payload.data + rec.payload.size);
   }
-  // Advance past the end of the current page.
+  // Moves the cursor past the end of its current page (or onto its first page) to the next data
+  // record, loading pages as needed. False at the end.
   bool AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* problems) const;
   // ReadAll (kRanged false: the whole file, every record counted) and ReadRange.
   template <bool kRanged>
@@ -236,8 +236,11 @@ class TraceDatReader final : public TraceReader {
   // The time stamp in the header of page `index` of `s` (file time, before ts_offset_); false
   // when it cannot be read.
   bool PageTime(const Stream& s, uint64_t index, uint64_t* ts) const;
+  // Page header times already read, by page index.
+  using PageTimes = absl::flat_hash_map<uint64_t, uint64_t>;
   // The index of the last page of `s` whose header time is at most `ts` (0 when none is).
-  uint64_t PageAtOrBefore(const Stream& s, uint64_t ts) const;
+  // `known`, when given, holds times read before and takes those read now.
+  uint64_t PageAtOrBefore(const Stream& s, uint64_t ts, PageTimes* known = nullptr) const;
 
   std::string path_;
   TraceDatReaderOptions options_;
@@ -933,10 +936,9 @@ absl::Status TraceDatReader::FinishMetadata(uint64_t data_file_size) {
 }
 
 bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* problems) const {
-  // Advance has just found the current page exhausted: look at the walker's problem first.
+  // The walk has found the current page exhausted (or is on none yet): its problem comes first.
   for (bool on_new_page = false;; on_new_page = true) {
     if (on_new_page && c->walker.Next(&c->rec)) {
-      c->last_ts = c->rec.ts;
       Prefetch(c->rec);
       return true;
     }
@@ -989,7 +991,7 @@ bool TraceDatReader::AdvancePage(Cursor* c, std::array<uint64_t, kHotCount>* pro
     FtraceRecord first;
     FtracePageWalker probe = c->walker;
     if (probe.Next(&first)) {
-      if (first.ts < c->last_ts) {
+      if (first.ts < c->last_ts()) {
         ++(*problems)[static_cast<int>(FtracePageProblem::kTimeBackwards)];
         c->MarkGap(GapCause::kDamaged);
         // Either this page or one before it is damaged: when an earlier page's time was wrong
@@ -1013,7 +1015,7 @@ bool TraceDatReader::PageTime(const Stream& s, uint64_t index, uint64_t* ts) con
   return true;
 }
 
-uint64_t TraceDatReader::PageAtOrBefore(const Stream& s, uint64_t ts) const {
+uint64_t TraceDatReader::PageAtOrBefore(const Stream& s, uint64_t ts, PageTimes* known) const {
   // Binary search over the pages' header times (in order in a sound stream; in a damaged one
   // the answer is only a place to start, and the caller checks what was read).
   uint64_t lo = 0, hi = s.size / s.layout.page_size;  // the answer is in [lo, hi)
@@ -1021,7 +1023,14 @@ uint64_t TraceDatReader::PageAtOrBefore(const Stream& s, uint64_t ts) const {
   while (hi - lo > 1) {
     const uint64_t mid = lo + (hi - lo) / 2;
     uint64_t t = 0;
-    if (!PageTime(s, mid, &t)) return lo;
+    if (known == nullptr) {
+      if (!PageTime(s, mid, &t)) return lo;
+    } else if (const auto it = known->find(mid); it != known->end()) {
+      t = it->second;
+    } else {
+      if (!PageTime(s, mid, &t)) return lo;
+      known->emplace(mid, t);
+    }
     if (t <= ts) lo = mid; else hi = mid;
   }
   return lo;
@@ -1032,13 +1041,19 @@ std::optional<TraceTimeSpan> TraceDatReader::TimeSpan() const {
   span.first_ts = ~uint64_t{0};
   uint64_t pages = 0;
   std::vector<uint64_t> middles;
-  for (const Stream& s : streams_) {
+  // Each stream's page times as they are read: the searches below, for times near one another,
+  // take the same first steps (256 CPUs: 20 k preads of 8 bytes without these, before either
+  // range can start).
+  std::vector<PageTimes> known(streams_.size());
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    const Stream& s = streams_[i];
     const uint64_t n = s.size / s.layout.page_size;
     if (n == 0) continue;
     uint64_t first = 0, last = 0, middle = 0;
     if (!PageTime(s, 0, &first) || !PageTime(s, n - 1, &last) || !PageTime(s, n / 2, &middle)) {
       return std::nullopt;
     }
+    known[i].emplace(n / 2, middle);
     span.first_ts = std::min(span.first_ts, first);
     span.last_ts = std::max(span.last_ts, last);
     middles.push_back(middle);
@@ -1053,8 +1068,9 @@ std::optional<TraceTimeSpan> TraceDatReader::TimeSpan() const {
   // stream for each, CPUs^2 x log2(pages) preads: 515 k of them, 0.2 s, at 256 CPUs.)
   auto pages_before = [&](uint64_t t) {
     uint64_t before = 0;
-    for (const Stream& s : streams_) {
-      if (s.size / s.layout.page_size != 0) before += PageAtOrBefore(s, t);
+    for (size_t i = 0; i < streams_.size(); ++i) {
+      const Stream& s = streams_[i];
+      if (s.size / s.layout.page_size != 0) before += PageAtOrBefore(s, t, &known[i]);
     }
     return before;
   };
@@ -1121,8 +1137,9 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   const bool ahead = read_ahead_ && long_streams > 0 &&
                      long_streams <= kMaxReadAheadStreams && ahead_total <= kRingBudget;
   const size_t others = streams_.size() - (ahead ? long_streams : 0);
-  const size_t ring_bytes = std::min(
-      kRingBytes, (kRingBudget - (ahead ? ahead_total : 0)) / std::max<size_t>(others, 1));
+  const size_t ring_bytes =
+      std::min({kRingBytes, kCallerRingBudget / std::max<size_t>(others, 1),
+                (kRingBudget - (ahead ? ahead_total : 0)) / std::max<size_t>(others, 1)});
   for (const Stream& s : streams_) {
     Cursor& c = cursors.emplace_back(&s);
     c.page_off = c.next_off = s.offset;
@@ -1155,8 +1172,17 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   // (bench/merge_benchmark.cc, BM_MergeWholeStreams; docs/architecture.md).
   LoserTree tree;
   tree.Reset(cursors.size());
+  // Each stream's current payload, by stream order (8 bytes a stream: in the first-level cache
+  // at 256 streams; on the stack up to that many), indexed through the bare pointer:
+  // InlinedVector's operator[] checks the index and where its elements are, a dozen
+  // instructions a record.
+  absl::InlinedVector<const uint8_t*, 256> payload_store(cursors.size());
+  const uint8_t** const payloads = payload_store.data();
   for (Cursor& c : cursors) {
-    if (Advance(&c, &problems)) tree.Set(c.order, c.rec.ts);
+    if (AdvancePage(&c, &problems)) {  // (a cursor starts on no page)
+      tree.Set(c.order, c.rec.ts);
+      payloads[c.order] = c.rec.payload.data;
+    }
   }
   tree.Build();
 
@@ -1172,27 +1198,29 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   auto position = [](const Cursor* c) {
     return c->page_off + static_cast<uint64_t>(c->rec.payload.data - c->ring.At(c->page_off));
   };
-  // The top cursor moves on to its next record (or leaves the merge at its stream's end).
-  auto step = [&](Cursor* c) {
-    if (Advance(c, &problems)) {
-      tree.ReplaceTop(c->rec.ts);
-    } else {
-      tree.PopTop();
-    }
+  // The next winner's cursor and payload are asked for as soon as the tree names it, from the
+  // dense array (the cursor itself is likely out of the cache), so that they arrive while the
+  // sink works on the record before.
+  auto prefetch_top = [&] {
+    if (tree.empty()) return;
+    const uint32_t next = tree.top();
+    __builtin_prefetch(&cursors[next]);  // its first line: all that an in-page step touches
+    __builtin_prefetch(payloads[next]);
   };
-  // Hands the top cursor's record to the sink (false: too short to be one).
-  auto deliver = [&](Cursor* c, bool counted) {
-    const ByteView p = c->rec.payload;
+  // Hands `rec`, the cursor's record, to the sink (false: too short to be one).
+  auto deliver = [&](Cursor* c, const FtraceRecord& rec, bool counted)
+                     __attribute__((always_inline)) {
+    const ByteView p = rec.payload;
     if (p.size < 8 || p.size < pid_off + 4) {
       ++problems[kHotShortRecord];
       // Lost: this record (the gap begins just before it) and what it held.
       if (!c->gap_pending) {
         c->MarkGap(GapCause::kDamaged);
-        c->gap_after = c->rec.ts - 1;
+        c->gap_after = rec.ts - 1;
       }
       return false;
     }
-    ev.ts = c->rec.ts + ts_offset_;
+    ev.ts = rec.ts + ts_offset_;
     if (counted) ++c->delivered;
     ev.cpu = static_cast<uint32_t>(c->cpu);
     std::memcpy(&ev.type, p.data, 2);
@@ -1202,25 +1230,54 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
     sink->OnEvent(ev);
     return true;
   };
+  // Hands the record of the top cursor `c` (stream `top`) to the sink when `hand`, and moves the
+  // cursor on to its next record, or out of the merge at its stream's end. True when the record
+  // was handed on (deliver). The record is saved and the cursor moves on first: the tree's replay
+  // then names the next winner, whose cursor and payload (each a cache miss at many CPUs, one
+  // after the other) load while the sink works. Only on the same page: a new page releases the
+  // bytes the saved payload points into, so then the record goes first.
+  // (This and deliver inline in both loops: as calls, GCC's choice, they cost 40 instructions a
+  // record more.)
+  auto take = [&](Cursor* c, uint32_t top, bool hand, bool counted)
+                  __attribute__((always_inline)) {
+    const FtraceRecord rec = c->rec;
+    if (c->walker.Next(&c->rec)) {
+      Prefetch(c->rec);
+      payloads[top] = c->rec.payload.data;
+      tree.ReplaceTop(c->rec.ts);
+      prefetch_top();
+      return hand && deliver(c, rec, counted);
+    }
+    const bool handed = hand && deliver(c, rec, counted);
+    if (AdvancePage(c, &problems)) {
+      payloads[top] = c->rec.payload.data;
+      tree.ReplaceTop(c->rec.ts);
+    } else {
+      tree.PopTop();
+    }
+    prefetch_top();
+    return handed;
+  };
   if constexpr (kRanged) {
     // The records before count_from_ts: passed over before start_ts, else delivered but not
     // counted (nor the losses placed before them: the earlier range's).
     while (!tree.empty()) {
-      Cursor* c = &cursors[tree.top()];
+      const uint32_t top = tree.top();
+      Cursor* c = &cursors[top];
       const uint64_t ts = c->rec.ts + ts_offset_;
       if (ts >= range.count_from_ts || ts >= range.end_ts) break;
       if (ts < previous_ts) ++out->out_of_order;
       previous_ts = ts;
       c->loss_pending = false;
-      if (ts >= range.start_ts) deliver(c, false);
-      step(c);
+      take(c, top, ts >= range.start_ts, false);
     }
     // Every cursor is on its first record at or after count_from_ts (a later one before it
     // would be out of order, and counted so).
     tree.ForEachStream([&](uint32_t i) { out->first_counted[i] = position(&cursors[i]); });
   }
   while (!tree.empty()) {
-    Cursor* c = &cursors[tree.top()];
+    const uint32_t top = tree.top();  // (not c->order: that is on the cursor's second line)
+    Cursor* c = &cursors[top];
     if constexpr (kRanged) {
       const uint64_t ts = c->rec.ts + ts_offset_;
       if (ts >= range.end_ts) {
@@ -1236,8 +1293,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
       c->loss_pending = false;
     }
     ++records;
-    if (deliver(c, true)) ++events;
-    step(c);
+    if (take(c, top, true, true)) ++events;
   }
 
   // Losses placed at the end of a stream, and the file's own totals, belong to the range that
@@ -1249,7 +1305,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
     auto shift = [this](uint64_t t) { return t == 0 ? 0 : t + ts_offset_; };
     if (c.delivered != 0) {
       stats.coverage.AddSpan(
-          CpuSpan{c.stream->cpu, shift(c.first_ts), shift(c.last_ts), c.delivered});
+          CpuSpan{c.stream->cpu, shift(c.first_ts), shift(c.last_ts()), c.delivered});
     }
     // A stream whose data ends early (the file is cut inside it, or its last part could not be
     // read): nothing of its CPU after its last record is known.
@@ -1257,7 +1313,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
       const GapCause cause = c.stream->cut       ? GapCause::kCut
                              : c.stream->damaged ? GapCause::kDamaged
                                                  : c.gap_cause;
-      if (!c.gap_pending) c.gap_after = c.last_ts;
+      if (!c.gap_pending) c.gap_after = c.last_ts();
       c.CloseGap(DataGap::kOpenEnd);
       c.gaps.back().cause = cause;
     }

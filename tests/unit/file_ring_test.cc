@@ -66,6 +66,24 @@ TEST_P(FileRingTest, RecordsAcrossTheWrapAreContiguous) {
   EXPECT_TRUE(ring->error().empty()) << ring->error();
 }
 
+// A ring of a few pages (trace.dat's per-CPU ring at 256 CPUs: 16 KiB, read 8 KiB at a time,
+// pages of 4 KiB) stays that small and holds the right bytes across its wraps.
+TEST_P(FileRingTest, ARingOfAFewPagesStaysSmall) {
+  constexpr size_t kPage = 4096;
+  auto made = FileRing::Create(fd_.get(), 0, kSize, 16 << 10, 8 << 10, kPage);
+  ASSERT_TRUE(made.ok()) << made.status();
+  FileRing ring = std::move(*made);
+  if (GetParam()) ASSERT_TRUE(ring.StartReadAhead());
+  EXPECT_EQ(ring.capacity(), size_t{16} << 10);
+  for (uint64_t pos = 0; pos + kPage <= (1 << 20); pos += kPage) {
+    ring.Release(pos);
+    ASSERT_GE(ring.Fill(pos, kPage), kPage) << pos;
+    ASSERT_TRUE(Same(ring, pos, kPage)) << "page at " << pos;
+  }
+  EXPECT_EQ(ring.capacity(), size_t{16} << 10) << "released behind: no need to grow";
+  EXPECT_TRUE(ring.error().empty()) << ring.error();
+}
+
 // Records up to max_span (here far below the ring's size) are contiguous wherever they wrap:
 // they end in the mirror after the ring. Also after the ring grew, which copies the live bytes
 // over (into the new ring's first bytes too).

@@ -140,5 +140,56 @@ TEST(LoserTreeTest, CanBeBuiltAgainWithOtherStreams) {
   EXPECT_TRUE(tree.empty());
 }
 
+// A key holds a time relative to the base in the bits the stream leaves (56 at 256 streams, 55
+// at 300): times further apart than that, up to the whole 64-bit range, still merge in order.
+TEST(LoserTreeTest, TimesFurtherApartThanAKeyHoldsStillMergeInOrder) {
+  std::mt19937_64 rng(34);
+  for (size_t n : {1, 2, 3, 256, 300}) {
+    for (int round = 0; round < 3; ++round) {
+      // Round 0: steps of up to 2^60 from anywhere; 1: every time anywhere in 64 bits, sorted
+      // per stream; 2: most times close together, a few jumps past what a key holds.
+      std::vector<std::vector<uint64_t>> streams(n);
+      for (auto& s : streams) {
+        const size_t len = rng() % 12;
+        uint64_t t = round == 2 ? rng() % 1000 : rng() >> (rng() % 64);
+        for (size_t i = 0; i < len; ++i) {
+          s.push_back(t);
+          const uint64_t step = round == 0   ? rng() >> 4
+                                : round == 2 ? (rng() % 8 == 0 ? uint64_t{1} << 57 : rng() % 50)
+                                             : rng();
+          if (round == 1) {
+            t = std::max(t, step);
+          } else {
+            t = t + step < t ? ~uint64_t{0} : t + step;  // (no wrap: each stream in order)
+          }
+        }
+      }
+      SCOPED_TRACE(testing::Message() << n << " streams, round " << round);
+      ExpectSame(Merge(streams), Reference(streams));
+    }
+  }
+}
+
+// A stream moved to a time before the one the keys are relative to (a caller that broke the
+// order) is still merged by its time.
+TEST(LoserTreeTest, ATimeBeforeTheBaseIsStillTakenFirst) {
+  LoserTree tree;
+  tree.Reset(3);
+  tree.Set(0, 1000);
+  tree.Set(1, 2000);
+  tree.Set(2, 3000);
+  tree.Build();
+  ASSERT_EQ(tree.top(), 0u);
+  tree.ReplaceTop(10);
+  EXPECT_EQ(tree.top(), 0u);
+  EXPECT_EQ(tree.top_ts(), 10u);
+  tree.ReplaceTop(2500);
+  EXPECT_EQ(tree.top(), 1u);
+  EXPECT_EQ(tree.top_ts(), 2000u);
+  tree.PopTop();
+  EXPECT_EQ(tree.top(), 0u);
+  EXPECT_EQ(tree.top_ts(), 2500u);
+}
+
 }  // namespace
 }  // namespace iotrace

@@ -41,11 +41,11 @@ namespace iotrace {
 
 struct TraceDatReaderOptions {
   // With read-ahead (TraceReader::set_read_ahead), each CPU stream with more data than half this
-  // is read through a ring this large (FileRing::CapacityFor: at least 64 KiB), filled by a
+  // is read through a ring this large (FileRing::CapacityFor: a power of two), filled by a
   // thread of its own (FileRing::StartReadAhead), when there are at most 4 such streams and their
   // rings fit in the readers' ring budget (16 MiB); the other streams, and all of them without
-  // read-ahead, share what is left of the budget in rings of at most 256 KiB read in the
-  // caller's thread.
+  // read-ahead, share what is left of the budget, at most 4 MiB, in rings of at most 256 KiB
+  // read in the caller's thread.
   size_t read_ahead_ring_bytes = size_t{4} << 20;
 };
 
