@@ -383,6 +383,10 @@ class PerfDataReader final : public TraceReader {
       PeekTimedAt(at, pos, next, item);
       return true;
     }
+    // The payload of a decoded event, which the sink reads.
+    static void PrefetchItem(const PerfRecord& item) {
+      __builtin_prefetch(item.event.payload.data);
+    }
     void DropFar(RunBytes* run) {
       if (run->block != nullptr) (run->big ? free_big_ : free_blocks_).push_back(run->block);
       *run = RunBytes{};

@@ -513,8 +513,20 @@ class SortedRunMerger {
       // SetKey's chain of matches to reach the root.
       Key other = kEndedKey;
       for (size_t i = mask_ + 1 + slot; i > 1; i /= 2) other = std::min(other, tree_[i ^ 1]);
+      // The run that leads next, unless this one keeps the lead: its cursor comes in while this
+      // record is delivered, and then the bytes of its record that the sink reads (decoded a
+      // whole turn of the runs ago: at 256 CPUs out of the cache) while the next is decoded.
+      const RunCursor* next_leader =
+          other != kEndedKey ? &ring_[static_cast<uint64_t>(other) & mask_] : nullptr;
+      if (next_leader != nullptr) {
+        __builtin_prefetch(next_leader);
+        __builtin_prefetch(reinterpret_cast<const char*>(next_leader) + 64);
+      }
       for (;;) {
         EmitOne(r);
+        if constexpr (requires(const Item& item) { source_->PrefetchItem(item); }) {
+          if (next_leader != nullptr) source_->PrefetchItem(next_leader->item);
+        }
         uint64_t p = r.next;
         uint64_t index = r.index + 1;
         bool found = false;
