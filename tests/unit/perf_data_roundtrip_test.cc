@@ -107,7 +107,8 @@ TEST_F(PerfDataRoundTripTest, RoundsOfManyCpusLargerThanTheRingAreReadAgainFromT
   // 64 busy CPUs drained every 2 ms: rounds of ~400 KiB, through a ring of 256 KiB (so the
   // cursors a round or two behind the scan read their runs again from the file, 4 KiB at a time),
   // with some drains starting with the last samples of the one before (compared, below the
-  // ring, with the records emitted before them).
+  // ring, with the records emitted before them). Also with read-ahead, where the far blocks are
+  // read ahead on a thread of their own.
   std::string path = Path("manycpus");
   test::SyntheticOptions o;
   o.samples = 40000;
@@ -123,17 +124,22 @@ TEST_F(PerfDataRoundTripTest, RoundsOfManyCpusLargerThanTheRingAreReadAgainFromT
   ASSERT_GT(repeated, 100u);
   PerfReadOptions options;
   options.read_ring_bytes = 256 << 10;
+  options.read_ahead_ring_bytes = 512 << 10;
   options.read_step_bytes = 16 << 10;
   options.far_block_bytes = 4096;
   options.merge.release_step = 4096;
-  auto reader = OpenPerfData(path, options);
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  CollectingSink sink;
-  ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
-  ExpectEvents(setup_, sink, expected);
-  EXPECT_EQ((*reader)->stats().Problem("duplicate_record"), repeated);
-  EXPECT_EQ((*reader)->stats().Problem("out_of_order_beyond_window"), 0u);
-  EXPECT_EQ((*reader)->stats().Problem("read_error"), 0u);
+  for (bool ahead : {false, true}) {
+    SCOPED_TRACE(ahead);
+    auto reader = OpenPerfData(path, options);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    (*reader)->set_read_ahead(ahead);
+    CollectingSink sink;
+    ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+    ExpectEvents(setup_, sink, expected);
+    EXPECT_EQ((*reader)->stats().Problem("duplicate_record"), repeated);
+    EXPECT_EQ((*reader)->stats().Problem("out_of_order_beyond_window"), 0u);
+    EXPECT_EQ((*reader)->stats().Problem("read_error"), 0u);
+  }
 }
 
 TEST_F(PerfDataRoundTripTest, ReadsTheSameEventsTwice) {
