@@ -564,8 +564,23 @@ class PerfDataReader final : public TraceReader {
         AskNext(run);
         return true;
       }
-      if (!ReadHere(pos, need, run)) return false;
+      if (!CopyFromRing(pos, need, run) && !ReadHere(pos, need, run)) return false;
       if (cursor && far_ahead_ && !run->big) AskNext(run);
+      return true;
+    }
+    // A run that has just gone far finds its record still in the ring (the scan passed it only
+    // now): its block is copied from there, without a system call. Runs of a many-CPU file are
+    // short (~20 KiB at 256 CPUs, 3 M events), so this is a third of the far reads.
+    bool CopyFromRing(uint64_t pos, uint64_t need, RunBytes* run) {
+      if (pos < ring_->released() || run->big || need > far_block_bytes_) return false;
+      // Scanned bytes: filled already, so Fill only says how many follow.
+      const uint64_t in_ring = ring_->Fill(pos, need);
+      if (in_ring < need) return false;
+      if (run->block == nullptr) run->block = SmallBlock();
+      const uint64_t n = std::min(far_block_bytes_, in_ring);
+      std::memcpy(run->block, ring_->At(pos), n);
+      run->begin = pos;
+      run->end = pos + n;
       return true;
     }
     // Asks for the block after the run's (from a little before its end, so that a record across
