@@ -7,16 +7,11 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <bit>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -68,139 +63,6 @@ bool ReadPerfString(ByteReader* r, std::string* out) {
   *out = std::string(nul == std::string_view::npos ? s : s.substr(0, nul));
   return true;
 }
-
-// Reads whole into `buf` what `fd` holds from `pos` on, up to `want` bytes: fewer only at the
-// end of the file or on an error.
-uint64_t PreadFully(int fd, uint8_t* buf, uint64_t want, uint64_t pos) {
-  uint64_t got = 0;
-  while (got < want) {
-    const ssize_t n = ::pread(fd, buf + got, want - got, static_cast<off_t>(pos + got));
-    if (n > 0) {
-      got += static_cast<uint64_t>(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {
-      break;
-    }
-  }
-  return got;
-}
-
-// The far path's next blocks, read on a thread of its own while the merge goes on (with
-// read-ahead on: one pass, a thread to spare). At 256 CPUs every record is read a second time
-// through the far path; done in the merging thread, those preads were ~75 of its ~370 ms for 3 M
-// events (the copies and the system calls), while the read-ahead thread, its scan done, idled.
-// Requests are handed over in batches, so that waking the thread costs a system call per batch,
-// not per block.
-class FarReadAhead {
- public:
-  struct Block {
-    // 1: the merging thread owns the block (idle, or read: `got` bytes from `begin`); 0: asked
-    // for, the reading thread's until it sets 1.
-    std::atomic<uint32_t> done{1};
-    uint64_t begin = 0;
-    uint64_t got = 0;
-    uint8_t* bytes = nullptr;  // `block_bytes` of the caller's
-  };
-
-  FarReadAhead(int fd, uint64_t data_end, uint64_t block_bytes)
-      : fd_(fd), data_end_(data_end), block_bytes_(block_bytes), thread_([this] { Loop(); }) {}
-  ~FarReadAhead() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_one();
-    thread_.join();  // after reading what was asked: the blocks' bytes outlive it
-  }
-
-  // An idle block (its bytes still to be set).
-  Block* NewBlock() {
-    if (free_.empty()) {
-      blocks_.emplace_back();
-      return &blocks_.back();
-    }
-    Block* b = free_.back();
-    free_.pop_back();
-    return b;
-  }
-  // Reads [begin, begin + block_bytes) (up to the data's end) into an idle block.
-  void Ask(Block* b, uint64_t begin) {
-    b->begin = begin;
-    b->got = 0;
-    b->done.store(0, std::memory_order_relaxed);
-    bool wake = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      queue_.push_back(b);
-      wake = sleeping_ && queue_.size() >= kBatch;
-    }
-    if (wake) cv_.notify_one();
-  }
-  // Whether the block was read; if not, the reading thread is woken for what waits.
-  bool Ready(Block* b) {
-    if (b->done.load(std::memory_order_acquire) != 0) return true;
-    Wake();
-    return false;
-  }
-  // Takes a block back for good, once its read (if any) is over.
-  void Free(Block* b) {
-    if (b->done.load(std::memory_order_acquire) == 0) {
-      Wake();
-      b->done.wait(0, std::memory_order_acquire);
-    }
-    free_.push_back(b);
-  }
-
- private:
-  static constexpr size_t kBatch = 8;
-
-  void Wake() {
-    bool wake = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      wake = sleeping_ && !queue_.empty();
-    }
-    if (wake) cv_.notify_one();
-  }
-
-  void Loop() {
-    std::vector<Block*> work;
-    for (;;) {
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        while (queue_.empty() && !stop_) {
-          sleeping_ = true;
-          cv_.wait(lock);
-          sleeping_ = false;
-        }
-        if (queue_.empty()) return;  // stopped, nothing left
-        work.swap(queue_);
-      }
-      for (Block* b : work) {
-        const uint64_t want = std::min(block_bytes_, data_end_ - std::min(b->begin, data_end_));
-        b->got = PreadFully(fd_, b->bytes, want, b->begin);
-        b->done.store(1, std::memory_order_release);
-        b->done.notify_one();
-      }
-      work.clear();
-    }
-  }
-
-  const int fd_;
-  const uint64_t data_end_;
-  const uint64_t block_bytes_;
-  // The merging thread's alone.
-  std::deque<Block> blocks_;
-  std::vector<Block*> free_;
-  // Shared, under mu_.
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<Block*> queue_;
-  bool sleeping_ = false;
-  bool stop_ = false;
-  std::thread thread_;  // last: started once the rest is built
-};
 
 class PerfDataReader final : public TraceReader {
  public:
@@ -481,13 +343,11 @@ class PerfDataReader final : public TraceReader {
     // once its cursor is far behind the scan, so that the ring need not hold the rounds between
     // them. Each run is read in order, a block at a time; a record across a block's end starts
     // the next read, and one larger than a block gets a block of the largest record size.
-    // With far_ahead_ on, a run asks for the block after its own as it starts on it.
     struct RunBytes {
       uint8_t* block = nullptr;  // from the pool; null: none
       uint64_t begin = 0;        // file offset of block[0]
       uint64_t end = 0;          // of the byte after the last read
       bool big = false;          // a kMaxRecordBytes block, not a far_block_bytes one
-      FarReadAhead::Block* ahead = nullptr;  // the next block, asked for (far_ahead_)
     };
     // Records below what the ring holds are read again from the file (rare: only records with
     // equal times are compared), each into a block of its own.
@@ -501,13 +361,13 @@ class PerfDataReader final : public TraceReader {
       return hx.size == hy.size && hx.type == hy.type && std::memcmp(x, y, hx.size) == 0;
     }
     const uint8_t* RecordAt(uint64_t pos, RunBytes* block) {
-      return pos >= ring_->released() ? ring_->At(pos) : FarRecord(pos, block, false);
+      return pos >= ring_->released() ? ring_->At(pos) : FarRecord(pos, block);
     }
 
     void Release(uint64_t below) { ring_->Release(below); }
 
     bool PeekFar(uint64_t pos, uint64_t* next, PerfRecord* item, RunBytes* run) {
-      const uint8_t* at = FarRecord(pos, run, true);
+      const uint8_t* at = FarRecord(pos, run);
       if (at == nullptr) {
         *next = pos;
         return false;
@@ -515,7 +375,7 @@ class PerfDataReader final : public TraceReader {
       return PeekAt(at, pos, next, item);
     }
     bool PeekTimedFar(uint64_t pos, uint64_t* next, PerfRecord* item, RunBytes* run) {
-      const uint8_t* at = FarRecord(pos, run, true);
+      const uint8_t* at = FarRecord(pos, run);
       if (at == nullptr) {
         *next = pos;
         return false;
@@ -529,89 +389,27 @@ class PerfDataReader final : public TraceReader {
     }
     void DropFar(RunBytes* run) {
       if (run->block != nullptr) (run->big ? free_big_ : free_blocks_).push_back(run->block);
-      if (run->ahead != nullptr) {
-        ahead_->Free(run->ahead);
-        free_blocks_.push_back(run->ahead->bytes);
-      }
       *run = RunBytes{};
     }
 
     // The record at `pos` whole in the run's block (read when it is not there): null when the
-    // file cannot give it again (counted in far_errors_). `cursor`: a merge cursor's run, read
-    // in order (the blocks ahead are for those).
-    const uint8_t* FarRecord(uint64_t pos, RunBytes* run, bool cursor) {
+    // file cannot give it again (counted in far_errors_).
+    const uint8_t* FarRecord(uint64_t pos, RunBytes* run) {
       if (pos < run->begin || pos + sizeof(perf::EventHeader) > run->end) [[unlikely]] {
-        if (!FarRead(pos, sizeof(perf::EventHeader), run, cursor)) return nullptr;
+        if (!FarRead(pos, sizeof(perf::EventHeader), run)) return nullptr;
       }
       const uint8_t* at = run->block + (pos - run->begin);
       perf::EventHeader h;
       std::memcpy(&h, at, sizeof(h));
       if (pos + h.size > run->end) [[unlikely]] {
-        if (!FarRead(pos, h.size, run, cursor)) return nullptr;
-        at = run->block + (pos - run->begin);
+        if (!FarRead(pos, h.size, run)) return nullptr;
+        at = run->block;
       }
       return at;
     }
-    // Makes [pos, pos + need) readable in the run's block: the block read ahead when it was read
-    // and holds it, else read here from `pos`; then asks for the next one.
-    [[gnu::noinline]] bool FarRead(uint64_t pos, uint64_t need, RunBytes* run, bool cursor) {
-      FarReadAhead::Block* a = run->ahead;
-      if (a != nullptr && !run->big && ahead_->Ready(a) && a->begin <= pos &&
-          pos + need <= a->begin + a->got) {
-        std::swap(run->block, a->bytes);
-        run->begin = a->begin;
-        run->end = a->begin + a->got;
-        AskNext(run);
-        return true;
-      }
-      if (!CopyFromRing(pos, need, run) && !ReadHere(pos, need, run)) return false;
-      if (cursor && far_ahead_ && !run->big) AskNext(run);
-      return true;
-    }
-    // A run that has just gone far finds its record still in the ring (the scan passed it only
-    // now): its block is copied from there, without a system call. Runs of a many-CPU file are
-    // short (~20 KiB at 256 CPUs, 3 M events), so this is a third of the far reads.
-    bool CopyFromRing(uint64_t pos, uint64_t need, RunBytes* run) {
-      if (pos < ring_->released() || run->big || need > far_block_bytes_) return false;
-      // Scanned bytes: filled already, so Fill only says how many follow.
-      const uint64_t in_ring = ring_->Fill(pos, need);
-      if (in_ring < need) return false;
-      if (run->block == nullptr) run->block = SmallBlock();
-      const uint64_t n = std::min(far_block_bytes_, in_ring);
-      std::memcpy(run->block, ring_->At(pos), n);
-      run->begin = pos;
-      run->end = pos + n;
-      return true;
-    }
-    // Asks for the block after the run's (from a little before its end, so that a record across
-    // the end lies whole in it), unless one is being read.
-    void AskNext(RunBytes* run) {
-      if (run->end >= r_->data_end_) return;
-      if (ahead_ == nullptr) {
-        ahead_ = std::make_unique<FarReadAhead>(r_->fd_.get(), r_->data_end_, far_block_bytes_);
-      }
-      FarReadAhead::Block* a = run->ahead;
-      if (a == nullptr) {
-        a = run->ahead = ahead_->NewBlock();
-        a->bytes = SmallBlock();
-      } else if (a->done.load(std::memory_order_acquire) == 0) {
-        return;
-      }
-      ahead_->Ask(a, run->end - std::min(kAheadOverlap, run->end - run->begin));
-    }
-    uint8_t* SmallBlock() {
-      if (free_blocks_.empty()) {
-        blocks_.push_back(std::make_unique<uint8_t[]>(far_block_bytes_));
-        free_blocks_.reserve(blocks_.size());
-        return blocks_.back().get();
-      }
-      uint8_t* b = free_blocks_.back();
-      free_blocks_.pop_back();
-      return b;
-    }
     // Fills the run's block from `pos`, at least `need` bytes (a block from the pool when it has
     // none, or none that large).
-    bool ReadHere(uint64_t pos, uint64_t need, RunBytes* run) {
+    [[gnu::noinline]] bool FarRead(uint64_t pos, uint64_t need, RunBytes* run) {
       const bool big = need > far_block_bytes_;
       if (run->block != nullptr && big && !run->big) DropFar(run);
       if (run->block == nullptr) {
@@ -627,7 +425,18 @@ class PerfDataReader final : public TraceReader {
       }
       const uint64_t want = std::min(run->big ? kMaxRecordBytes : far_block_bytes_,
                                      r_->data_end_ - std::min(pos, r_->data_end_));
-      const uint64_t got = PreadFully(r_->fd_.get(), run->block, want, pos);
+      uint64_t got = 0;
+      while (got < want) {
+        const ssize_t n = ::pread(r_->fd_.get(), run->block + got, want - got,
+                                  static_cast<off_t>(pos + got));
+        if (n > 0) {
+          got += static_cast<uint64_t>(n);
+        } else if (n < 0 && errno == EINTR) {
+          continue;
+        } else {
+          break;
+        }
+      }
       run->begin = pos;
       run->end = pos + got;
       if (got < need) {
@@ -649,7 +458,6 @@ class PerfDataReader final : public TraceReader {
     uint64_t bad_size_ = 0;
     std::array<uint64_t, static_cast<size_t>(PerfProblem::kCount)> problems_{};
     uint64_t far_errors_ = 0;  // records the far path could not read again
-    bool far_ahead_ = false;   // far blocks read ahead on a thread (FarReadAhead)
     absl::flat_hash_map<int32_t, std::string>* comms_ = nullptr;  // collected when set
     // kRanged: see RangeReadResult.
     bool met_end_position_ = false;
@@ -666,12 +474,6 @@ class PerfDataReader final : public TraceReader {
     std::vector<std::unique_ptr<uint8_t[]>> blocks_;
     std::vector<uint8_t*> free_blocks_;
     std::vector<uint8_t*> free_big_;
-    // A block ahead starts this far before the end of the one before it: a record across that
-    // end (a block event's sample: ~100 bytes) lies whole in it.
-    static constexpr uint64_t kAheadOverlap = 512;
-    // The reading thread of the blocks ahead, started at the first far read; after blocks_, so
-    // that it is stopped before they go.
-    std::unique_ptr<FarReadAhead> ahead_;
     RunBytes same_a_, same_b_;  // SameRecord's, for records below the ring
     bool stopped_ = false;
     bool mine_ = true;  // the record being scanned lies before range_.end_position
@@ -1263,8 +1065,6 @@ absl::Status PerfDataReader::Read(EventSink* sink, const TimeRange& range, Range
   if (read_ahead_) ring.StartReadAhead();
   Stream<kRanged> stream(this, sink, &ring, range);
   if (!kRanged) stream.comms_ = &comms_;
-  // A thread reads ahead: the far path's blocks are read ahead too.
-  stream.far_ahead_ = read_ahead_;
   // The ring reuses room as the nearest cursor moves on: tell it often.
   MergeLimits limits = options_.merge;
   limits.release_step = std::min<uint64_t>(limits.release_step, uint64_t{256} << 10);
