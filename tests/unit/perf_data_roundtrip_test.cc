@@ -107,8 +107,8 @@ TEST_F(PerfDataRoundTripTest, RoundsOfManyCpusLargerThanTheRingAreReadAgainFromT
   // 64 busy CPUs drained every 2 ms: rounds of ~400 KiB, through a ring of 256 KiB (so the
   // cursors a round or two behind the scan read their runs again from the file, 4 KiB at a time),
   // with some drains starting with the last samples of the one before (compared, below the
-  // ring, with the records emitted before them). Also with read-ahead, where the far blocks are
-  // read ahead on a thread of their own.
+  // ring, with the records emitted before them). Also with read-ahead, as a one-pass report
+  // reads: the ring filled on a thread of its own, the far path beside it.
   std::string path = Path("manycpus");
   test::SyntheticOptions o;
   o.samples = 40000;
