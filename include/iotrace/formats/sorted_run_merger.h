@@ -80,6 +80,10 @@ enum class ScanKind : uint8_t { kTimed, kUntimed, kRoundEnd, kStop };
 //   // records with equal times: the next one and those emitted last with its time (kept from
 //   // Release until a later time is emitted).
 //   bool SameRecord(uint64_t a, uint64_t b);
+//   // Optional, with SameRecord: false when `item` (timed as the last record emitted in order)
+//   // cannot hold the same bytes as any record emitted in order with its time; then no record
+//   // is compared. Asked before SameRecord, of the record that would be dropped.
+//   bool MayRepeat(const Item& item);
 //   // Optional: told of each record dropped as a copy (counted in counters().duplicates too).
 //   void Duplicate(const Item& item);
 //   void Release(uint64_t below);  // nothing before `below` will be read again
@@ -282,7 +286,7 @@ class SortedRunMerger {
   [[gnu::noinline]] void EmitNotLater(const RunCursor& r) {
     const uint64_t t = r.item.time;
     if (t == last_emitted_ && last_pos_ != kNoPos) {
-      if (IsRepeat(t, r.pos)) {
+      if (MayRepeat(r.item) && IsRepeat(t, r.pos)) {
         ++counters_.duplicates;
         if constexpr (requires { source_->Duplicate(r.item); }) source_->Duplicate(r.item);
         return;
@@ -307,6 +311,15 @@ class SortedRunMerger {
     } else {
       last_emitted_ = t;
       if constexpr (kComparesRecords) last_pos_ = r.pos;
+    }
+  }
+
+  // The source's cheap answer (optional), before records are compared byte by byte.
+  bool MayRepeat(const Item& item) {
+    if constexpr (requires { source_->MayRepeat(item); }) {
+      return source_->MayRepeat(item);
+    } else {
+      return true;
     }
   }
 
