@@ -160,6 +160,9 @@ class SortedRunMerger {
 
  private:
   static constexpr uint32_t kNone = 0xffffffff;
+  // From this many slots in the ring on, EmitTop asks for the next leader's cursor and record
+  // ahead (64 cursors: 16 KiB, a third of the first-level cache).
+  static constexpr size_t kPrefetchFromSlots = 64;
   static constexpr bool kFar = requires { typename Source::RunBytes; };
 
   // Read when its run leads, a cursor at a time in no order (at 256 CPUs a cache miss each):
@@ -529,8 +532,10 @@ class SortedRunMerger {
       // The run that leads next, unless this one keeps the lead: its cursor comes in while this
       // record is delivered, and then the bytes of its record that the sink reads (decoded a
       // whole turn of the runs ago: at 256 CPUs out of the cache) while the next is decoded.
-      const RunCursor* next_leader =
-          other != kEndedKey ? &ring_[static_cast<uint64_t>(other) & mask_] : nullptr;
+      // With a few runs (a 2-CPU file has ~6) their cursors stay in the cache: not asked for.
+      const RunCursor* next_leader = other != kEndedKey && mask_ + 1 >= kPrefetchFromSlots
+                                         ? &ring_[static_cast<uint64_t>(other) & mask_]
+                                         : nullptr;
       if (next_leader != nullptr) {
         __builtin_prefetch(next_leader);
         __builtin_prefetch(reinterpret_cast<const char*>(next_leader) + 64);
