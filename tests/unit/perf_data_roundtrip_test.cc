@@ -307,6 +307,49 @@ TEST_F(PerfDataRoundTripTest, EqualTimestampsKeepFileOrder) {
   EXPECT_EQ(sectors, (std::vector<uint64_t>{1, 3, 2, 4}));
 }
 
+TEST_F(PerfDataRoundTripTest, CopiesAmongRecordsOfOtherCpusWithTheSameTimeAreDropped) {
+  // Samples of four CPUs at t=20; CPU 0's and CPU 1's are written again at the start of their
+  // next drains. Each copy follows records of other CPUs with its time, not its original: it is
+  // found among the earlier ones, and the records of other CPUs are not taken for copies.
+  std::vector<PerfEventSpec> specs = test::BlockSpecs(setup_, 4);
+  const perf_event_attr& attr = specs[0].attr;
+  std::string path = Path("tiecopies");
+  auto writer = PerfDataWriter::Create(path, specs, setup_.meta, test::TestHost());
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  auto sample = [&](uint32_t cpu, uint64_t t, uint64_t sector) {
+    SampleFields s;
+    s.id = test::SyntheticId(0, cpu, 4);
+    s.pid = s.tid = 40 + cpu;
+    s.time = t;
+    s.cpu = cpu;
+    BlockRq rq;
+    rq.sector = sector;
+    s.raw = test::EncodeBlockRq(Issue(), rq);
+    return s;
+  };
+  std::vector<PerfRecordBuilder> drains(6);
+  drains[0].AddSample(attr, sample(0, 10, 1));
+  drains[0].AddSample(attr, sample(0, 20, 2));
+  drains[1].AddSample(attr, sample(1, 20, 3));
+  drains[2].AddSample(attr, sample(2, 20, 4));
+  drains[3].AddSample(attr, sample(0, 20, 2));  // a copy
+  drains[3].AddSample(attr, sample(0, 30, 5));
+  drains[4].AddSample(attr, sample(1, 20, 3));  // a copy
+  drains[4].AddSample(attr, sample(1, 40, 6));
+  drains[5].AddSample(attr, sample(3, 20, 7));
+  for (const PerfRecordBuilder& d : drains) ASSERT_TRUE((*writer)->AppendData(d.view()).ok());
+  ASSERT_TRUE((*writer)->Finish().ok());
+  auto reader = OpenPerfData(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  CollectingSink sink;
+  ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+  std::vector<uint64_t> sectors;
+  for (const auto& e : sink.events) sectors.push_back(test::FieldOf(Issue(), e.payload, "sector"));
+  EXPECT_EQ(sectors, (std::vector<uint64_t>{1, 2, 3, 4, 7, 5, 6}));
+  EXPECT_EQ((*reader)->stats().Problem("duplicate_record"), 2u);
+  EXPECT_EQ((*reader)->stats().events, 7u);
+}
+
 TEST_F(PerfDataRoundTripTest, ExposesHeaderFactsFormatsAndMetadata) {
   std::string path = Path("info");
   test::SyntheticOptions o;
