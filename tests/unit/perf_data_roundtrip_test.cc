@@ -107,7 +107,8 @@ TEST_F(PerfDataRoundTripTest, RoundsOfManyCpusLargerThanTheRingAreReadAgainFromT
   // 64 busy CPUs drained every 2 ms: rounds of ~400 KiB, through a ring of 256 KiB (so the
   // cursors a round or two behind the scan read their runs again from the file, 4 KiB at a time),
   // with some drains starting with the last samples of the one before (compared, below the
-  // ring, with the records emitted before them).
+  // ring, with the records emitted before them). Also with read-ahead, as a one-pass report
+  // reads: the ring filled on a thread of its own, the far path beside it.
   std::string path = Path("manycpus");
   test::SyntheticOptions o;
   o.samples = 40000;
@@ -123,17 +124,22 @@ TEST_F(PerfDataRoundTripTest, RoundsOfManyCpusLargerThanTheRingAreReadAgainFromT
   ASSERT_GT(repeated, 100u);
   PerfReadOptions options;
   options.read_ring_bytes = 256 << 10;
+  options.read_ahead_ring_bytes = 512 << 10;
   options.read_step_bytes = 16 << 10;
   options.far_block_bytes = 4096;
   options.merge.release_step = 4096;
-  auto reader = OpenPerfData(path, options);
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  CollectingSink sink;
-  ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
-  ExpectEvents(setup_, sink, expected);
-  EXPECT_EQ((*reader)->stats().Problem("duplicate_record"), repeated);
-  EXPECT_EQ((*reader)->stats().Problem("out_of_order_beyond_window"), 0u);
-  EXPECT_EQ((*reader)->stats().Problem("read_error"), 0u);
+  for (bool ahead : {false, true}) {
+    SCOPED_TRACE(ahead);
+    auto reader = OpenPerfData(path, options);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    (*reader)->set_read_ahead(ahead);
+    CollectingSink sink;
+    ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+    ExpectEvents(setup_, sink, expected);
+    EXPECT_EQ((*reader)->stats().Problem("duplicate_record"), repeated);
+    EXPECT_EQ((*reader)->stats().Problem("out_of_order_beyond_window"), 0u);
+    EXPECT_EQ((*reader)->stats().Problem("read_error"), 0u);
+  }
 }
 
 TEST_F(PerfDataRoundTripTest, ReadsTheSameEventsTwice) {
@@ -299,6 +305,49 @@ TEST_F(PerfDataRoundTripTest, EqualTimestampsKeepFileOrder) {
   std::vector<uint64_t> sectors;
   for (const auto& e : sink.events) sectors.push_back(test::FieldOf(Issue(), e.payload, "sector"));
   EXPECT_EQ(sectors, (std::vector<uint64_t>{1, 3, 2, 4}));
+}
+
+TEST_F(PerfDataRoundTripTest, CopiesAmongRecordsOfOtherCpusWithTheSameTimeAreDropped) {
+  // Samples of four CPUs at t=20; CPU 0's and CPU 1's are written again at the start of their
+  // next drains. Each copy follows records of other CPUs with its time, not its original: it is
+  // found among the earlier ones, and the records of other CPUs are not taken for copies.
+  std::vector<PerfEventSpec> specs = test::BlockSpecs(setup_, 4);
+  const perf_event_attr& attr = specs[0].attr;
+  std::string path = Path("tiecopies");
+  auto writer = PerfDataWriter::Create(path, specs, setup_.meta, test::TestHost());
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  auto sample = [&](uint32_t cpu, uint64_t t, uint64_t sector) {
+    SampleFields s;
+    s.id = test::SyntheticId(0, cpu, 4);
+    s.pid = s.tid = 40 + cpu;
+    s.time = t;
+    s.cpu = cpu;
+    BlockRq rq;
+    rq.sector = sector;
+    s.raw = test::EncodeBlockRq(Issue(), rq);
+    return s;
+  };
+  std::vector<PerfRecordBuilder> drains(6);
+  drains[0].AddSample(attr, sample(0, 10, 1));
+  drains[0].AddSample(attr, sample(0, 20, 2));
+  drains[1].AddSample(attr, sample(1, 20, 3));
+  drains[2].AddSample(attr, sample(2, 20, 4));
+  drains[3].AddSample(attr, sample(0, 20, 2));  // a copy
+  drains[3].AddSample(attr, sample(0, 30, 5));
+  drains[4].AddSample(attr, sample(1, 20, 3));  // a copy
+  drains[4].AddSample(attr, sample(1, 40, 6));
+  drains[5].AddSample(attr, sample(3, 20, 7));
+  for (const PerfRecordBuilder& d : drains) ASSERT_TRUE((*writer)->AppendData(d.view()).ok());
+  ASSERT_TRUE((*writer)->Finish().ok());
+  auto reader = OpenPerfData(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  CollectingSink sink;
+  ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+  std::vector<uint64_t> sectors;
+  for (const auto& e : sink.events) sectors.push_back(test::FieldOf(Issue(), e.payload, "sector"));
+  EXPECT_EQ(sectors, (std::vector<uint64_t>{1, 2, 3, 4, 7, 5, 6}));
+  EXPECT_EQ((*reader)->stats().Problem("duplicate_record"), 2u);
+  EXPECT_EQ((*reader)->stats().events, 7u);
 }
 
 TEST_F(PerfDataRoundTripTest, ExposesHeaderFactsFormatsAndMetadata) {
