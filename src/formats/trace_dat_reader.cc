@@ -25,6 +25,7 @@
 #include "iotrace/base/fd.h"
 #include "iotrace/base/file_ring.h"
 #include "iotrace/base/loser_tree.h"
+#include "iotrace/base/prefetch.h"
 #include "iotrace/base/status.h"
 #include "iotrace/formats/ftrace_page.h"
 #include "iotrace/formats/trace_dat_inflate.h"
@@ -224,8 +225,8 @@ class TraceDatReader final : public TraceReader {
   // on average: with many CPUs their lines are out of the cache by then (the hardware follows a
   // few sequential streams, not 256), so they are asked for now.
   static void Prefetch(const FtraceRecord& rec) {
-    __builtin_prefetch(rec.payload.data);
-    __builtin_prefetch(rec.payload.data + rec.payload.size);
+    iotrace::Prefetch(rec.payload.data);
+    iotrace::Prefetch(rec.payload.data + rec.payload.size);
   }
   // Moves the cursor past the end of its current page (or onto its first page) to the next data
   // record, loading pages as needed. False at the end.
@@ -1204,8 +1205,8 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   auto prefetch_top = [&] {
     if (tree.empty()) return;
     const uint32_t next = tree.top();
-    __builtin_prefetch(&cursors[next]);  // its first line: all that an in-page step touches
-    __builtin_prefetch(payloads[next]);
+    iotrace::Prefetch(&cursors[next]);  // its first line: all that an in-page step touches
+    iotrace::Prefetch(payloads[next]);
   };
   // Hands `rec`, the cursor's record, to the sink (false: too short to be one).
   auto deliver = [&](Cursor* c, const FtraceRecord& rec, bool counted)
