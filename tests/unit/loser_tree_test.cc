@@ -191,5 +191,19 @@ TEST(LoserTreeTest, ATimeBeforeTheBaseIsStillTakenFirst) {
   EXPECT_EQ(tree.top_ts(), 2500u);
 }
 
+// A time before the base by more than 2^64 minus what a key holds wraps, as time - base, to a
+// small value: ReplaceTop's fast path takes it for a time just after the base.
+TEST(LoserTreeTest, ATimeFarBeforeAHighBaseIsStillTakenFirst) {
+  LoserTree tree;
+  tree.Reset(2);
+  tree.Set(0, ~uint64_t{0} - 10);
+  tree.Set(1, ~uint64_t{0} - 5);
+  tree.Build();
+  ASSERT_EQ(tree.top(), 0u);
+  tree.ReplaceTop(5);
+  EXPECT_EQ(tree.top(), 0u);
+  EXPECT_EQ(tree.top_ts(), 5u);
+}
+
 }  // namespace
 }  // namespace iotrace

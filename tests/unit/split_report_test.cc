@@ -587,5 +587,72 @@ TEST(SplitReportTest, ManyDevicesEveryReadingPutsEverySampleInItsBucket) {
   }
 }
 
+// Auto's one pass, with stretches so short that pairing moves between the reading
+// thread (where the event lag is on) and the pairing thread every few dozen events, at odd
+// lengths so that stretches end with events held. Every sample in its bucket, as above.
+TEST(SplitReportTest, ManyDevicesAutoPlacementHandsOverWithTheLag) {
+  constexpr uint32_t kDevices = 300;
+  std::mt19937_64 rng(7);
+  std::vector<Ev> events;
+  std::map<std::tuple<uint32_t, BlockOp, Phase>, std::vector<uint64_t>> want;
+  uint64_t t = 1000;
+  for (uint64_t i = 0; i < 20000; ++i, t += 5000 + rng() % 20000) {
+    const uint32_t dev = (8u << 20) | static_cast<uint32_t>(rng() % kDevices);
+    const bool read = rng() % 2 == 0;
+    const uint64_t queue_ns = 100 + rng() % 200000;
+    const uint64_t device_ns = 1000 + rng() % 3000000;
+    const int cpu = static_cast<int>(rng() % 2);
+    const std::string rwbs = read ? "R" : "W";
+    events.push_back({t, cpu, kInsert, dev, 8 * i, 8, rwbs});
+    events.push_back({t + queue_ns, cpu, kIssue, dev, 8 * i, 8, rwbs});
+    events.push_back({t + queue_ns + device_ns, 1 - cpu, kComplete, dev, 8 * i, 8, rwbs});
+    const BlockOp op = read ? BlockOp::kRead : BlockOp::kWrite;
+    want[{dev, op, Phase::kI2D}].push_back(queue_ns);
+    want[{dev, op, Phase::kD2C}].push_back(device_ns);
+    want[{dev, op, Phase::kI2C}].push_back(queue_ns + device_ns);
+  }
+  for (auto& [key, lat] : want) std::sort(lat.begin(), lat.end());
+  BlockTraceDat f;
+  const std::string path = f.Write(events);
+  for (uint64_t probe : {37u, 1001u}) {
+    ReportOptions o;
+    o.input = path;
+    o.sysfs_root = o.procfs_root = "/nonexistent";
+    o.threads = 0;
+    o.placement_on_one_cpu = true;
+    o.placement_probe_events = probe;
+    o.placement_hold_events = probe + 2;
+    o.placement_max_hold_events = 4 * probe + 1;
+    auto reader = OpenTraceReader(path);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    auto made = LatencyReportBuilder::Create((*reader)->formats(), o);
+    ASSERT_TRUE(made.ok()) << made.status();
+    LatencyReportBuilder& b = **made;
+    ASSERT_TRUE(b.ReadAll(**reader).ok());
+    ASSERT_NE(b.placement(), nullptr);
+    EXPECT_GT(b.placement()->switches(), 10u);
+    LatencyReport r = b.Finish((*reader)->stats());
+    ASSERT_EQ(r.groups.size(), want.size());
+    for (const LatencyGroup& g : r.groups) {
+      auto it = want.find({g.dev, g.op, g.phase});
+      ASSERT_NE(it, want.end());
+      const std::vector<uint64_t>& lat = it->second;
+      uint64_t sum = 0;
+      for (uint64_t v : lat) sum += v;
+      EXPECT_EQ(g.summary.count, lat.size()) << "probe " << probe;
+      EXPECT_EQ(g.summary.sum_ns, sum);
+      uint64_t in_buckets = 0;
+      for (const LatencyBucket& k : g.buckets) {
+        const auto lo = std::lower_bound(lat.begin(), lat.end(), k.lo_ns);
+        const auto hi = std::lower_bound(lat.begin(), lat.end(), k.hi_ns);
+        EXPECT_EQ(k.count, static_cast<uint64_t>(hi - lo));
+        in_buckets += k.count;
+      }
+      EXPECT_EQ(in_buckets, lat.size());
+    }
+    EXPECT_EQ(r.completeness.match.paired[static_cast<int>(Phase::kD2C)], 20000u);
+  }
+}
+
 }  // namespace
 }  // namespace iotrace

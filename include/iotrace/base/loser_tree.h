@@ -71,7 +71,8 @@ class LoserTree {
   // The top stream moved on to a record at `ts` (not before its previous one; not empty()).
   void ReplaceTop(uint64_t ts) {
     const uint64_t rel = ts - base_;
-    if (rel < held_) [[likely]] {
+    // (ts >= base_: a time far enough below a high base wraps to a small difference.)
+    if (rel < held_ && ts >= base_) [[likely]] {
       Replay(rel << bits_ | top());
     } else {
       ReplaceTopFar(ts);
