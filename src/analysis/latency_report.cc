@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "iotrace/base/clock.h"
 #include "iotrace/base/counters.h"
+#include "iotrace/base/prefetch.h"
 #include "iotrace/base/status.h"
 #include "iotrace/base/non_temporal_store.h"
 #include "iotrace/base/text.h"
@@ -153,7 +154,8 @@ void LatencyReportBuilder::OnEvent(const RawEvent& event) {
   // decoding straight into the batch made the reading thread pay for taking each line back from
   // the pairing thread's cache).
   BlockEvent* decoded = &event_;
-  const bool lag = LagEvents();
+  if (lag_allowed_ && --lag_recheck_ == 0) [[unlikely]] RecheckLag();
+  const bool lag = lag_on_ && batch_ == nullptr;
   if (lag) {
     // The oldest event held goes to the matcher first, then the new one takes its place.
     if (lag_in_ - lag_out_ == kEventLag) matcher_->OnEvent(lag_[lag_out_++ % kEventLag]);
@@ -226,9 +228,10 @@ void LatencyReportBuilder::EndStretch() {
 template <typename Read>
 absl::Status LatencyReportBuilder::WithEventLag(Read read) {
   lag_allowed_ = block_sink_ == nullptr && taps_.empty() && coverage_ == nullptr;
+  lag_recheck_ = 1;  // counted at the first event
   absl::Status s = read();
   FlushEvents();
-  lag_allowed_ = false;
+  lag_allowed_ = lag_on_ = false;
   return s;
 }
 
@@ -585,8 +588,8 @@ void LatencyReportBuilder::Defer(DeviceSlot& slot, const RequestSample& s, unsig
     p.latency[ph] = s.Latency(static_cast<Phase>(ph));
   }
   const auto& row = slot.groups[static_cast<int>(s.op)];
-  __builtin_prefetch(&row.front());
-  __builtin_prefetch(&row.back());
+  Prefetch(&row.front());
+  Prefetch(&row.back());
   // The samples before pending_from_ were recorded (RecordPending) and take no further step.
   const uint64_t from = pending_from_;
   if (i >= from + kSampleStep) FindGroups(pending_[(i - kSampleStep) % kPendingSamples]);
@@ -602,7 +605,7 @@ void LatencyReportBuilder::FindGroups(PendingSample& p) {
     const int ph = std::countr_zero(bits);
     Group* g = row[ph] != nullptr ? row[ph] : GroupFor(*p.slot, p.op, static_cast<Phase>(ph));
     p.groups[ph] = g;
-    __builtin_prefetch(&g->total, 1);
+    Prefetch(&g->total);
   }
 }
 

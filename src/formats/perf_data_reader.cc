@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "iotrace/base/fd.h"
 #include "iotrace/base/file_ring.h"
+#include "iotrace/base/prefetch.h"
 #include "iotrace/base/status.h"
 #include "iotrace/formats/perf_data.h"
 #include "iotrace/formats/perf_data_recover.h"
@@ -134,7 +135,7 @@ class PerfDataReader final : public TraceReader {
       // `end` is where the readable bytes end, the data's end unless a read failed.
       const uint64_t end = pos + ring_->Fill(pos, kMaxRecordBytes);
       const uint8_t* at = ring_->At(pos);
-      __builtin_prefetch(at + 1024);
+      Prefetch(at + 1024);
       perf::EventHeader h;
       if (end - pos < sizeof(h)) {
         ++truncated_;
@@ -419,7 +420,7 @@ class PerfDataReader final : public TraceReader {
     }
     // The payload of a decoded event, which the sink reads.
     static void PrefetchItem(const PerfRecord& item) {
-      __builtin_prefetch(item.event.payload.data);
+      Prefetch(item.event.payload.data);
     }
     void DropFar(RunBytes* run) {
       if (run->block != nullptr) (run->big ? free_big_ : free_blocks_).push_back(run->block);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "iotrace/base/prefetch.h"
 #include "iotrace/base/status.h"
 
 namespace iotrace {
@@ -56,7 +57,7 @@ absl::StatusOr<bool> FtraceLiveSource::Next(size_t i, RawEvent* event, EventSink
     if (s.on_page && s.walker.Next(&rec)) {
       // The next record's header is read when the merge takes this stream's next record, after
       // one of every other stream on average: with many CPUs, out of the cache by then.
-      __builtin_prefetch(rec.payload.data + rec.payload.size);
+      Prefetch(rec.payload.data + rec.payload.size);
       if (FtraceRecordToEvent(rec, s.cpu, pid_offset_, event)) return true;
       ++problems_;
       continue;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "iotrace/base/clock.h"
+#include "iotrace/base/prefetch.h"
 #include "iotrace/base/status.h"
 #include "iotrace/sys/host_info.h"
 #include "iotrace/sys/tracefs.h"
@@ -103,7 +104,7 @@ absl::StatusOr<bool> PerfLiveSource::Next(size_t i, RawEvent* event, EventSink* 
     if (!cap_->ReadRecord(i, &record)) break;
     // The next record is read when the merge comes back to this ring, after one record of every
     // other ring on average: with many CPUs its line is out of the cache by then.
-    __builtin_prefetch(record.data + record.size);
+    Prefetch(record.data + record.size);
     if (parser_.Parse(record, &r) != PerfProblem::kNone) {
       ++problems_;
       continue;

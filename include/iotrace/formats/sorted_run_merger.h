@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "iotrace/base/prefetch.h"
+
 namespace iotrace {
 
 struct MergeLimits {
@@ -537,8 +539,8 @@ class SortedRunMerger {
                                          ? &ring_[static_cast<uint64_t>(other) & mask_]
                                          : nullptr;
       if (next_leader != nullptr) {
-        __builtin_prefetch(next_leader);
-        __builtin_prefetch(reinterpret_cast<const char*>(next_leader) + 64);
+        Prefetch(next_leader);
+        Prefetch(reinterpret_cast<const char*>(next_leader) + 64);
       }
       for (;;) {
         EmitOne(r);
