@@ -589,7 +589,7 @@ void WriteJsonGroups(const std::vector<LatencyGroup>& groups, const std::string&
       seen += groups[mid].buckets.size();
     }
     std::string later;
-    std::thread writer([&] {
+    std::jthread writer([&] {  // (joined also when the text below throws)
       later.reserve(64 * (buckets / 2) + 512 * (groups.size() - mid));
       JsonGroupsBuffer lb(later);
       PutJsonGroups(groups, mid, groups.size(), by, inner, lb);

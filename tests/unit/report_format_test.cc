@@ -262,6 +262,21 @@ TEST(ReportFormatTest, JsonOfManyBucketsHasEveryGroupAndBucketInOrder) {
       ASSERT_EQ(g["buckets"][k]["count"].text, std::to_string(i + k));
     }
   }
+  // Byte for byte what one thread writes: each group written alone (one group is far below
+  // the two-thread threshold), joined as the list joins them.
+  auto groups_text = [](const std::string& json) {
+    const std::string open = "\"groups\": [\n", close = "\n  ],\n  \"intervals\"";
+    const size_t from = json.find(open) + open.size();
+    return json.substr(from, json.find(close) - from);
+  };
+  std::string alone;
+  for (uint32_t i = 0; i < kGroups; ++i) {
+    LatencyReport one;
+    one.groups.push_back(r.groups[i]);
+    alone += (i == 0 ? "" : ",\n") + groups_text(FormatReport(one, OutputFormat::kJson,
+                                                               TimeUnit::kUs));
+  }
+  EXPECT_TRUE(groups_text(text) == alone) << "the two threads' text differs from one thread's";
 }
 
 TEST(ReportFormatTest, EmptyReportIsValidJson) {
