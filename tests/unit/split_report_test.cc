@@ -514,124 +514,49 @@ TEST_F(SplitPerfDataTest, RangesTogetherAreReadAll) {
   EXPECT_NE(reader->RangesUnfit(a, ra, rs), "");
 }
 
-// With many devices the builder hands events to the matcher a few events after it decoded them
-// (the event lag) and records samples a few samples after they came (Defer). Every sample must
-// still land in its group, in its bucket, the last ones too (held when the file ends), on every
-// way of reading: one thread, pairing on a thread of its own, auto, and two time ranges.
-// Checked against the latencies the test made, not against another report.
-TEST(SplitReportTest, ManyDevicesEveryReadingPutsEverySampleInItsBucket) {
-  constexpr uint32_t kDevices = 300;  // lag from 64 devices, Defer from 256 groups (here 1800)
-  std::mt19937_64 rng(99);
-  std::vector<Ev> events;
-  struct Key {
-    uint32_t dev;
-    BlockOp op;
-    Phase phase;
-    bool operator<(const Key& o) const {
-      return std::tie(dev, op, phase) < std::tie(o.dev, o.op, o.phase);
-    }
-  };
+// Many devices: 20000 requests spread at random over 300 devices (the event lag from 64
+// devices, deferred samples from 256 groups: here 1800), many in flight at once, written as a
+// trace.dat, with each group's latencies as the test made them (sorted).
+struct ManyDevices {
+  using Key = std::tuple<uint32_t, BlockOp, Phase>;
+  static constexpr uint64_t kRequests = 20000;
+  BlockTraceDat file;
+  std::string path;
   std::map<Key, std::vector<uint64_t>> want;
-  uint64_t t = 1000;
-  for (uint64_t i = 0; i < 20000; ++i, t += 5000 + rng() % 20000) {
-    const uint32_t dev = (8u << 20) | static_cast<uint32_t>(rng() % kDevices);
-    const bool read = rng() % 2 == 0;
-    const uint64_t queue_ns = 100 + rng() % 200000;
-    const uint64_t device_ns = 1000 + rng() % 3000000;  // many requests in flight at once
-    const int cpu = static_cast<int>(rng() % 2);
-    const std::string rwbs = read ? "R" : "W";
-    events.push_back({t, cpu, kInsert, dev, 8 * i, 8, rwbs});
-    events.push_back({t + queue_ns, cpu, kIssue, dev, 8 * i, 8, rwbs});
-    events.push_back({t + queue_ns + device_ns, 1 - cpu, kComplete, dev, 8 * i, 8, rwbs});
-    const BlockOp op = read ? BlockOp::kRead : BlockOp::kWrite;
-    want[{dev, op, Phase::kI2D}].push_back(queue_ns);
-    want[{dev, op, Phase::kD2C}].push_back(device_ns);
-    want[{dev, op, Phase::kI2C}].push_back(queue_ns + device_ns);
-  }
-  for (auto& [key, lat] : want) std::sort(lat.begin(), lat.end());
-  BlockTraceDat f;
-  const std::string path = f.Write(events);
-  for (int threads : {1, 3, 0}) {
-    ReportOptions o;
-    o.input = path;
-    o.sysfs_root = o.procfs_root = "/nonexistent";
-    o.threads = threads;
-    o.split_min_bytes = 1;  // threads 0: two time ranges
-    o.split_on_one_cpu = true;
-    auto reader = OpenTraceReader(path);
-    ASSERT_TRUE(reader.ok()) << reader.status();
-    auto r = BuildLatencyReport(**reader, o);
-    ASSERT_TRUE(r.ok()) << r.status();
-    if (threads == 0) EXPECT_EQ(r->read_plan.rfind("two ranges", 0), 0u) << r->read_plan;
-    ASSERT_EQ(r->groups.size(), want.size()) << "threads " << threads;
-    for (const LatencyGroup& g : r->groups) {
-      auto it = want.find({g.dev, g.op, g.phase});
-      ASSERT_NE(it, want.end());
-      const std::vector<uint64_t>& lat = it->second;
-      uint64_t sum = 0;
-      for (uint64_t v : lat) sum += v;
-      EXPECT_EQ(g.summary.count, lat.size()) << "threads " << threads;
-      EXPECT_EQ(g.summary.sum_ns, sum);
-      EXPECT_EQ(g.summary.min_ns, lat.front());
-      EXPECT_EQ(g.summary.max_ns, lat.back());
-      uint64_t in_buckets = 0;
-      for (const LatencyBucket& b : g.buckets) {
-        const auto lo = std::lower_bound(lat.begin(), lat.end(), b.lo_ns);
-        const auto hi = std::lower_bound(lat.begin(), lat.end(), b.hi_ns);
-        EXPECT_EQ(b.count, static_cast<uint64_t>(hi - lo)) << "threads " << threads;
-        in_buckets += b.count;
-      }
-      EXPECT_EQ(in_buckets, lat.size());
-    }
-    EXPECT_EQ(r->completeness.match.paired[static_cast<int>(Phase::kD2C)], 20000u);
-  }
-}
 
-// Auto's one pass, with stretches so short that pairing moves between the reading
-// thread (where the event lag is on) and the pairing thread every few dozen events, at odd
-// lengths so that stretches end with events held. Every sample in its bucket, as above.
-TEST(SplitReportTest, ManyDevicesAutoPlacementHandsOverWithTheLag) {
-  constexpr uint32_t kDevices = 300;
-  std::mt19937_64 rng(7);
-  std::vector<Ev> events;
-  std::map<std::tuple<uint32_t, BlockOp, Phase>, std::vector<uint64_t>> want;
-  uint64_t t = 1000;
-  for (uint64_t i = 0; i < 20000; ++i, t += 5000 + rng() % 20000) {
-    const uint32_t dev = (8u << 20) | static_cast<uint32_t>(rng() % kDevices);
-    const bool read = rng() % 2 == 0;
-    const uint64_t queue_ns = 100 + rng() % 200000;
-    const uint64_t device_ns = 1000 + rng() % 3000000;
-    const int cpu = static_cast<int>(rng() % 2);
-    const std::string rwbs = read ? "R" : "W";
-    events.push_back({t, cpu, kInsert, dev, 8 * i, 8, rwbs});
-    events.push_back({t + queue_ns, cpu, kIssue, dev, 8 * i, 8, rwbs});
-    events.push_back({t + queue_ns + device_ns, 1 - cpu, kComplete, dev, 8 * i, 8, rwbs});
-    const BlockOp op = read ? BlockOp::kRead : BlockOp::kWrite;
-    want[{dev, op, Phase::kI2D}].push_back(queue_ns);
-    want[{dev, op, Phase::kD2C}].push_back(device_ns);
-    want[{dev, op, Phase::kI2C}].push_back(queue_ns + device_ns);
+  explicit ManyDevices(uint64_t seed) {
+    constexpr uint32_t kDevices = 300;
+    std::mt19937_64 rng(seed);
+    std::vector<Ev> events;
+    uint64_t t = 1000;
+    for (uint64_t i = 0; i < kRequests; ++i, t += 5000 + rng() % 20000) {
+      const uint32_t dev = (8u << 20) | static_cast<uint32_t>(rng() % kDevices);
+      const bool read = rng() % 2 == 0;
+      const uint64_t queue_ns = 100 + rng() % 200000;
+      const uint64_t device_ns = 1000 + rng() % 3000000;
+      const int cpu = static_cast<int>(rng() % 2);
+      const std::string rwbs = read ? "R" : "W";
+      events.push_back({t, cpu, kInsert, dev, 8 * i, 8, rwbs});
+      events.push_back({t + queue_ns, cpu, kIssue, dev, 8 * i, 8, rwbs});
+      events.push_back({t + queue_ns + device_ns, 1 - cpu, kComplete, dev, 8 * i, 8, rwbs});
+      const BlockOp op = read ? BlockOp::kRead : BlockOp::kWrite;
+      want[{dev, op, Phase::kI2D}].push_back(queue_ns);
+      want[{dev, op, Phase::kD2C}].push_back(device_ns);
+      want[{dev, op, Phase::kI2C}].push_back(queue_ns + device_ns);
+    }
+    for (auto& [key, lat] : want) std::sort(lat.begin(), lat.end());
+    path = file.Write(events);
   }
-  for (auto& [key, lat] : want) std::sort(lat.begin(), lat.end());
-  BlockTraceDat f;
-  const std::string path = f.Write(events);
-  for (uint64_t probe : {37u, 1001u}) {
+  ReportOptions Options() const {
     ReportOptions o;
     o.input = path;
     o.sysfs_root = o.procfs_root = "/nonexistent";
-    o.threads = 0;
-    o.placement_on_one_cpu = true;
-    o.placement_probe_events = probe;
-    o.placement_hold_events = probe + 2;
-    o.placement_max_hold_events = 4 * probe + 1;
-    auto reader = OpenTraceReader(path);
-    ASSERT_TRUE(reader.ok()) << reader.status();
-    auto made = LatencyReportBuilder::Create((*reader)->formats(), o);
-    ASSERT_TRUE(made.ok()) << made.status();
-    LatencyReportBuilder& b = **made;
-    ASSERT_TRUE(b.ReadAll(**reader).ok());
-    ASSERT_NE(b.placement(), nullptr);
-    EXPECT_GT(b.placement()->switches(), 10u);
-    LatencyReport r = b.Finish((*reader)->stats());
+    return o;
+  }
+  // Every group of `r` against the latencies made: count, sum, min, max, and each bucket's
+  // count that of the latencies in its range.
+  void Check(const LatencyReport& r, const std::string& how) const {
+    SCOPED_TRACE(how);
     ASSERT_EQ(r.groups.size(), want.size());
     for (const LatencyGroup& g : r.groups) {
       auto it = want.find({g.dev, g.op, g.phase});
@@ -639,18 +564,65 @@ TEST(SplitReportTest, ManyDevicesAutoPlacementHandsOverWithTheLag) {
       const std::vector<uint64_t>& lat = it->second;
       uint64_t sum = 0;
       for (uint64_t v : lat) sum += v;
-      EXPECT_EQ(g.summary.count, lat.size()) << "probe " << probe;
+      EXPECT_EQ(g.summary.count, lat.size());
       EXPECT_EQ(g.summary.sum_ns, sum);
+      EXPECT_EQ(g.summary.min_ns, lat.front());
+      EXPECT_EQ(g.summary.max_ns, lat.back());
       uint64_t in_buckets = 0;
-      for (const LatencyBucket& k : g.buckets) {
-        const auto lo = std::lower_bound(lat.begin(), lat.end(), k.lo_ns);
-        const auto hi = std::lower_bound(lat.begin(), lat.end(), k.hi_ns);
-        EXPECT_EQ(k.count, static_cast<uint64_t>(hi - lo));
-        in_buckets += k.count;
+      for (const LatencyBucket& b : g.buckets) {
+        const auto lo = std::lower_bound(lat.begin(), lat.end(), b.lo_ns);
+        const auto hi = std::lower_bound(lat.begin(), lat.end(), b.hi_ns);
+        EXPECT_EQ(b.count, static_cast<uint64_t>(hi - lo)) << "[" << b.lo_ns << ", " << b.hi_ns;
+        in_buckets += b.count;
       }
       EXPECT_EQ(in_buckets, lat.size());
     }
-    EXPECT_EQ(r.completeness.match.paired[static_cast<int>(Phase::kD2C)], 20000u);
+    EXPECT_EQ(r.completeness.match.paired[static_cast<int>(Phase::kD2C)], kRequests);
+  }
+};
+
+// With many devices the builder hands events to the matcher a few events after it decoded them
+// (the event lag) and records samples a few samples after they came (Defer). Every sample must
+// still land in its group, in its bucket, the last ones too (held when the file ends), on every
+// way of reading: one thread, pairing on a thread of its own, and two time ranges.
+// Checked against the latencies the test made, not against another report.
+TEST(SplitReportTest, ManyDevicesEveryReadingPutsEverySampleInItsBucket) {
+  const ManyDevices m(99);
+  for (int threads : {1, 3, 0}) {
+    ReportOptions o = m.Options();
+    o.threads = threads;
+    o.split_min_bytes = 1;  // threads 0: two time ranges
+    o.split_on_one_cpu = true;
+    auto reader = OpenTraceReader(m.path);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    auto r = BuildLatencyReport(**reader, o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    if (threads == 0) EXPECT_EQ(r->read_plan.rfind("two ranges", 0), 0u) << r->read_plan;
+    m.Check(*r, "threads " + std::to_string(threads));
+  }
+}
+
+// Auto's one pass, with stretches so short that pairing moves between the reading thread
+// (where the event lag is on) and the pairing thread every few dozen events, at odd lengths so
+// that stretches end with events held. Every sample in its bucket, as above.
+TEST(SplitReportTest, ManyDevicesAutoPlacementHandsOverWithTheLag) {
+  const ManyDevices m(7);
+  for (uint64_t probe : {37u, 1001u}) {
+    ReportOptions o = m.Options();
+    o.threads = 0;
+    o.placement_on_one_cpu = true;
+    o.placement_probe_events = probe;
+    o.placement_hold_events = probe + 2;
+    o.placement_max_hold_events = 4 * probe + 1;
+    auto reader = OpenTraceReader(m.path);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    auto made = LatencyReportBuilder::Create((*reader)->formats(), o);
+    ASSERT_TRUE(made.ok()) << made.status();
+    LatencyReportBuilder& b = **made;
+    ASSERT_TRUE(b.ReadAll(**reader).ok());
+    ASSERT_NE(b.placement(), nullptr);
+    EXPECT_GT(b.placement()->switches(), 10u);
+    m.Check(b.Finish((*reader)->stats()), "probe " + std::to_string(probe));
   }
 }
 
