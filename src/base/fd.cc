@@ -35,6 +35,18 @@ absl::StatusOr<UniqueMapping> MapHugeAnonymous(size_t size) {
   return UniqueMapping(at, keep);
 }
 
+size_t PreadUpTo(int fd, void* buf, size_t n, uint64_t offset) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::pread(fd, static_cast<char*>(buf) + done, n - done,
+                              static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    done += static_cast<size_t>(r);
+  }
+  return done;
+}
+
 absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return ErrnoError(errno, "open", path);

@@ -402,21 +402,19 @@ class PerfDataReader final : public TraceReader {
     void Release(uint64_t below) { ring_->Release(below); }
 
     bool PeekFar(uint64_t pos, uint64_t* next, PerfRecord* item, RunBytes* run) {
-      const uint8_t* at = FarRecord(pos, run);
-      if (at == nullptr) {
-        *next = pos;
-        return false;
-      }
-      return PeekAt(at, pos, next, item);
+      const uint8_t* at = FarRecordOrStay(pos, next, run);
+      return at != nullptr && PeekAt(at, pos, next, item);
     }
     bool PeekTimedFar(uint64_t pos, uint64_t* next, PerfRecord* item, RunBytes* run) {
+      const uint8_t* at = FarRecordOrStay(pos, next, run);
+      if (at != nullptr) PeekTimedAt(at, pos, next, item);
+      return at != nullptr;
+    }
+    // FarRecord; where it cannot be read, the cursor stays at `pos`.
+    const uint8_t* FarRecordOrStay(uint64_t pos, uint64_t* next, RunBytes* run) {
       const uint8_t* at = FarRecord(pos, run);
-      if (at == nullptr) {
-        *next = pos;
-        return false;
-      }
-      PeekTimedAt(at, pos, next, item);
-      return true;
+      if (at == nullptr) *next = pos;
+      return at;
     }
     // The payload of a decoded event, which the sink reads.
     static void PrefetchItem(const PerfRecord& item) {
@@ -460,18 +458,7 @@ class PerfDataReader final : public TraceReader {
       }
       const uint64_t want = std::min(run->big ? kMaxRecordBytes : far_block_bytes_,
                                      r_->data_end_ - std::min(pos, r_->data_end_));
-      uint64_t got = 0;
-      while (got < want) {
-        const ssize_t n = ::pread(r_->fd_.get(), run->block + got, want - got,
-                                  static_cast<off_t>(pos + got));
-        if (n > 0) {
-          got += static_cast<uint64_t>(n);
-        } else if (n < 0 && errno == EINTR) {
-          continue;
-        } else {
-          break;
-        }
-      }
+      const uint64_t got = PreadUpTo(r_->fd_.get(), run->block, want, pos);
       run->begin = pos;
       run->end = pos + got;
       if (got < need) {

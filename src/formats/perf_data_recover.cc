@@ -17,15 +17,7 @@ namespace iotrace {
 namespace {
 
 bool PRead(int fd, void* buf, size_t n, uint64_t offset) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r = ::pread(fd, static_cast<char*>(buf) + done, n - done,
-                        static_cast<off_t>(offset + done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    done += static_cast<size_t>(r);
-  }
-  return true;
+  return PreadUpTo(fd, buf, n, offset) == n;
 }
 
 absl::Status PWrite(int fd, const void* buf, size_t n, uint64_t offset, const std::string& path) {

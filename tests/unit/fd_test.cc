@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <string>
 
 #include "gtest/gtest.h"
 
@@ -27,6 +28,23 @@ TEST(MapHugeAnonymousTest, AlignedZeroedAndNoLargerThanAsked) {
     bytes[size - 1] = 2;
     EXPECT_EQ(bytes[size - 1], 2);
   }
+}
+
+// The whole of what is asked where the file holds it; up to the end of the file where it does
+// not; nothing past it or on a bad descriptor.
+TEST(PreadUpToTest, ReadsWhatIsThereUpToTheEnd) {
+  std::string where;
+  auto fd = OpenScratchFile(&where);
+  ASSERT_TRUE(fd.ok()) << fd.status();
+  const std::string text = "0123456789";
+  ASSERT_EQ(::pwrite(fd->get(), text.data(), text.size(), 0), 10);
+  char buf[16] = {};
+  EXPECT_EQ(PreadUpTo(fd->get(), buf, 4, 3), 4u);
+  EXPECT_EQ(std::string(buf, 4), "3456");
+  EXPECT_EQ(PreadUpTo(fd->get(), buf, 16, 6), 4u);
+  EXPECT_EQ(std::string(buf, 4), "6789");
+  EXPECT_EQ(PreadUpTo(fd->get(), buf, 4, 10), 0u);
+  EXPECT_EQ(PreadUpTo(-1, buf, 4, 0), 0u);
 }
 
 }  // namespace

@@ -80,6 +80,11 @@ absl::StatusOr<UniqueMapping> MapHugeAnonymous(size_t size);
 
 // Reads a whole (small) file such as a tracefs or procfs file.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+
+// Reads `n` bytes of `fd` at `offset` into `buf`, again after a short read or EINTR: fewer only
+// at the end of the file or on an error. Returns how many were read.
+size_t PreadUpTo(int fd, void* buf, size_t n, uint64_t offset);
+
 // Writes `contents` to an existing file (tracefs control files), one write() call.
 absl::Status WriteStringToFile(const std::string& path, std::string_view contents);
 

@@ -88,10 +88,7 @@ class LoserTree {
   // once, as the winner or the loser of one match.
   template <typename Fn>
   void ForEachStream(Fn fn) const {
-    if (!empty()) fn(top());
-    for (size_t node = 1; node < size_; ++node) {
-      if (keys_[node] != kEndedKey) fn(static_cast<uint32_t>(keys_[node] & (size_ - 1)));
-    }
+    ForEachKey([&](uint64_t key) { fn(static_cast<uint32_t>(key & (size_ - 1))); });
   }
 
  private:
@@ -99,6 +96,14 @@ class LoserTree {
   // is held at held_, its whole value kept apart. An ended stream's key, all ones, is above
   // every other.
   static constexpr uint64_t kEndedKey = ~uint64_t{0};
+  // Calls fn(key) for the key of each stream not ended: the winner's and the stored losers'.
+  template <typename Fn>
+  void ForEachKey(Fn fn) const {
+    if (!empty()) fn(winner_);
+    for (size_t node = 1; node < size_; ++node) {
+      if (keys_[node] != kEndedKey) fn(keys_[node]);
+    }
+  }
   // Keys made from a stream's whole time (its time kept apart when it is held).
   uint64_t MakeKey(uint64_t ts, uint64_t stream) {
     const uint64_t rel = ts - base_;
@@ -116,21 +121,15 @@ class LoserTree {
   void Rebase() {
     uint64_t* const whole = keys_.data() + 2 * size_;
     // Every stream's key is the winner's or one match's loser: the leaves are free to use.
-    auto for_each_key = [&](auto fn) {
-      if (!empty()) fn(winner_);
-      for (size_t node = 1; node < size_; ++node) {
-        if (keys_[node] != kEndedKey) fn(keys_[node]);
-      }
-    };
     uint64_t base = ~uint64_t{0};
-    for_each_key([&](uint64_t key) {
+    ForEachKey([&](uint64_t key) {
       const uint64_t s = key & (size_ - 1);
       if (key >> bits_ != held_) whole[s] = base_ + (key >> bits_);
       base = std::min(base, whole[s]);
     });
     std::fill(keys_.begin() + static_cast<std::ptrdiff_t>(size_),
               keys_.begin() + static_cast<std::ptrdiff_t>(2 * size_), kEndedKey);
-    for_each_key([&](uint64_t key) { keys_[size_ + (key & (size_ - 1))] = key; });
+    ForEachKey([&](uint64_t key) { keys_[size_ + (key & (size_ - 1))] = key; });
     base_ = base;
     for (size_t s = 0; s < size_; ++s) {
       if (keys_[size_ + s] != kEndedKey) keys_[size_ + s] = MakeKey(whole[s], s);
