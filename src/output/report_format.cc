@@ -4,8 +4,10 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string_view>
 #include <thread>
@@ -441,10 +443,10 @@ void WriteNothingToShow(const LatencyReport& r, std::ostream& out) {
       << "\n";
 }
 
-// Where WriteJsonGroups puts its text: a buffer written to the stream a MiB at a time. A report of 1024 devices writes 6,144 groups and
-// 0.85 M buckets (41 MB): an ostream insertion per piece (a sentry each) was most of the
-// report's output time, and a std::string's appends of pieces (a length and a copy call each)
-// were still 35 ms of its 330.
+// Where WriteJsonGroups puts its text: a buffer written to the stream (or a string) a MiB at a
+// time. A report of 1024 devices writes 6,144 groups and 0.85 M buckets (41 MB): an ostream
+// insertion per piece (a sentry each) was most of the report's output time, and a std::string's
+// appends of pieces (a length and a copy call each) were still 35 ms of its 330.
 class JsonGroupsBuffer {
  public:
   // Into `out`, or appended to `text` (see WriteJsonGroups).
@@ -564,10 +566,74 @@ void PutJsonGroups(const std::vector<LatencyGroup>& groups, size_t from, size_t 
   }
 }
 
-// From this many buckets on, with a second CPU, the later half of the groups is written out on
-// a thread of its own into memory while this one writes the earlier half: a report of 1024
-// devices (0.85 M buckets, 41 MB) spent ~25 ms here after everything else was done.
+// From this many buckets on, with a second CPU, the groups are written in pieces of about
+// kJsonPieceBuckets buckets, every other piece formatted by a second thread into one of two
+// buffers that this thread writes out in its turn: a report of 1024 devices (0.85 M buckets,
+// 41 MB) spent ~25 ms here on one thread after everything else was done, and the later half
+// formatted whole into memory first was 20 MB of fresh pages (~5 k page faults).
 constexpr size_t kJsonBucketsForTwoThreads = 200'000;
+constexpr size_t kJsonPieceBuckets = 8'192;  // ~400 KB of text
+
+// Groups `groups`, [cuts[p], cuts[p + 1]) the p-th piece: the odd pieces formatted on a second
+// thread, the even ones here, all written to `b` in order.
+void PutJsonPiecesOnTwoThreads(const std::vector<LatencyGroup>& groups,
+                               const std::vector<size_t>& cuts, const std::string& by,
+                               const std::string& inner, JsonGroupsBuffer& b) {
+  const size_t pieces = cuts.size() - 1;
+  // The helper's k-th piece (piece 2k + 1) goes to text[k % 2]: it may start once its
+  // k - 2-th was written out.
+  std::array<std::string, 2> text;
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t made = 0;     // the helper's pieces formatted
+  size_t written = 0;  // the helper's pieces written out
+  bool stop = false;
+  std::jthread helper([&] {
+    std::array<JsonGroupsBuffer, 2> into = {JsonGroupsBuffer(text[0]), JsonGroupsBuffer(text[1])};
+    for (size_t k = 0; 2 * k + 1 < pieces; ++k) {
+      {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return stop || written + 2 > k; });
+        if (stop) return;
+      }
+      text[k % 2].clear();
+      PutJsonGroups(groups, cuts[2 * k + 1], cuts[2 * k + 2], by, inner, into[k % 2]);
+      into[k % 2].Flush();
+      {
+        std::lock_guard lock(mu);
+        made = k + 1;
+      }
+      cv.notify_all();
+    }
+  });
+  // Ends the helper's wait when this thread leaves early (its output threw), before the join.
+  struct Stop {
+    std::mutex& mu;
+    std::condition_variable& cv;
+    bool& stop;
+    ~Stop() {
+      {
+        std::lock_guard lock(mu);
+        stop = true;
+      }
+      cv.notify_all();
+    }
+  } stop_helper{mu, cv, stop};
+  for (size_t k = 0; 2 * k < pieces; ++k) {
+    PutJsonGroups(groups, cuts[2 * k], cuts[2 * k + 1], by, inner, b);
+    if (2 * k + 1 == pieces) break;
+    {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return made > k; });
+    }
+    b.Put(text[k % 2]);
+    {
+      std::lock_guard lock(mu);
+      written = k + 1;
+    }
+    cv.notify_all();
+  }
+}
 
 void WriteJsonGroups(const std::vector<LatencyGroup>& groups, const std::string& by,
                      std::ostream& out, const std::string& indent) {
@@ -577,20 +643,18 @@ void WriteJsonGroups(const std::vector<LatencyGroup>& groups, const std::string&
   size_t buckets = 0;
   for (const LatencyGroup& g : groups) buckets += g.buckets.size();
   if (buckets >= kJsonBucketsForTwoThreads && UsableCpus() >= 2) {
-    // Split where half the buckets are.
-    size_t mid = 0;
-    for (size_t seen = 0; mid < groups.size() && 2 * seen < buckets; ++mid) {
-      seen += groups[mid].buckets.size();
+    // Pieces of about kJsonPieceBuckets buckets, a group's own fields counted as a few.
+    std::vector<size_t> cuts = {0};
+    size_t seen = 0;
+    for (size_t i = 0; i < groups.size(); ++i) {
+      seen += groups[i].buckets.size() + 8;
+      if (seen >= kJsonPieceBuckets) {
+        cuts.push_back(i + 1);
+        seen = 0;
+      }
     }
-    std::string later;
-    std::jthread writer([&] {  // (joined also when the text below throws)
-      later.reserve(64 * (buckets / 2) + 512 * (groups.size() - mid));
-      JsonGroupsBuffer lb(later);
-      PutJsonGroups(groups, mid, groups.size(), by, inner, lb);
-    });
-    PutJsonGroups(groups, 0, mid, by, inner, b);
-    writer.join();
-    b.Put(later);
+    if (cuts.back() != groups.size()) cuts.push_back(groups.size());
+    PutJsonPiecesOnTwoThreads(groups, cuts, by, inner, b);
   } else {
     PutJsonGroups(groups, 0, groups.size(), by, inner, b);
   }

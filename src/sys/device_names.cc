@@ -15,7 +15,7 @@ namespace iotrace {
 DeviceNames::DeviceNames(std::string sysfs_root, std::string procfs_root)
     : sysfs_root_(std::move(sysfs_root)), procfs_root_(std::move(procfs_root)) {}
 
-std::string DeviceNames::Lookup(uint32_t dev) const {
+std::string DeviceNames::Lookup(uint32_t dev) {
   const std::string numbers = DevString(dev);
   {
     std::ifstream uevent(sysfs_root_ + "/dev/block/" + numbers + "/uevent");
@@ -25,18 +25,24 @@ std::string DeviceNames::Lookup(uint32_t dev) const {
       if (absl::ConsumePrefix(&v, "DEVNAME=") && !v.empty()) return std::string(v);
     }
   }
-  std::ifstream partitions(procfs_root_ + "/partitions");
-  std::string line;
-  while (std::getline(partitions, line)) {
-    std::vector<absl::string_view> cols =
-        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
-    uint32_t major = 0, minor = 0;
-    if (cols.size() == 4 && absl::SimpleAtoi(cols[0], &major) &&
-        absl::SimpleAtoi(cols[1], &minor) && KernelDev(major, minor) == dev) {
-      return std::string(cols[3]);
+  // /proc/partitions is read once, at the first device sysfs does not name: a report of 1024
+  // devices unknown here (another machine's recording) read and split it 1024 times.
+  if (!partitions_read_) {
+    partitions_read_ = true;
+    std::ifstream partitions(procfs_root_ + "/partitions");
+    std::string line;
+    while (std::getline(partitions, line)) {
+      std::vector<absl::string_view> cols =
+          absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+      uint32_t major = 0, minor = 0;
+      if (cols.size() == 4 && absl::SimpleAtoi(cols[0], &major) &&
+          absl::SimpleAtoi(cols[1], &minor)) {
+        partitions_.emplace(KernelDev(major, minor), std::string(cols[3]));  // the first kept
+      }
     }
   }
-  return "";
+  auto it = partitions_.find(dev);
+  return it == partitions_.end() ? "" : it->second;
 }
 
 const std::string& DeviceNames::NameOf(uint32_t dev) {

@@ -236,47 +236,51 @@ TEST(ReportFormatTest, JsonTimeSeriesHasIntervalStarts) {
   EXPECT_EQ(j["intervals"][0]["groups"][0]["count"].text, "3");
 }
 
-// A report of many buckets is written by two threads, each half of the groups (see
-// WriteJsonGroups): parsed back, every group and bucket is there, in order, with its values.
+// A report of many buckets is written by two threads, every other piece of the groups each (see
+// WriteJsonGroups): parsed back, every group and bucket is there, in order, with its values, and
+// the text is byte for byte one thread's. 2,100 groups make an even number of pieces (the
+// second thread writes the last), 2,030 an odd one.
 TEST(ReportFormatTest, JsonOfManyBucketsHasEveryGroupAndBucketInOrder) {
-  LatencyReport r;
-  constexpr uint32_t kGroups = 2100;
-  constexpr uint64_t kBuckets = 100;  // 210,000 buckets: past the two-thread threshold
-  for (uint32_t i = 0; i < kGroups; ++i) {
-    std::vector<LatencyBucket> buckets;
-    for (uint64_t k = 0; k < kBuckets; ++k) buckets.push_back({1000 * k, 1000 * k + 7, i + k});
-    r.groups.push_back(Group(i << 20, "d" + std::to_string(i), BlockOp::kRead, Phase::kD2C,
-                             std::move(buckets)));
-  }
-  const std::string text = FormatReport(r, OutputFormat::kJson, TimeUnit::kUs);
-  Json j;
-  ASSERT_TRUE(JsonParser(text).Parse(&j));
-  ASSERT_EQ(j["groups"].items.size(), kGroups);
-  for (uint32_t i = 0; i < kGroups; ++i) {
-    const Json& g = j["groups"][i];
-    ASSERT_EQ(g["device"].text, "d" + std::to_string(i));
-    ASSERT_EQ(g["buckets"].items.size(), kBuckets);
-    for (uint64_t k = 0; k < kBuckets; k += 33) {
-      ASSERT_EQ(g["buckets"][k]["lo_ns"].text, std::to_string(1000 * k));
-      ASSERT_EQ(g["buckets"][k]["hi_ns"].text, std::to_string(1000 * k + 7));
-      ASSERT_EQ(g["buckets"][k]["count"].text, std::to_string(i + k));
+  for (const uint32_t groups : {2100u, 2030u}) {
+    SCOPED_TRACE(groups);
+    LatencyReport r;
+    constexpr uint64_t kBuckets = 100;  // 203,000 buckets or more: past the two-thread threshold
+    for (uint32_t i = 0; i < groups; ++i) {
+      std::vector<LatencyBucket> buckets;
+      for (uint64_t k = 0; k < kBuckets; ++k) buckets.push_back({1000 * k, 1000 * k + 7, i + k});
+      r.groups.push_back(Group(i << 20, "d" + std::to_string(i), BlockOp::kRead, Phase::kD2C,
+                               std::move(buckets)));
     }
+    const std::string text = FormatReport(r, OutputFormat::kJson, TimeUnit::kUs);
+    Json j;
+    ASSERT_TRUE(JsonParser(text).Parse(&j));
+    ASSERT_EQ(j["groups"].items.size(), groups);
+    for (uint32_t i = 0; i < groups; ++i) {
+      const Json& g = j["groups"][i];
+      ASSERT_EQ(g["device"].text, "d" + std::to_string(i));
+      ASSERT_EQ(g["buckets"].items.size(), kBuckets);
+      for (uint64_t k = 0; k < kBuckets; k += 33) {
+        ASSERT_EQ(g["buckets"][k]["lo_ns"].text, std::to_string(1000 * k));
+        ASSERT_EQ(g["buckets"][k]["hi_ns"].text, std::to_string(1000 * k + 7));
+        ASSERT_EQ(g["buckets"][k]["count"].text, std::to_string(i + k));
+      }
+    }
+    // Byte for byte what one thread writes: each group written alone (one group is far below
+    // the two-thread threshold), joined as the list joins them.
+    auto groups_text = [](const std::string& json) {
+      const std::string open = "\"groups\": [\n", close = "\n  ],\n  \"intervals\"";
+      const size_t from = json.find(open) + open.size();
+      return json.substr(from, json.find(close) - from);
+    };
+    std::string alone;
+    for (uint32_t i = 0; i < groups; ++i) {
+      LatencyReport one;
+      one.groups.push_back(r.groups[i]);
+      alone += (i == 0 ? "" : ",\n") + groups_text(FormatReport(one, OutputFormat::kJson,
+                                                                 TimeUnit::kUs));
+    }
+    EXPECT_TRUE(groups_text(text) == alone) << "the two threads' text differs from one thread's";
   }
-  // Byte for byte what one thread writes: each group written alone (one group is far below
-  // the two-thread threshold), joined as the list joins them.
-  auto groups_text = [](const std::string& json) {
-    const std::string open = "\"groups\": [\n", close = "\n  ],\n  \"intervals\"";
-    const size_t from = json.find(open) + open.size();
-    return json.substr(from, json.find(close) - from);
-  };
-  std::string alone;
-  for (uint32_t i = 0; i < kGroups; ++i) {
-    LatencyReport one;
-    one.groups.push_back(r.groups[i]);
-    alone += (i == 0 ? "" : ",\n") + groups_text(FormatReport(one, OutputFormat::kJson,
-                                                               TimeUnit::kUs));
-  }
-  EXPECT_TRUE(groups_text(text) == alone) << "the two threads' text differs from one thread's";
 }
 
 TEST(ReportFormatTest, EmptyReportIsValidJson) {

@@ -1,5 +1,6 @@
 // Names of block devices for the report ("loop0", "vda"), looked up once per device from
-// /sys/dev/block/MAJ:MIN/uevent (DEVNAME), else /proc/partitions, else shown as "MAJ:MIN".
+// /sys/dev/block/MAJ:MIN/uevent (DEVNAME), else /proc/partitions (read once), else shown as
+// "MAJ:MIN".
 // Names come from the machine running the report, which may not be the recording machine.
 #ifndef IOTRACE_SYS_DEVICE_NAMES_H_
 #define IOTRACE_SYS_DEVICE_NAMES_H_
@@ -28,11 +29,14 @@ class DeviceNames {
   bool Matches(std::string_view spec, uint32_t dev);
 
  private:
-  std::string Lookup(uint32_t dev) const;
+  std::string Lookup(uint32_t dev);
 
   std::string sysfs_root_;
   std::string procfs_root_;
   absl::flat_hash_map<uint32_t, std::string> cache_;
+  // /proc/partitions, read at the first lookup that needs it (its devices' names by dev).
+  bool partitions_read_ = false;
+  absl::flat_hash_map<uint32_t, std::string> partitions_;
 };
 
 }  // namespace iotrace
