@@ -721,12 +721,32 @@ void LatencyReportBuilder::FinishHistograms(const ReadStats& reader_stats, Laten
   std::map<uint64_t, LatencyInterval> intervals;
   FinishCoverage(reader_stats, &r);
   const bool partial = !r.coverage.complete;
-  for (auto& g : groups_) {
-    const std::string device = names_.Label(g->dev);
-    // A group whose every sample lay outside the coverage has nothing to show (its count is
-    // in the coverage's).
-    if (!g->total.empty() || g->outside_coverage == 0) {
-      r.groups.push_back(GroupOf(g->total, *g, device));
+  // A group whose every sample lay outside the coverage has nothing to show (its count is in
+  // the coverage's).
+  auto shown = [](const Group& g) { return !g.total.empty() || g.outside_coverage == 0; };
+  std::vector<std::string> devices(groups_.size());
+  for (size_t i = 0; i < groups_.size(); ++i) devices[i] = names_.Label(groups_[i]->dev);
+  // The rows of the whole run, made first: from kTwoThreadGroups groups on, with a second CPU,
+  // the later half on a second thread (1024 devices: 6,144 rows, 0.85 M buckets, 20 MB of
+  // fresh pages, most of the report's time after the reading).
+  std::vector<LatencyGroup> totals(groups_.size());
+  auto make_totals = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      if (shown(*groups_[i])) totals[i] = GroupOf(groups_[i]->total, *groups_[i], devices[i]);
+    }
+  };
+  if (groups_.size() >= kTwoThreadGroups && UsableCpus() >= 2) {
+    const size_t mid = groups_.size() / 2;
+    std::jthread later(make_totals, mid, groups_.size());
+    make_totals(0, mid);
+  } else {
+    make_totals(0, groups_.size());
+  }
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    const std::unique_ptr<Group>& g = groups_[i];
+    const std::string& device = devices[i];
+    if (shown(*g)) {
+      r.groups.push_back(std::move(totals[i]));
       r.groups.back().partial = partial;
       r.groups.back().outside_coverage = g->outside_coverage;
     }

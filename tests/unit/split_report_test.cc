@@ -515,8 +515,9 @@ TEST_F(SplitPerfDataTest, RangesTogetherAreReadAll) {
 }
 
 // Many devices: 20000 requests spread at random over 300 devices (the event lag from 64
-// devices, deferred samples from 256 groups: here 1800), many in flight at once, written as a
-// trace.dat, with each group's latencies as the test made them (sorted).
+// devices, deferred samples from 256 groups, the report's rows made on two threads from 512:
+// here 1800), many in flight at once, written as a trace.dat, with each group's latencies as
+// the test made them (sorted).
 struct ManyDevices {
   using Key = std::tuple<uint32_t, BlockOp, Phase>;
   static constexpr uint64_t kRequests = 20000;

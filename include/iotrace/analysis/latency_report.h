@@ -240,6 +240,9 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
     BlockOp op;
   };
   static constexpr size_t kDeferFromGroups = 256;
+  // From this many groups on, with a second CPU, Finish makes the later half of the rows (their
+  // buckets) on a second thread.
+  static constexpr size_t kTwoThreadGroups = 512;
   static constexpr uint64_t kSampleStep = 4;
   static constexpr uint64_t kSampleStages = 3;  // groups, buckets, record
   static constexpr size_t kPendingSamples = 16;  // a power of two above kSampleStages x step
