@@ -742,6 +742,7 @@ void LatencyReportBuilder::FinishHistograms(const ReadStats& reader_stats, Laten
   } else {
     make_totals(0, groups_.size());
   }
+  r.groups.reserve(r.groups.size() + groups_.size());
   for (size_t i = 0; i < groups_.size(); ++i) {
     const std::unique_ptr<Group>& g = groups_[i];
     const std::string& device = devices[i];
