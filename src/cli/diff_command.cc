@@ -31,11 +31,12 @@ constexpr char kUsage[] =
     "\n"
     "Compares two recordings (perf.data or trace.dat, any mix) per device x op x phase: counts,\n"
     "rates and percentiles in each, the change of B against A, and a verdict per row:\n"
-    "  +  B is slower, -  B is faster, ~  no change shown (not significant, within the\n"
-    "  histogram's bucket width, or under --min-change). The test: Kolmogorov-Smirnov on the\n"
-    "  two histograms, its p-value from relabelling whole time intervals between the files\n"
-    "  (latencies close in time are not independent), Holm-corrected across the rows.\n"
-    "  docs/diff.md explains the statistics.\n"
+    "  +  B is slower, -  B is faster, ~  no change shown (not significant, within\n"
+    "  the histogram's bucket width, or under --min-change). The test:\n"
+    "  Kolmogorov-Smirnov on the two histograms, its p-value from relabelling whole\n"
+    "  time intervals between the files (latencies close in time are not\n"
+    "  independent), Holm-corrected across the rows. docs/diff.md explains the\n"
+    "  statistics.\n"
     "\n"
     "options:\n"
     "  --dev DEV               rows of this device (either side's; MAJ:MIN or name); repeat\n"
@@ -61,8 +62,8 @@ constexpr char kUsage[] =
     "                          i2c.max<-20% (STAT: p50 p90 p99 p99.9 max mean); repeatable\n"
     "  -h, --help              show this help\n"
     "\n"
-    "Exit status: 0 ok (no --fail-on rule hit), 1 runtime error, 2 usage error, 3 a --fail-on\n"
-    "rule hit.\n";
+    "Exit status: 0 ok (no --fail-on rule hit), 1 runtime error, 2 usage error,\n"
+    "3 a --fail-on rule hit.\n";
 
 constexpr char kUsageHint[] = "run 'iotrace diff --help' for the options";
 
@@ -254,7 +255,7 @@ int DiffCommand(const std::vector<std::string>& args) {
   bool help = false;
   absl::StatusOr<DiffArgs> parsed = ParseArgs(args, &help);
   if (help) {
-    std::fputs(kUsage, stdout);
+    std::fputs(FitHelp(kUsage).c_str(), stdout);
     return kExitOk;
   }
   if (!parsed.ok()) return ReportError(parsed.status());

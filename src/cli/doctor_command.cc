@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "cli.h"
 #include "iotrace/cli/doctor.h"
 #include "iotrace/cli/flags.h"
@@ -32,13 +33,13 @@ int DoctorCommand(const std::vector<std::string>& args) {
   });
   absl::Status parsed = flags.Parse(args, nullptr, nullptr);
   if (help) {
-    std::printf(
+    std::fputs(FitHelp(absl::StrFormat(
         "usage: iotrace doctor [options]\n\n"
         "Shows what this machine supports (tracefs, privileges, block event layouts, kprobes,\n"
         "uprobes, block devices and their schedulers) and runs a short live check of each\n"
         "capture backend (does every event the kernel counts reach the buffers?). Exits 0\n"
         "when recording would work, 1 otherwise.\n\noptions:\n%s",
-        flags.Help().c_str());
+        flags.Help().c_str())).c_str(), stdout);
     return kExitOk;
   }
   if (!parsed.ok()) return ReportError(parsed);

@@ -1,6 +1,9 @@
 #include "iotrace/cli/flags.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string_view>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
@@ -132,8 +135,111 @@ std::string FlagParser::Help() const {
     } else if (o.takes_value) {
       left += " " + o.value_name;
     }
-    out += absl::StrFormat("  %-30s %s\n", left, o.help);
+    // A name too long for its column puts the text on the next line, under the others'.
+    out += left.size() < 30 ? absl::StrFormat("  %-30s %s\n", left, o.help)
+                            : absl::StrFormat("  %s\n%33s%s\n", left, "", o.help);
   }
+  return out;
+}
+
+namespace {
+
+constexpr size_t kHelpWidth = 80;
+
+// `lead`, then the words of `text` in lines of at most kHelpWidth columns, each after the first
+// indented by `hang` spaces (a longer word stands on a line of its own); ends with a newline.
+void FillHelpLines(std::string_view lead, std::string_view text, size_t hang, std::string* out) {
+  *out += lead;
+  size_t column = lead.size();
+  bool line_has_word = false;
+  for (size_t at = 0; at < text.size();) {
+    const size_t space = std::min(text.find(' ', at), text.size());
+    const std::string_view word = text.substr(at, space - at);
+    at = space + 1;
+    if (word.empty()) continue;
+    if (line_has_word && column + 1 + word.size() > kHelpWidth) {
+      *out += '\n';
+      out->append(hang, ' ');
+      column = hang;
+      line_has_word = false;
+    }
+    if (line_has_word) {
+      *out += ' ';
+      ++column;
+    }
+    *out += word;
+    column += word.size();
+    line_has_word = true;
+  }
+  *out += '\n';
+}
+
+// Where an indented line's description begins: after its first gap of two spaces or more past
+// its indent; its indent when it has none.
+size_t DescriptionColumn(std::string_view line, size_t indent) {
+  const size_t gap = line.find("  ", indent);
+  if (gap == std::string_view::npos) return indent;
+  const size_t text = line.find_first_not_of(' ', gap);
+  return text == std::string_view::npos ? indent : text;
+}
+
+}  // namespace
+
+std::string FitHelp(std::string_view text) {
+  std::vector<std::string_view> lines;
+  for (size_t at = 0; at <= text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    lines.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  const bool ends_with_newline = !text.empty() && text.back() == '\n';
+  if (ends_with_newline) lines.pop_back();  // the empty piece after the last newline
+  auto too_long = [&lines](size_t from, size_t to) {
+    for (size_t k = from; k < to; ++k) {
+      if (lines[k].size() > kHelpWidth) return true;
+    }
+    return false;
+  };
+  std::string out;
+  for (size_t i = 0; i < lines.size();) {
+    const std::string_view line = lines[i];
+    const size_t indent = std::min(line.find_first_not_of(' '), line.size());
+    if (indent == line.size()) {  // blank
+      out += line;
+      out += '\n';
+      ++i;
+      continue;
+    }
+    size_t hang = 0;
+    size_t end = i + 1;
+    std::string_view lead;
+    if (indent == 0) {
+      while (end < lines.size() && !lines[end].empty() && lines[end][0] != ' ') ++end;
+    } else {
+      hang = DescriptionColumn(line, indent);
+      lead = line.substr(0, hang);
+      // Its continuation lines: indented exactly under its description.
+      while (hang > indent && end < lines.size() && lines[end].size() > hang &&
+             lines[end].find_first_not_of(' ') == hang) {
+        ++end;
+      }
+    }
+    if (!too_long(i, end)) {
+      for (size_t k = i; k < end; ++k) {
+        out += lines[k];
+        out += '\n';
+      }
+    } else {
+      std::string words(line.substr(lead.size()));
+      for (size_t k = i + 1; k < end; ++k) {
+        words += ' ';
+        words += lines[k].substr(hang);
+      }
+      FillHelpLines(lead, words, hang, &out);
+    }
+    i = end;
+  }
+  if (!ends_with_newline && !out.empty()) out.pop_back();
   return out;
 }
 

@@ -74,14 +74,14 @@ int ListCommand(const std::vector<std::string>& args) {
   std::vector<std::string> positional;
   absl::Status parsed = flags.Parse(args, &positional, nullptr);
   if (help) {
-    std::printf(
+    std::fputs(FitHelp(absl::StrFormat(
         "usage: iotrace list [PATTERN] [-v]\n\n"
         "Lists the tracepoints and probe events this kernel offers. PATTERN is a system\n"
         "('block'), SYSTEM:EVENT, or a glob on either ('block:*rq*', '*_issue').\n"
         "MODULE HOOK says whether a kernel module could attach to the tracepoint (its\n"
         "__tracepoint_<event> symbol exported to modules, from Module.symvers): iotrace reads\n"
         "every tracepoint from user space either way.\n\noptions:\n%s",
-        flags.Help().c_str());
+        flags.Help().c_str())).c_str(), stdout);
     return kExitOk;
   }
   if (!parsed.ok()) return ReportError(parsed);

@@ -288,14 +288,14 @@ int LiveCommand(const std::vector<std::string>& args) {
   });
   absl::Status parsed = flags.Parse(args, nullptr, &opt.command);
   if (help) {
-    std::printf(
+    std::fputs(FitHelp(absl::StrFormat(
         "usage: iotrace live [options] [-- command [args...]]\n\n"
         "Block-I/O latency as it happens, straight from the kernel's per-CPU buffers (no file):\n"
         "every interval, per disk x op x phase, count, IOPS, MB/s and the latency percentiles,\n"
         "with the processes doing the most I/O. Stops on Ctrl-C / SIGTERM, after --duration or\n"
         "--count, or when the command after -- exits, and then prints the cumulative report of\n"
         "the whole run as iotrace report prints it. See docs/live.md.\n\noptions:\n%s",
-        flags.Help().c_str());
+        flags.Help().c_str())).c_str(), stdout);
     return kExitOk;
   }
   if (!parsed.ok()) return ReportError(parsed);

@@ -154,7 +154,7 @@ int RecordCommand(const std::vector<std::string>& args) {
 
   absl::Status parsed = flags.Parse(args, nullptr, &opt.command);
   if (help) {
-    std::printf(
+    std::fputs(FitHelp(absl::StrFormat(
         "usage: iotrace record [options] [-- command [args...]]\n\n"
         "Records block-layer tracepoints system-wide into a perf.data file (perf backend) or a\n"
         "trace.dat file (ftrace backend) that iotrace report, perf script and trace-cmd read.\n"
@@ -164,7 +164,7 @@ int RecordCommand(const std::vector<std::string>& args) {
         "perf record. A long recording can be split into files (--switch-output, the oldest\n"
         "removed past --switch-max-files) and bounded on disk (--max-size).\n\n"
         "Default events: %s\n\noptions:\n%s",
-        absl::StrJoin(DefaultRecordEvents(), ", ").c_str(), flags.Help().c_str());
+        absl::StrJoin(DefaultRecordEvents(), ", ").c_str(), flags.Help().c_str())).c_str(), stdout);
     return kExitOk;
   }
   if (!parsed.ok()) return ReportError(parsed);

@@ -107,14 +107,14 @@ int RecoverCommand(const std::vector<std::string>& args) {
   std::vector<std::string> files;
   absl::Status parsed = flags.Parse(args, &files, nullptr);
   if (help) {
-    std::printf(
+    std::fputs(FitHelp(absl::StrFormat(
         "usage: iotrace recover FILE...\n\n"
         "Finishes recordings whose iotrace was killed (kill -9, the OOM killer, a crash) into\n"
         "complete files that perf script and trace-cmd report read too. iotrace report reads\n"
         "them either way, and says the recording did not finish. A trace.dat's pages are in\n"
         "spool files beside it (FILE.cpu0, FILE.cpu1, ...): they are assembled into FILE and\n"
         "removed. A complete file is left as it is.\n\noptions:\n%s",
-        flags.Help().c_str());
+        flags.Help().c_str())).c_str(), stdout);
     return kExitOk;
   }
   if (!parsed.ok()) return ReportError(parsed);

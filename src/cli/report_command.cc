@@ -306,7 +306,7 @@ int ReportCommand(const std::vector<std::string>& args) {
   bool help = false;
   absl::StatusOr<ReportOptions> options = ParseArgs(args, &help);
   if (help) {
-    std::fputs(kUsage, stdout);
+    std::fputs(FitHelp(kUsage).c_str(), stdout);
     return kExitOk;
   }
   if (!options.ok()) return ReportError(options.status());

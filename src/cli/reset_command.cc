@@ -41,13 +41,13 @@ int ResetCommand(const std::vector<std::string>& args) {
   std::vector<std::string> positional;
   absl::Status parsed = flags.Parse(args, &positional, nullptr);
   if (help) {
-    std::printf(
+    std::fputs(FitHelp(absl::StrFormat(
         "usage: iotrace reset [options] [GLOB]\n\n"
         "Removes the leftovers of a killed iotrace: tracefs instances named iotrace_* and\n"
         "probe events in groups iotrace_* (never anything else). GLOB narrows the names\n"
         "(default iotrace_*; it must start with iotrace_). Names that end in the pid of a\n"
         "process that still runs are kept unless --force.\n\noptions:\n%s",
-        flags.Help().c_str());
+        flags.Help().c_str())).c_str(), stdout);
     return kExitOk;
   }
   if (!parsed.ok()) return ReportError(parsed);

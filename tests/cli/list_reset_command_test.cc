@@ -165,5 +165,24 @@ TEST(ResetCliTest, RefusesNamesOutsideIotrace) {
   EXPECT_NE(r.out.find("only names starting with iotrace_"), std::string::npos) << r.out;
 }
 
+// Every command's --help, and iotrace's own, fits a terminal's 80 columns (FitHelp) and names
+// its options.
+TEST(HelpCliTest, EveryCommandsHelpFitsEightyColumns) {
+  for (const std::string command :
+       {"", "record", "report", "live", "list", "doctor", "reset", "diff", "recover"}) {
+    SCOPED_TRACE(command);
+    const Result r = RunIotrace(command + " --help");
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("usage: iotrace"), std::string::npos) << r.out;
+    if (!command.empty()) EXPECT_NE(r.out.find("-h, --help"), std::string::npos) << r.out;
+    std::istringstream in(r.out);
+    int lines = 0;
+    for (std::string line; std::getline(in, line); ++lines) {
+      EXPECT_LE(line.size(), 80u) << line;
+    }
+    EXPECT_GT(lines, 5);
+  }
+}
+
 }  // namespace
 }  // namespace iotrace

@@ -132,5 +132,92 @@ TEST(FlagParserTest, WhatAHandlerRefusesIsAUsageError) {
   EXPECT_TRUE(IsUsageError(s));
 }
 
+// The words of `text` (runs of non-spaces), in order.
+std::vector<std::string> Words(const std::string& text) {
+  std::vector<std::string> words;
+  std::string w;
+  for (char c : text + " ") {
+    if (c == ' ' || c == '\n') {
+      if (!w.empty()) words.push_back(w);
+      w.clear();
+    } else {
+      w += c;
+    }
+  }
+  return words;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::string line;
+  for (char c : text) {
+    if (c == '\n') {
+      lines.push_back(line);
+      line.clear();
+    } else {
+      line += c;
+    }
+  }
+  if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+// Prose filled anew, a flag's text wrapped under its column with the line that continues it,
+// what fits left alone, every word kept in its order.
+TEST(FitHelpTest, FillsProseAndWrapsFlagTextUnderItsColumn) {
+  const std::string prose(
+      "Reads a file and says where the time goes, per device and op, with every event accounted "
+      "for\nand nothing left out.");
+  const std::string flag =
+      "  -x, --example VALUE     what this option does, told at such length that the line runs "
+      "well past\n                          the eightieth column, then goes on here\n";
+  const std::string kept = "  -k, --kept              short\n  I2D  a list item that fits\n";
+  const std::string text = "usage: tool [options]\n\n" + prose + "\n\noptions:\n" + flag + kept;
+  const std::string fitted = FitHelp(text);
+  EXPECT_EQ(Words(fitted), Words(text));
+  const std::vector<std::string> lines = Lines(fitted);
+  for (const std::string& line : lines) EXPECT_LE(line.size(), 80u) << line;
+  ASSERT_GE(lines.size(), 10u);
+  EXPECT_EQ(lines[0], "usage: tool [options]");
+  EXPECT_EQ(lines[1], "");
+  // The prose: two lines, the first as full as the width allows.
+  EXPECT_EQ(lines[2],
+            "Reads a file and says where the time goes, per device and op, with every event");
+  EXPECT_EQ(lines[3], "accounted for and nothing left out.");
+  EXPECT_EQ(lines[5], "options:");
+  EXPECT_EQ(lines[6].substr(0, 26), "  -x, --example VALUE     ");
+  size_t i = 7;
+  for (; i < lines.size() && lines[i].rfind("                          ", 0) == 0; ++i) {
+    EXPECT_NE(lines[i][26], ' ') << "a wrapped line stands under the option's text";
+  }
+  EXPECT_GT(i, 7u);
+  ASSERT_EQ(lines.size(), i + 2);
+  EXPECT_EQ(lines[i], "  -k, --kept              short");
+  EXPECT_EQ(lines[i + 1], "  I2D  a list item that fits");
+  // Text that fits is returned as it is; so is fitted text.
+  EXPECT_EQ(FitHelp(kept), kept);
+  EXPECT_EQ(FitHelp(fitted), fitted);
+}
+
+// An option whose name and value fill its column puts its text on the next line, under the
+// others' (not at the indent of the name).
+TEST(FitHelpTest, LongOptionNameTakesItsTextToTheNextLine) {
+  FlagParser p;
+  p.Add("short", 's', true, "N", "a number", [](const std::string&) { return absl::OkStatus(); });
+  p.Add("control", 0, true, "fifo:CTL[,ACK]|fd:CTL[,ACK]",
+        "take commands while recording, one per line, each answered on ACK when it names one, "
+        "as perf record does",
+        [](const std::string&) { return absl::OkStatus(); });
+  const std::vector<std::string> lines = Lines(FitHelp(p.Help()));
+  ASSERT_GE(lines.size(), 4u);
+  EXPECT_EQ(lines[0], "  -s, --short N" + std::string(18, ' ') + "a number");
+  EXPECT_EQ(lines[1], "      --control fifo:CTL[,ACK]|fd:CTL[,ACK]");
+  for (size_t i = 2; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i].substr(0, 33), std::string(33, ' '));
+    EXPECT_NE(lines[i][33], ' ');
+    EXPECT_LE(lines[i].size(), 80u);
+  }
+}
+
 }  // namespace
 }  // namespace iotrace

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -71,6 +72,12 @@ class FlagParser {
   std::vector<Option> options_;
   Handler argument_handler_;
 };
+
+// --help's text fitted to 80 columns. Prose (lines that begin in the first column, up to a blank
+// or an indented line) is filled anew where a line of it is too long. An indented line too long
+// is wrapped with the lines after it that continue it under its description (the text after
+// its first gap of two spaces or more), the wrapped lines there too. What fits stays as it is.
+std::string FitHelp(std::string_view text);
 
 // Value parsers with messages that name the option.
 absl::Status ParseUint32Flag(const std::string& option, const std::string& value, uint32_t* out);
