@@ -518,12 +518,16 @@ class PerfDataReader final : public TraceReader {
   bool LooksLikeRecords(ByteView bytes, uint64_t base, uint64_t pos, uint64_t* first_time) const;
   // A record boundary at or after `from` (within 64 KiB), found by LooksLikeRecords; with the
   // time of the earliest sample in the chain after it.
-  std::optional<uint64_t> BoundaryNear(uint64_t from, uint64_t* time) const;
+  std::optional<uint64_t> BoundaryNear(uint64_t from, uint64_t* time, uint8_t* buf) const;
   // From the record boundary `from` on, the first two FINISHED_ROUND marks (within 64 MiB):
   // where the round after the first begins, the largest sample time before the first (from
   // `from`) and between the two. False when two marks are not found there.
   bool RoundsAfter(uint64_t from, uint64_t* after_first, uint64_t* max_before_first,
-                   uint64_t* max_between) const;
+                   uint64_t* max_between, uint8_t* buf) const;
+  // Where TimeSpan's looks read the file: kScanBufferBytes, enough for either look.
+  static constexpr size_t kScanChunk = size_t{1} << 20;
+  static constexpr size_t kScanBufferBytes = size_t{2} << 20;
+  static_assert(kScanChunk + kMaxRecordBytes <= kScanBufferBytes);
 
   PerfDataReader() = default;
   absl::Status Parse();
@@ -1201,15 +1205,16 @@ bool PerfDataReader::LooksLikeRecords(ByteView bytes, uint64_t base, uint64_t po
   return records >= 256 && samples >= 128;
 }
 
-std::optional<uint64_t> PerfDataReader::BoundaryNear(uint64_t from, uint64_t* time) const {
+std::optional<uint64_t> PerfDataReader::BoundaryNear(uint64_t from, uint64_t* time,
+                                                     uint8_t* buf) const {
   constexpr uint64_t kSearch = uint64_t{64} << 10;
   constexpr uint64_t kChain = uint64_t{256} << 10;
+  static_assert(kSearch + kChain <= kScanBufferBytes);
   from = data_begin_ + (from - data_begin_) / 8 * 8;  // records keep 8-byte alignment
   if (from >= data_end_) return std::nullopt;
-  std::string buf(std::min(kSearch + kChain, data_end_ - from), '\0');
-  const ssize_t n = ::pread(fd_.get(), buf.data(), buf.size(), static_cast<off_t>(from));
-  if (n <= 0) return std::nullopt;
-  const ByteView bytes(buf.data(), static_cast<size_t>(n));
+  const size_t n = PreadUpTo(fd_.get(), buf, std::min(kSearch + kChain, data_end_ - from), from);
+  if (n == 0) return std::nullopt;
+  const ByteView bytes(buf, n);
   for (uint64_t off = 0; off < kSearch && off < bytes.size; off += 8) {
     if (LooksLikeRecords(bytes, from, off, time)) return from + off;
   }
@@ -1222,14 +1227,20 @@ std::optional<TraceTimeSpan> PerfDataReader::TimeSpan() const {
   // that the earlier range's scan met a record there), the first and last times by the same
   // look near both ends.
   if (data_end_ - data_begin_ < (uint64_t{1} << 20)) return std::nullopt;
+  // One buffer for every look, in huge pages: buffers of their own each (zeroed, 4 KiB pages
+  // touched for the first time) cost a 3 M-event perf.data's look 7-9 ms on this VM, and one
+  // whose rounds are longer than the look (256 CPUs) 16 ms.
+  absl::StatusOr<UniqueMapping> scan = MapHugeAnonymous(kScanBufferBytes);
+  if (!scan.ok()) return std::nullopt;
+  uint8_t* buf = static_cast<uint8_t*>(scan->addr());
   TraceTimeSpan span;
   span.data_bytes = data_end_ - data_begin_;
   uint64_t t = 0;
-  if (!BoundaryNear(data_begin_, &span.first_ts).has_value()) return std::nullopt;
+  if (!BoundaryNear(data_begin_, &span.first_ts, buf).has_value()) return std::nullopt;
   const std::optional<uint64_t> middle =
-      BoundaryNear(data_begin_ + (data_end_ - data_begin_) / 2, &span.middle_ts);
+      BoundaryNear(data_begin_ + (data_end_ - data_begin_) / 2, &span.middle_ts, buf);
   if (!middle.has_value() ||
-      !BoundaryNear(data_end_ - std::min<uint64_t>(data_end_ - data_begin_, 1 << 19), &t)) {
+      !BoundaryNear(data_end_ - std::min<uint64_t>(data_end_ - data_begin_, 1 << 19), &t, buf)) {
     return std::nullopt;
   }
   // Cut where a round begins: the records before it reach past the largest time met in the
@@ -1237,7 +1248,9 @@ std::optional<TraceTimeSpan> PerfDataReader::TimeSpan() const {
   // of a round, which the cut must lie beyond. With as many rings drained a round as a busy
   // many-CPU machine has, a round is tens of MiB and that time a good part of the file's.
   uint64_t round_start = 0, before = 0, between = 0;
-  if (!RoundsAfter(*middle, &round_start, &before, &between) || before == 0) return std::nullopt;
+  if (!RoundsAfter(*middle, &round_start, &before, &between, buf) || before == 0) {
+    return std::nullopt;
+  }
   span.split_position = round_start;
   span.middle_ts = before;
   span.late_ns = between > before ? between - before : 0;
@@ -1246,10 +1259,9 @@ std::optional<TraceTimeSpan> PerfDataReader::TimeSpan() const {
 }
 
 bool PerfDataReader::RoundsAfter(uint64_t from, uint64_t* after_first, uint64_t* max_before_first,
-                                 uint64_t* max_between) const {
+                                 uint64_t* max_between, uint8_t* buf) const {
   constexpr uint64_t kLimit = uint64_t{64} << 20;
-  constexpr size_t kChunk = size_t{1} << 20;
-  std::string buf;
+  size_t buf_len = 0;
   uint64_t buf_at = 0;
   uint64_t pos = from;
   int marks = 0;
@@ -1257,17 +1269,16 @@ bool PerfDataReader::RoundsAfter(uint64_t from, uint64_t* after_first, uint64_t*
   *max_before_first = *max_between = 0;
   const uint64_t end = std::min(data_end_, from + kLimit);
   while (pos + sizeof(perf::EventHeader) <= end) {
-    if (buf.empty() || pos + kMaxRecordBytes > buf_at + buf.size()) {
-      buf.assign(std::min<uint64_t>(kChunk + kMaxRecordBytes, data_end_ - pos), '\0');
-      const ssize_t n = ::pread(fd_.get(), buf.data(), buf.size(), static_cast<off_t>(pos));
-      if (n < static_cast<ssize_t>(sizeof(perf::EventHeader))) return false;
-      buf.resize(static_cast<size_t>(n));
+    if (buf_len == 0 || pos + kMaxRecordBytes > buf_at + buf_len) {
+      buf_len = PreadUpTo(fd_.get(), buf,
+                          std::min<uint64_t>(kScanChunk + kMaxRecordBytes, data_end_ - pos), pos);
+      if (buf_len < sizeof(perf::EventHeader)) return false;
       buf_at = pos;
     }
-    const uint8_t* at = reinterpret_cast<const uint8_t*>(buf.data()) + (pos - buf_at);
+    const uint8_t* at = buf + (pos - buf_at);
     perf::EventHeader h;
     std::memcpy(&h, at, sizeof(h));
-    if (h.size < sizeof(h) || pos + h.size > buf_at + buf.size() ||
+    if (h.size < sizeof(h) || pos + h.size > buf_at + buf_len ||
         h.type == perf::kRecordAuxtrace) {
       return false;
     }
