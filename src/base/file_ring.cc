@@ -173,7 +173,14 @@ absl::StatusOr<UniqueMapping> FileRing::MapRing(size_t size, size_t mirror) {
   // Named in /proc/PID/smaps ("[anon:iotrace-read-ring]") where the kernel can name anonymous
   // memory (CONFIG_ANON_VMA_NAME): a hint for whoever looks at the process's memory.
 #ifdef PR_SET_VMA_ANON_NAME
-  ::prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, ring.addr(), ring.size(), "iotrace-read-ring");
+  // Asked until the kernel refuses once (without CONFIG_ANON_VMA_NAME it always does: 512
+  // refused calls for trace.dat's rings at 256 CPUs).
+  static std::atomic<bool> naming{true};
+  if (naming.load(std::memory_order_relaxed) &&
+      ::prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, ring.addr(), ring.size(), "iotrace-read-ring") !=
+          0) {
+    naming.store(false, std::memory_order_relaxed);
+  }
 #endif
   return ring;
 }

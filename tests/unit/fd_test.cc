@@ -11,15 +11,19 @@
 namespace iotrace {
 namespace {
 
-// 2 MiB-aligned (huge pages need it), zeroed, writable, and no larger than the size asked for
-// rounded up to pages: a mapping that ran on to the next 2 MiB would take a whole huge page at
-// its first touch where THP is "always".
+// From 2 MiB on 2 MiB-aligned (huge pages need it), below that page-aligned (no huge page to
+// align for); zeroed, writable, and no larger than the size asked for rounded up to pages: a
+// mapping that ran on to the next 2 MiB would take a whole huge page at its first touch where
+// THP is "always".
 TEST(MapHugeAnonymousTest, AlignedZeroedAndNoLargerThanAsked) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  for (size_t size : {size_t{1}, size_t{4} << 20, (size_t{8} << 20) + (64 << 10) + 5}) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  for (size_t size : {size_t{1}, kHuge - 1, kHuge, size_t{4} << 20,
+                      (size_t{8} << 20) + (64 << 10) + 5}) {
     auto m = MapHugeAnonymous(size);
     ASSERT_TRUE(m.ok()) << m.status();
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(m->addr()) % (size_t{2} << 20), 0u) << size;
+    const size_t align = size >= kHuge ? kHuge : page;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(m->addr()) % align, 0u) << size;
     EXPECT_EQ(m->size(), (size + page - 1) / page * page) << size;
     auto* bytes = static_cast<uint8_t*>(m->addr());
     EXPECT_EQ(bytes[0], 0);

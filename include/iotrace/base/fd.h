@@ -72,8 +72,9 @@ class UniqueMapping {
   size_t size_ = 0;
 };
 
-// Zeroed anonymous memory of `size` bytes (rounded up to whole pages), 2 MiB-aligned, its whole
-// 2 MiB stretches asked for transparent huge pages (MADV_HUGEPAGE; ignored where THP is off).
+// Zeroed anonymous memory of `size` bytes (rounded up to whole pages); from 2 MiB on 2 MiB-aligned,
+// its whole 2 MiB stretches asked for transparent huge pages (MADV_HUGEPAGE; ignored where THP
+// is off), and page-aligned plain pages below that.
 // On this VM (shadow page tables) the first touch of each 4 KiB page costs ~10 us: 8 MiB took
 // 20 ms in 4 KiB pages, 0.6 ms in huge pages.
 absl::StatusOr<UniqueMapping> MapHugeAnonymous(size_t size);
