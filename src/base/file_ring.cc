@@ -209,18 +209,35 @@ size_t FileRing::CapacityFor(size_t capacity) {
   return std::bit_ceil(std::max(capacity, page));
 }
 
-absl::StatusOr<FileRing> FileRing::Create(int fd, uint64_t begin, uint64_t end, size_t capacity,
-                                          size_t step, size_t max_span) {
+namespace {
+
+// The mirror after a ring of `size` bytes for stretches of up to `max_span`: whole pages.
+size_t MirrorFor(size_t size, size_t max_span) {
   static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return std::min(size, (std::max<size_t>(max_span, 1) + page - 1) & ~(page - 1));
+}
+
+}  // namespace
+
+size_t FileRing::MemoryFor(size_t capacity, size_t max_span) {
   const size_t size = CapacityFor(capacity);
-  const size_t mirror = std::min(size, (std::max<size_t>(max_span, 1) + page - 1) & ~(page - 1));
+  return size + MirrorFor(size, max_span);
+}
+
+absl::StatusOr<FileRing> FileRing::Create(int fd, uint64_t begin, uint64_t end, size_t capacity,
+                                          size_t step, size_t max_span, uint8_t* memory) {
+  const size_t size = CapacityFor(capacity);
+  const size_t mirror = MirrorFor(size, max_span);
   FileRing r;
-  IOTRACE_ASSIGN_OR_RETURN(r.ring_, MapRing(size, mirror));
+  if (memory == nullptr) {
+    IOTRACE_ASSIGN_OR_RETURN(r.ring_, MapRing(size, mirror));
+    memory = static_cast<uint8_t*>(r.ring_.addr());
+  }
   r.mirror_ = mirror;
   r.fd_ = fd;
   r.end_ = std::max(begin, end);
   r.step_ = std::max<size_t>(step, 1);
-  r.base_ = static_cast<const uint8_t*>(r.ring_.addr());
+  r.base_ = memory;
   r.mask_ = size - 1;
   r.released_ = r.filled_ = begin;
   return r;

@@ -1114,6 +1114,9 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   *out = RangeReadResult{};
   ReadStats& stats = out->stats;
   std::array<uint64_t, kHotCount> problems{};
+  // The rings read in this thread, side by side in one mapping (huge pages where it is 2 MiB
+  // or more; see FileRing::Create). Declared before the cursors: it outlives their rings.
+  UniqueMapping ring_memory;
   std::vector<Cursor> cursors;
   cursors.reserve(streams_.size());
   // Read ahead: the streams long enough to gain from a thread of their own (more than half
@@ -1141,6 +1144,20 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   const size_t ring_bytes =
       std::min({kRingBytes, kCallerRingBudget / std::max<size_t>(others, 1),
                 (kRingBudget - (ahead ? ahead_total : 0)) / std::max<size_t>(others, 1)});
+  auto ring_capacity = [&](const Stream& s) {
+    return std::max<size_t>(ring_bytes, 2 * size_t{s.layout.page_size});
+  };
+  size_t shared_bytes = 0;
+  for (const Stream& s : streams_) {
+    if (!(ahead && is_long(s))) {
+      shared_bytes += FileRing::MemoryFor(ring_capacity(s), s.layout.page_size);
+    }
+  }
+  uint8_t* shared = nullptr;
+  if (shared_bytes > 0) {
+    IOTRACE_ASSIGN_OR_RETURN(ring_memory, MapHugeAnonymous(shared_bytes));
+    shared = static_cast<uint8_t*>(ring_memory.addr());
+  }
   for (const Stream& s : streams_) {
     Cursor& c = cursors.emplace_back(&s);
     c.page_off = c.next_off = s.offset;
@@ -1156,10 +1173,15 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
     c.order = static_cast<uint32_t>(cursors.size() - 1);
     const bool stream_ahead = ahead && is_long(s);
     const size_t bytes = stream_ahead ? ahead_ring(s) : ring_bytes;
+    uint8_t* memory = nullptr;
+    if (!stream_ahead) {
+      memory = shared;
+      shared += FileRing::MemoryFor(ring_capacity(s), s.layout.page_size);
+    }
     IOTRACE_ASSIGN_OR_RETURN(
         c.ring, FileRing::Create(DataFd(s), c.page_off, c.end_off,
                                  std::max<size_t>(bytes, 2 * size_t{s.layout.page_size}),
-                                 bytes / 2, s.layout.page_size));
+                                 bytes / 2, s.layout.page_size, memory));
     if (stream_ahead) c.ring.StartReadAhead();  // false: read in this thread, as without
   }
 

@@ -196,6 +196,61 @@ TEST_P(FileRingTest, ReadsAheadOnlyWhenAsked) {
   EXPECT_FALSE(ring.reading_ahead());
 }
 
+// Rings in the caller's memory, side by side (MemoryFor each): each reads its own stretch of
+// the file through its own bytes (none writes past its share, mirror included), wraps, and one
+// that must grow moves to a mapping of its own with the live bytes, the others undisturbed.
+TEST_P(FileRingTest, RingsSideBySideInTheCallersMemory) {
+  constexpr size_t kCapacity = 16 << 10, kSpan = 4096;
+  const size_t each = FileRing::MemoryFor(kCapacity, kSpan);
+  EXPECT_EQ(each, kCapacity + kSpan);
+  constexpr int kRings = 3;
+  auto memory = MapHugeAnonymous(kRings * each + 1);
+  ASSERT_TRUE(memory.ok()) << memory.status();
+  uint8_t* base = static_cast<uint8_t*>(memory->addr());
+  base[kRings * each] = 0xa5;  // just past the last ring's share
+  std::vector<FileRing> rings;
+  std::vector<uint64_t> pos;
+  for (int i = 0; i < kRings; ++i) {
+    const uint64_t begin = uint64_t{i} << 20;
+    auto made = FileRing::Create(fd_.get(), begin, begin + (1 << 20), kCapacity, kCapacity / 2,
+                                 kSpan, base + i * each);
+    ASSERT_TRUE(made.ok()) << made.status();
+    rings.push_back(std::move(*made));
+    if (GetParam()) ASSERT_TRUE(rings.back().StartReadAhead());
+    pos.push_back(begin);
+  }
+  // In turn, records of 1,000 to 4,000 bytes, each ring released behind: they wrap many times.
+  for (int step = 0; step < 200; ++step) {
+    for (int i = 0; i < kRings; ++i) {
+      const uint64_t size = 1000 + (step * 7 + i * 13) % 3000;
+      rings[i].Release(pos[i]);
+      ASSERT_GE(rings[i].Fill(pos[i], size), size);
+      const uint8_t* at = rings[i].At(pos[i]);
+      ASSERT_TRUE(at >= base + i * each && at + size <= base + (i + 1) * each)
+          << "ring " << i << " reads outside its share";
+      ASSERT_TRUE(Same(rings[i], pos[i], size)) << "ring " << i << " at " << pos[i];
+      pos[i] += size;
+    }
+  }
+  EXPECT_EQ(base[kRings * each], 0xa5) << "a ring wrote past its share";
+  // The middle ring holds on to a record (no Release) past its size: it grows elsewhere.
+  const uint64_t held = pos[1];
+  for (uint64_t p = held; p < held + 4 * kCapacity; p += 1000) {
+    ASSERT_GE(rings[1].Fill(p, 1000), 1000u);
+  }
+  EXPECT_GT(rings[1].capacity(), kCapacity);
+  const uint8_t* moved = rings[1].At(held);
+  EXPECT_FALSE(moved >= base && moved < base + kRings * each) << "a grown ring left the memory";
+  for (uint64_t p = held; p < held + 4 * kCapacity; p += 1000) {
+    ASSERT_TRUE(Same(rings[1], p, 1000)) << "the grown ring's record at " << p;
+  }
+  for (int i : {0, 2}) {
+    ASSERT_GE(rings[i].Fill(pos[i], 2000), 2000u);
+    EXPECT_TRUE(Same(rings[i], pos[i], 2000)) << "ring " << i;
+    EXPECT_TRUE(rings[i].error().empty()) << rings[i].error();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(ReadAhead, FileRingTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? "OnAThread" : "InTheCaller";

@@ -47,10 +47,17 @@ class FileRing {
   // steps of `step` bytes.
   // `max_span`: the longest stretch a caller asks Fill for (contiguous at At()), at most the
   // capacity.
+  // `memory`: where the ring lies, MemoryFor(capacity, max_span) bytes that the caller owns and
+  // keeps while the ring is used (many small rings in one mapping of huge pages: trace.dat at
+  // 256 CPUs made a mapping, its page faults and its unmapping per ring); nullptr: a mapping of
+  // the ring's own. A ring that grows moves to a mapping of its own either way.
   static absl::StatusOr<FileRing> Create(int fd, uint64_t begin, uint64_t end,
                                          size_t capacity = size_t{8} << 20,
                                          size_t step = size_t{1} << 20,
-                                         size_t max_span = size_t{64} << 10);
+                                         size_t max_span = size_t{64} << 10,
+                                         uint8_t* memory = nullptr);
+  // The bytes Create's ring (with the mirror after it) takes for `capacity` and `max_span`.
+  static size_t MemoryFor(size_t capacity, size_t max_span);
   // The ring size Create makes for `capacity`: a power of two, at least a page. (Small rings are
   // for readers of many streams at once: trace.dat at 256 CPUs reads through 16 KiB a CPU.)
   static size_t CapacityFor(size_t capacity);
