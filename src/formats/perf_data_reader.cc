@@ -109,8 +109,16 @@ class PerfDataReader final : public TraceReader {
           sink_(sink),
           ring_(ring),
           range_(range),
-          far_block_bytes_(std::clamp<uint64_t>(reader->options_.far_block_bytes, 4096,
-                                                kMaxRecordBytes)) {}
+          far_block_bytes_(FarBlockBytes(*reader)) {}
+
+    // PerfReadOptions::far_block_bytes, or what 0 stands for with this file's CPUs.
+    static uint64_t FarBlockBytes(const PerfDataReader& reader) {
+      const uint64_t asked = reader.options_.far_block_bytes;
+      if (asked != 0) return std::clamp<uint64_t>(asked, 4096, kMaxRecordBytes);
+      constexpr uint64_t kBudget = uint64_t{4} << 20;
+      const uint64_t runs = 2 * static_cast<uint64_t>(std::max(reader.nr_cpus_, 1));
+      return std::clamp<uint64_t>(kBudget / runs, uint64_t{8} << 10, uint64_t{64} << 10);
+    }
 
     ScanKind Scan(uint64_t pos, uint64_t* next, uint64_t* time) {
       if constexpr (kRanged) {
