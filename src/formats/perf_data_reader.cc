@@ -109,15 +109,22 @@ class PerfDataReader final : public TraceReader {
           sink_(sink),
           ring_(ring),
           range_(range),
-          far_block_bytes_(FarBlockBytes(*reader)) {}
+          far_block_bytes_(FarBlockBytes(*reader)),
+          auto_far_blocks_(reader->options_.far_block_bytes == 0) {}
 
+    // Far blocks when PerfReadOptions::far_block_bytes is 0: kAutoFarBlocksBytes over three
+    // runs a CPU (a recording with round marks: a run a CPU a round, rounds held until two more
+    // marks), within kMinAutoFarBlock and 64 KiB; once the pool would pass kAutoFarBlocksBytes,
+    // kMinAutoFarBlock (FarRead).
+    static constexpr uint64_t kAutoFarBlocksBytes = uint64_t{2} << 20;
+    static constexpr uint64_t kMinAutoFarBlock = uint64_t{8} << 10;
     // PerfReadOptions::far_block_bytes, or what 0 stands for with this file's CPUs.
     static uint64_t FarBlockBytes(const PerfDataReader& reader) {
       const uint64_t asked = reader.options_.far_block_bytes;
       if (asked != 0) return std::clamp<uint64_t>(asked, 4096, kMaxRecordBytes);
-      constexpr uint64_t kBudget = uint64_t{4} << 20;
-      const uint64_t runs = 2 * static_cast<uint64_t>(std::max(reader.nr_cpus_, 1));
-      return std::clamp<uint64_t>(kBudget / runs, uint64_t{8} << 10, uint64_t{64} << 10);
+      const uint64_t runs = 3 * static_cast<uint64_t>(std::max(reader.nr_cpus_, 1));
+      return std::clamp<uint64_t>(kAutoFarBlocksBytes / runs, kMinAutoFarBlock,
+                                  uint64_t{64} << 10);
     }
 
     ScanKind Scan(uint64_t pos, uint64_t* next, uint64_t* time) {
@@ -456,6 +463,13 @@ class PerfDataReader final : public TraceReader {
       if (run->block == nullptr) {
         auto& free = big ? free_big_ : free_blocks_;
         if (free.empty()) {
+          if (!big && auto_far_blocks_ &&
+              (blocks_.size() + 1) * far_block_bytes_ > kAutoFarBlocksBytes) {
+            // More runs far at once than the size was chosen for (a file without round marks
+            // holds as many as its window): the blocks from now on are the smallest. (Blocks
+            // only shrink: every block in the pool holds a block of the size now.)
+            far_block_bytes_ = kMinAutoFarBlock;
+          }
           blocks_.push_back(std::make_unique<uint8_t[]>(big ? kMaxRecordBytes : far_block_bytes_));
           free.reserve(blocks_.size());
           free.push_back(blocks_.back().get());
@@ -501,6 +515,7 @@ class PerfDataReader final : public TraceReader {
     const TimeRange& range_;
     // The far path's blocks, all owned here; those not in a run's RunBytes are free.
     uint64_t far_block_bytes_ = 0;
+    bool auto_far_blocks_ = false;
     std::vector<std::unique_ptr<uint8_t[]>> blocks_;
     std::vector<uint8_t*> free_blocks_;
     std::vector<uint8_t*> free_big_;

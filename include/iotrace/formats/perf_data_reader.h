@@ -46,10 +46,11 @@ struct PerfReadOptions {
   // A run whose cursor is further behind the scan than the ring keeps (MergeLimits::near_bytes)
   // reads its records again from the file, a block of this many bytes at a time (4 KiB to
   // 64 KiB): memory ~ runs with records pending x this (~2 x busy CPUs in a recording with round
-  // marks). 0: 4 MiB / (2 x the file's CPUs), within 8 to 64 KiB. 8 KiB at 256 CPUs: at 10^7
-  // events the default two time ranges peak at 58 MiB, 70 with 16 KiB. 64 KiB at 16 CPUs and
-  // fewer: a pread costs ~2.5 us on this VM, and a 3 M-event file at 16 CPUs took 52 k of them
-  // in 8 KiB blocks, 9.6 k in 64 KiB ones (0.32 -> 0.25 s).
+  // marks). 0: 2 MiB / (3 x the file's CPUs), within 8 to 64 KiB, and 8 KiB from the block
+  // that would take the pool past 2 MiB (more runs far at once: a file without round marks). 8
+  // KiB at 256 CPUs: at 10^7 events the default two time ranges peak at 58 MiB, 70 with 16
+  // KiB. Larger blocks at fewer CPUs: a pread costs ~2.5 us on this VM, and a 3 M-event file at
+  // 16 CPUs took 52 k of them in 8 KiB blocks, 9.6 k in 64 KiB ones (0.32 -> 0.25 s).
   size_t far_block_bytes = 0;
   // Tried at open when the file's event formats are lost (HEADER_TRACING_DATA cut off); null:
   // such a file is an error. Only used during the open.
