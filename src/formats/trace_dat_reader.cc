@@ -1173,15 +1173,15 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
     c.order = static_cast<uint32_t>(cursors.size() - 1);
     const bool stream_ahead = ahead && is_long(s);
     const size_t bytes = stream_ahead ? ahead_ring(s) : ring_bytes;
+    const size_t capacity = stream_ahead ? bytes : ring_capacity(s);  // both two pages or more
     uint8_t* memory = nullptr;
     if (!stream_ahead) {
       memory = shared;
-      shared += FileRing::MemoryFor(ring_capacity(s), s.layout.page_size);
+      shared += FileRing::MemoryFor(capacity, s.layout.page_size);
     }
     IOTRACE_ASSIGN_OR_RETURN(
-        c.ring, FileRing::Create(DataFd(s), c.page_off, c.end_off,
-                                 std::max<size_t>(bytes, 2 * size_t{s.layout.page_size}),
-                                 bytes / 2, s.layout.page_size, memory));
+        c.ring, FileRing::Create(DataFd(s), c.page_off, c.end_off, capacity, bytes / 2,
+                                 s.layout.page_size, memory));
     if (stream_ahead) c.ring.StartReadAhead();  // false: read in this thread, as without
   }
 
