@@ -538,7 +538,7 @@ void AppendJsonGroup(const LatencyGroup& g, const std::string& by, const std::st
       {", \"p999_ns\": ", m.p999_ns}, {", \"max_ns\": ", m.max_ns}, {", \"sum_ns\": ", m.sum_ns}};
   for (const auto& [key, value] : rest) {
     b.Put(key);
-      b.Number(value);
+    b.Number(value);
   }
   b.Put(",\n");
   b.Put(indent);
