@@ -13,4 +13,5 @@ cd build
 # here 6, so that the whole suite (with its build) stays under 15 minutes.
 # IOTRACE_KILL_RUNS=20 for the full run.
 export IOTRACE_KILL_RUNS="${IOTRACE_KILL_RUNS:-6}"
-ctest --output-on-failure --timeout 600 "$@"
+# Side by side where they may be: the live tests and the HTTP server's run alone (RUN_SERIAL).
+ctest --output-on-failure --timeout 600 -j"$(nproc)" "$@"

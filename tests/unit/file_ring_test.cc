@@ -211,7 +211,7 @@ TEST_P(FileRingTest, RingsSideBySideInTheCallersMemory) {
   std::vector<FileRing> rings;
   std::vector<uint64_t> pos;
   for (int i = 0; i < kRings; ++i) {
-    const uint64_t begin = uint64_t{i} << 20;
+    const uint64_t begin = static_cast<uint64_t>(i) << 20;
     auto made = FileRing::Create(fd_.get(), begin, begin + (1 << 20), kCapacity, kCapacity / 2,
                                  kSpan, base + i * each);
     ASSERT_TRUE(made.ok()) << made.status();
