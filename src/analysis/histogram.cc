@@ -114,6 +114,19 @@ uint64_t Histogram::ValueAtPercentile(double p) const {
   return value;
 }
 
+size_t Histogram::NonEmptyBuckets() const {
+  if (count_ == 0) return 0;
+  const size_t first = BucketIndex(std::min(min_, kMaxTrackable));
+  const size_t last = BucketIndex(std::min(max_, kMaxTrackable));
+  size_t n = 0;
+  if (carried_lines_ == 0) {
+    for (size_t i = first; i <= last; ++i) n += low_[i] != 0;
+  } else {
+    for (size_t i = first; i <= last; ++i) n += CountIn(i) != 0;
+  }
+  return n;
+}
+
 void Histogram::ValuesAtPercentiles(std::span<const double> ps, std::span<uint64_t> out) const {
   // Whether to read carries is decided once, not per bucket.
   if (carried_lines_ != 0) {

@@ -212,6 +212,7 @@ TEST(HistogramTest, ForEachBucketVisitsNonEmptyBucketsInOrder) {
   std::vector<std::vector<uint64_t>> seen;
   h.ForEachBucket([&](uint64_t lo, uint64_t hi, uint64_t count) { seen.push_back({lo, hi, count}); });
   ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(h.NonEmptyBuckets(), 3u);
   EXPECT_EQ(seen[0], (std::vector<uint64_t>{5, 6, 3}));
   // Between 512 and 1024 buckets are 512/64 = 8 wide: 1000 and 1001 share [1000, 1008).
   EXPECT_EQ(seen[1][0], 1000u);
@@ -227,6 +228,25 @@ TEST(HistogramTest, ForEachBucketVisitsNonEmptyBucketsInOrder) {
   int calls = 0;
   h.ForEachBucket([&](uint64_t, uint64_t, uint64_t) { ++calls; });
   EXPECT_EQ(calls, 0);
+  EXPECT_EQ(h.NonEmptyBuckets(), 0u);
+}
+
+// NonEmptyBuckets counts what ForEachBucket visits, with buckets whose count is a multiple of
+// 256 (a zero low byte, the count in the carries) among them, and empty buckets in between.
+TEST(HistogramTest, NonEmptyBucketsCountsWhatForEachBucketVisitsCarriesIncluded) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 50; ++round) {
+    Histogram h;
+    const int values = 1 + static_cast<int>(rng() % 40);
+    for (int v = 0; v < values; ++v) {
+      const uint64_t ns = rng() % (uint64_t{1} << (4 + rng() % 30));
+      const uint64_t n = round % 3 == 0 ? 256 * (1 + rng() % 3) : 1 + rng() % 300;
+      h.RecordN(ns, n);
+    }
+    size_t visited = 0;
+    h.ForEachBucket([&](uint64_t, uint64_t, uint64_t) { ++visited; });
+    EXPECT_EQ(h.NonEmptyBuckets(), visited) << "round " << round;
+  }
 }
 
 // Only the buckets between the lowest and highest values seen are in use: histograms that

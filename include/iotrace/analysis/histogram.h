@@ -132,6 +132,10 @@ class alignas(64) Histogram {
       if (const uint64_t n = CountIn(i); n != 0) fn(BucketLow(i), BucketHigh(i), n);
     }
   }
+  // The buckets ForEachBucket visits: what a list of them reserves (a report of a thousand
+  // devices reserved up to a bucket a sample, 1.8 times the buckets there were, all of it memory
+  // touched for the first time).
+  size_t NonEmptyBuckets() const;
   uint64_t CountAt(size_t index) const {
     return index - lo_ < span_ ? CountIn(index) : 0;
   }
