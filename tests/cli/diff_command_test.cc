@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_test_util.h"
 #include "gtest/gtest.h"
 #include "test_json.h"
 
@@ -22,27 +23,8 @@ namespace {
 using test::Json;
 using test::JsonParser;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
-}
+using test::RunResult;
+using test::Slurp;
 
 std::string Fixture(const std::string& relative) {
   std::string path = IOTRACE_FIXTURES;
@@ -54,37 +36,13 @@ const std::string kPerfMq = Fixture("golden/perf_mq.data");      // loop0 and vd
 const std::string kIotraceMq = Fixture("golden/iotrace_mq.data");  // loop0 read/write/flush
 const std::string kTraceDat = Fixture("tracedat/dd_v6.dat");       // loop0 writes, trace-cmd
 
-class DiffCommandTest : public ::testing::Test {
+class DiffCommandTest : public test::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("iotrace-diff-test-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  DiffCommandTest() : CliTest("diff") {}
 
-  RunResult Run(const std::vector<std::string>& args) {
-    std::string cmd = "cd ";
-    cmd += Quote(dir_.string());
-    cmd += " && ";
-    cmd += Quote(IOTRACE_BINARY);
-    cmd += " diff";
-    for (const std::string& a : args) {
-      cmd += " ";
-      cmd += Quote(a);
-    }
-    const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
-    cmd += " >";
-    cmd += Quote(out);
-    cmd += " 2>";
-    cmd += Quote(err);
-    const int status = std::system(cmd.c_str());
-    RunResult r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = Slurp(out);
-    r.err = Slurp(err);
-    return r;
+  RunResult Run(std::vector<std::string> args) {
+    args.insert(args.begin(), "diff");
+    return RunArgs(args);
   }
 
   Json RunJson(std::vector<std::string> args, int expected_exit = 0) {
@@ -96,8 +54,6 @@ class DiffCommandTest : public ::testing::Test {
     EXPECT_TRUE(JsonParser(r.out).Parse(&j)) << r.out;
     return j;
   }
-
-  std::filesystem::path dir_;
 };
 
 TEST_F(DiffCommandTest, HelpListsTheOptionsAndTheExitStatuses) {

@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "fixtures.h"
 #include "test_json.h"
+#include "cli_test_util.h"
 #include "gtest/gtest.h"
 #include "report_text.h"
 #include "iotrace/sys/device_names.h"
@@ -27,70 +28,18 @@ namespace {
 
 using test::Squeezed;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using test::Lines;
+using test::RunResult;
+using test::Slurp;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
-}
-
-class ReportCommandTest : public ::testing::Test {
+class ReportCommandTest : public test::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("iotrace-reportcore-test-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  ReportCommandTest() : CliTest("reportcore") {}
 
-  RunResult Run(const std::vector<std::string>& args) {
-    // Appended piece by piece: "..." + Quote(...) trips GCC 12's -Wstringop-overflow (a false
-    // positive) once Run is inlined into enough tests.
-    std::string cmd = "cd ";
-    cmd += Quote(dir_.string());
-    cmd += " && ";
-    cmd += Quote(IOTRACE_BINARY);
-    cmd += " report";
-    for (const std::string& a : args) {
-      cmd += " ";
-      cmd += Quote(a);
-    }
-    const std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
-    cmd += " >";
-    cmd += Quote(out);
-    cmd += " 2>";
-    cmd += Quote(err);
-    int status = std::system(cmd.c_str());
-    RunResult r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = Slurp(out);
-    r.err = Slurp(err);
-    return r;
+  RunResult Run(std::vector<std::string> args) {
+    args.insert(args.begin(), "report");
+    return RunArgs(args);
   }
-  std::filesystem::path dir_;
 };
 
 TEST_F(ReportCommandTest, HelpListsEveryOptionAndExitsZero) {

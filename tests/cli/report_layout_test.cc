@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "fixtures.h"
+#include "cli_test_util.h"
 #include "gtest/gtest.h"
 #include "report_text.h"
 #include "test_json.h"
@@ -32,25 +33,9 @@ using test::JsonParser;
 
 const std::string kFixtures = IOTRACE_FIXTURES;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Slurp(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+using test::Lines;
+using test::RunResult;
+using test::Slurp;
 
 std::vector<std::string> Words(const std::string& line) {
   return absl::StrSplit(line, ' ', absl::SkipEmpty());
@@ -82,34 +67,17 @@ std::vector<std::string> CsvCells(const std::string& line) {
   return cells;
 }
 
-class ReportLayoutTest : public ::testing::Test {
+class ReportLayoutTest : public test::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("iotrace-layout-test-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  ReportLayoutTest() : CliTest("layout") {}
 
   // `iotrace report ARGS` in the test's folder, where the fixtures are linked under short names
   // (the header names the file: a long path would be one word longer than a line).
-  RunResult Run(const std::string& args) {
-    const std::string cmd = "cd '" + dir_.string() + "' && '" + IOTRACE_BINARY + "' report " +
-                            args + " >stdout 2>stderr";
-    const int status = std::system(cmd.c_str());
-    RunResult r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = Slurp(dir_ / "stdout");
-    r.err = Slurp(dir_ / "stderr");
-    return r;
-  }
+  RunResult Run(const std::string& args) { return RunLine("report " + args); }
 
   void Link(const std::string& fixture, const std::string& name) {
     std::filesystem::create_symlink(kFixtures + "/" + fixture, dir_ / name);
   }
-
-  std::filesystem::path dir_;
 };
 
 // The rows of the summary table that starts at the head line `head` ("  OP  PHASE ..."): the

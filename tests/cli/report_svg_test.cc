@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_test_util.h"
 #include "gtest/gtest.h"
 #include "iotrace/analysis/latency_diff.h"
 #include "iotrace/analysis/latency_report.h"
@@ -36,30 +37,14 @@ using test::Tags;
 
 const std::string kFixtures = IOTRACE_FIXTURES;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::Slurp;
 
-class ReportSvgTest : public ::testing::Test {
+class ReportSvgTest : public test::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("iotrace-svg-test-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  ReportSvgTest() : CliTest("svg") {}
 
   // The binary, as a user runs it (`iotrace ARGS`, `iotrace report ARGS`); the exit status.
-  int Iotrace(const std::string& args) {
-    const std::string cmd = std::string(IOTRACE_BINARY) + " " + args + " 2>" +
-                            (dir_ / "stderr").string();
-    const int status = std::system(cmd.c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
+  int Iotrace(const std::string& args) { return RunLine(args).exit_code; }
   int Run(const std::string& args) { return Iotrace("report " + args); }
 
   // The library, with device names from the fixture tree, so that the picture is the same on
@@ -132,8 +117,6 @@ class ReportSvgTest : public ::testing::Test {
         << golden << " differs from the picture drawn now (" << svg.size()
         << " bytes); if the change is meant, run scripts/update-svg-goldens.sh and look at it";
   }
-
-  std::filesystem::path dir_;
 };
 
 TEST_F(ReportSvgTest, PerfDataPictureMatchesGolden) {
