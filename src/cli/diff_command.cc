@@ -89,10 +89,7 @@ absl::StatusOr<DiffArgs> ParseArgs(const std::vector<std::string>& args, bool* h
     *help = true;
     return absl::OkStatus();
   });
-  flags.Add("output", 'o', true, "FILE", "", [&](const std::string& v) {
-    o.output = v;
-    return absl::OkStatus();
-  });
+  flags.AddString("output", 'o', "FILE", "", &o.output);
   flags.Add("format", 0, true, "FORMAT", "", [&](const std::string& v) {
     if (!ParseOutputFormat(v, &o.format)) {
       return UsageError(absl::StrFormat("--format '%s': unknown format", v),

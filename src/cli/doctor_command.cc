@@ -22,15 +22,9 @@ int DoctorCommand(const std::vector<std::string>& args) {
     opt.check_ms = 0;
     return absl::OkStatus();
   });
-  flags.Add("tracefs", 0, true, "DIR", "tracefs mount point (default: found in /proc/mounts)",
-            [&](const std::string& v) {
-              opt.tracefs = v;
-              return absl::OkStatus();
-            });
-  flags.Add("help", 'h', false, "", "show this help", [&](const std::string&) {
-    help = true;
-    return absl::OkStatus();
-  });
+  flags.AddString("tracefs", 0, "DIR", "tracefs mount point (default: found in /proc/mounts)",
+                  &opt.tracefs);
+  flags.AddSwitch("help", 'h', "show this help", &help);
   absl::Status parsed = flags.Parse(args, nullptr, nullptr);
   if (help) {
     std::fputs(FitHelp(absl::StrFormat(

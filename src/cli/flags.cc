@@ -34,6 +34,22 @@ void FlagParser::Add(std::string long_name, char short_name, bool takes_value,
                       std::move(help), std::move(handler), nullptr});
 }
 
+void FlagParser::AddSwitch(std::string long_name, char short_name, std::string help, bool* on) {
+  Add(std::move(long_name), short_name, false, "", std::move(help), [on](const std::string&) {
+    *on = true;
+    return absl::OkStatus();
+  });
+}
+
+void FlagParser::AddString(std::string long_name, char short_name, std::string value_name,
+                           std::string help, std::string* value) {
+  Add(std::move(long_name), short_name, true, std::move(value_name), std::move(help),
+      [value](const std::string& v) {
+        *value = v;
+        return absl::OkStatus();
+      });
+}
+
 void FlagParser::AddOptionalValue(std::string long_name, std::string value_name,
                                   std::string help,
                                   std::function<bool(const std::string&)> takes_next,

@@ -50,27 +50,15 @@ int ListCommand(const std::vector<std::string>& args) {
   bool help = false, verbose = false;
   std::string tracefs_dir, symvers_path, modules_root = "/lib/modules";
   FlagParser flags;
-  flags.Add("verbose", 'v', false, "", "also list each event's fields (name, type, offset, size)",
-            [&](const std::string&) {
-              verbose = true;
-              return absl::OkStatus();
-            });
-  flags.Add("symvers", 0, true, "FILE",
-            "Module.symvers to answer 'could a module hook it' from (default: "
-            "/lib/modules/$(uname -r)/{build/,}Module.symvers)",
-            [&](const std::string& v) {
-              symvers_path = v;
-              return absl::OkStatus();
-            });
-  flags.Add("tracefs", 0, true, "DIR", "tracefs mount point (default: found in /proc/mounts)",
-            [&](const std::string& v) {
-              tracefs_dir = v;
-              return absl::OkStatus();
-            });
-  flags.Add("help", 'h', false, "", "show this help", [&](const std::string&) {
-    help = true;
-    return absl::OkStatus();
-  });
+  flags.AddSwitch("verbose", 'v', "also list each event's fields (name, type, offset, size)",
+                  &verbose);
+  flags.AddString("symvers", 0, "FILE",
+                  "Module.symvers to answer 'could a module hook it' from (default: "
+                  "/lib/modules/$(uname -r)/{build/,}Module.symvers)",
+                  &symvers_path);
+  flags.AddString("tracefs", 0, "DIR", "tracefs mount point (default: found in /proc/mounts)",
+                  &tracefs_dir);
+  flags.AddSwitch("help", 'h', "show this help", &help);
   std::vector<std::string> positional;
   absl::Status parsed = flags.Parse(args, &positional, nullptr);
   if (help) {

@@ -202,19 +202,14 @@ int LiveCommand(const std::vector<std::string>& args) {
               }
               return absl::OkStatus();
             });
-  flags.Add("output", 'o', true, "FILE",
-            "also write the recording to FILE (a trace.dat, as record writes it), to check any "
-            "figure offline with iotrace report",
-            [&](const std::string& v) {
-              opt.output = v;
-              return absl::OkStatus();
-            });
-  flags.Add("report", 0, true, "FILE",
-            "write the cumulative report at the end to FILE instead of standard output",
-            [&](const std::string& v) {
-              report_path = v;
-              return absl::OkStatus();
-            });
+  flags.AddString(
+      "output", 'o', "FILE",
+      "also write the recording to FILE (a trace.dat, as record writes it), to check any "
+      "figure offline with iotrace report",
+      &opt.output);
+  flags.AddString("report", 0, "FILE",
+                  "write the cumulative report at the end to FILE instead of standard output",
+                  &report_path);
   AddBackendFlag(flags, &opt.backend);
   flags.Add("ingest", 0, true, "auto|mmap|read",
             "ftrace: how the ring buffer is read (default auto: memory-mapped where the kernel "
@@ -231,20 +226,14 @@ int LiveCommand(const std::vector<std::string>& args) {
             });
   AddBufferFlags(flags, &opt.mmap_pages, &opt.buffer_kb);
   AddTracefsFlag(flags, &opt.tracefs_dir);
-  flags.Add("listen", 0, true, "ADDR:PORT",
-            "serve Prometheus metrics at http://ADDR:PORT/metrics (':PORT' or 'PORT': on "
-            "127.0.0.1 only, as the metrics name devices and processes; docs/prometheus.md)",
-            [&](const std::string& v) {
-              listen_spec = v;
-              return absl::OkStatus();
-            });
-  flags.Add("textfile", 0, true, "FILE.prom",
-            "write the metrics (classic histograms) to FILE.prom every second, for "
-            "node_exporter's textfile collector (written aside, then renamed into place)",
-            [&](const std::string& v) {
-              metrics.textfile = v;
-              return absl::OkStatus();
-            });
+  flags.AddString("listen", 0, "ADDR:PORT",
+                  "serve Prometheus metrics at http://ADDR:PORT/metrics (':PORT' or 'PORT': on "
+                  "127.0.0.1 only, as the metrics name devices and processes; docs/prometheus.md)",
+                  &listen_spec);
+  flags.AddString("textfile", 0, "FILE.prom",
+                  "write the metrics (classic histograms) to FILE.prom every second, for "
+                  "node_exporter's textfile collector (written aside, then renamed into place)",
+                  &metrics.textfile);
   flags.Add("native-schema", 0, true, "0..8",
             "resolution of the native histograms (default 3: 8 buckets per power of two)",
             [&](const std::string& v) {
@@ -267,25 +256,17 @@ int LiveCommand(const std::vector<std::string>& args) {
               metrics.max_series = n;
               return absl::OkStatus();
             });
-  flags.Add("svg", 0, true, "FILE.svg",
-            "draw the last 1000 intervals as iotrace report --format svg does (heatmaps, "
-            "histograms), FILE.svg replaced whole every interval: a browser tab can follow the "
-            "run (docs/plots.md)",
-            [&](const std::string& v) {
-              svg_path = v;
-              return absl::OkStatus();
-            });
-  flags.Add("quiet", 'q', false, "",
-            "no view, no interval lines and no report at the end (an exporter that runs as a "
-            "daemon); the summary line and errors still go to standard error",
-            [&](const std::string&) {
-              quiet = true;
-              return absl::OkStatus();
-            });
-  flags.Add("help", 'h', false, "", "show this help", [&](const std::string&) {
-    help = true;
-    return absl::OkStatus();
-  });
+  flags.AddString(
+      "svg", 0, "FILE.svg",
+      "draw the last 1000 intervals as iotrace report --format svg does (heatmaps, "
+      "histograms), FILE.svg replaced whole every interval: a browser tab can follow the "
+      "run (docs/plots.md)",
+      &svg_path);
+  flags.AddSwitch("quiet", 'q',
+                  "no view, no interval lines and no report at the end (an exporter that runs as a "
+                  "daemon); the summary line and errors still go to standard error",
+                  &quiet);
+  flags.AddSwitch("help", 'h', "show this help", &help);
   absl::Status parsed = flags.Parse(args, nullptr, &opt.command);
   if (help) {
     std::fputs(FitHelp(absl::StrFormat(

@@ -34,13 +34,10 @@ int RecordCommand(const std::vector<std::string>& args) {
               default_events = false;
               return absl::OkStatus();
             });
-  flags.Add("output", 'o', true, "FILE",
-            "output file (default ./iotrace.dat with the ftrace backend, ./iotrace.data with "
-            "perf); '-': stream perf's pipe mode to standard output (perf backend)",
-            [&](const std::string& v) {
-              opt.output = v;
-              return absl::OkStatus();
-            });
+  flags.AddString("output", 'o', "FILE",
+                  "output file (default ./iotrace.dat with the ftrace backend, ./iotrace.data with "
+                  "perf); '-': stream perf's pipe mode to standard output (perf backend)",
+                  &opt.output);
   flags.Add("duration", 'd', true, "SECONDS",
             "stop after this long (more than 0; without -d: until Ctrl-C, stop on --control, or "
             "the end of the command after --)",
@@ -71,14 +68,12 @@ int RecordCommand(const std::vector<std::string>& args) {
               opt.delay_ms = ms;
               return absl::OkStatus();
             });
-  flags.Add("control", 0, true, "fifo:CTL[,ACK]|fd:CTL[,ACK]",
-            "take commands while recording, as perf record does: 'enable', 'disable', 'stop', "
-            "'ping', one per line, each answered 'ack' on ACK (requests that cross a disabled "
-            "stretch show as unpaired in the report)",
-            [&](const std::string& v) {
-              opt.control = v;
-              return absl::OkStatus();
-            });
+  flags.AddString(
+      "control", 0, "fifo:CTL[,ACK]|fd:CTL[,ACK]",
+      "take commands while recording, as perf record does: 'enable', 'disable', 'stop', "
+      "'ping', one per line, each answered 'ack' on ACK (requests that cross a disabled "
+      "stretch show as unpaired in the report)",
+      &opt.control);
   flags.Add("flush-interval", 0, true, "MS",
             "what the kernel recorded reaches the output within about this long, so that a "
             "killed recording loses at most that much (default 1000; 0: full pages only)",
@@ -147,10 +142,7 @@ int RecordCommand(const std::vector<std::string>& args) {
               return absl::OkStatus();
             });
   AddTracefsFlag(flags, &opt.tracefs_dir);
-  flags.Add("help", 'h', false, "", "show this help", [&](const std::string&) {
-    help = true;
-    return absl::OkStatus();
-  });
+  flags.AddSwitch("help", 'h', "show this help", &help);
 
   absl::Status parsed = flags.Parse(args, nullptr, &opt.command);
   if (help) {

@@ -100,10 +100,7 @@ absl::Status RecoverOne(const std::string& path) {
 int RecoverCommand(const std::vector<std::string>& args) {
   bool help = false;
   FlagParser flags;
-  flags.Add("help", 'h', false, "", "show this help", [&](const std::string&) {
-    help = true;
-    return absl::OkStatus();
-  });
+  flags.AddSwitch("help", 'h', "show this help", &help);
   std::vector<std::string> files;
   absl::Status parsed = flags.Parse(args, &files, nullptr);
   if (help) {

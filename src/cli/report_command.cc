@@ -278,10 +278,7 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
     o.threads = n;
     return absl::OkStatus();
   });
-  flags.Add("events", 0, false, "", "", [&](const std::string&) {
-    o.events = true;
-    return absl::OkStatus();
-  });
+  flags.AddSwitch("events", 0, "", &o.events);
   flags.SetArgumentHandler([&](const std::string& arg) {
     if (arg.empty()) {
       return Usage("unexpected argument ''", "to read a file, give it with -i: iotrace report -i ");

@@ -19,25 +19,11 @@ int ResetCommand(const std::vector<std::string>& args) {
   bool help = false, dry_run = false, force = false;
   std::string tracefs_dir;
   FlagParser flags;
-  flags.Add("dry-run", 'n', false, "", "only show what would be removed",
-            [&](const std::string&) {
-              dry_run = true;
-              return absl::OkStatus();
-            });
-  flags.Add("force", 'f', false, "", "also remove what belongs to a process that still runs",
-            [&](const std::string&) {
-              force = true;
-              return absl::OkStatus();
-            });
-  flags.Add("tracefs", 0, true, "DIR", "tracefs mount point (default: found in /proc/mounts)",
-            [&](const std::string& v) {
-              tracefs_dir = v;
-              return absl::OkStatus();
-            });
-  flags.Add("help", 'h', false, "", "show this help", [&](const std::string&) {
-    help = true;
-    return absl::OkStatus();
-  });
+  flags.AddSwitch("dry-run", 'n', "only show what would be removed", &dry_run);
+  flags.AddSwitch("force", 'f', "also remove what belongs to a process that still runs", &force);
+  flags.AddString("tracefs", 0, "DIR", "tracefs mount point (default: found in /proc/mounts)",
+                  &tracefs_dir);
+  flags.AddSwitch("help", 'h', "show this help", &help);
   std::vector<std::string> positional;
   absl::Status parsed = flags.Parse(args, &positional, nullptr);
   if (help) {

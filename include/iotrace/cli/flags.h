@@ -35,6 +35,12 @@ class FlagParser {
   void Add(std::string long_name, char short_name, bool takes_value, std::string value_name,
            std::string help, Handler handler);
 
+  // The common handlers: a switch that sets *on; an option whose value is kept in *value as
+  // given.
+  void AddSwitch(std::string long_name, char short_name, std::string help, bool* on);
+  void AddString(std::string long_name, char short_name, std::string value_name, std::string help,
+                 std::string* value);
+
   // A long option whose value may be left out (getopt's optional argument), as perf's
   // --switch-output: "--name=VALUE", or "--name VALUE" when `takes_next` accepts the next
   // argument, else the handler gets "". Help shows "--name[=VALUE_NAME]".
