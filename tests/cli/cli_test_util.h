@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "test_files.h"
 
 namespace iotrace::test {
 
@@ -22,14 +23,6 @@ struct RunResult {
   std::string out;
   std::string err;
 };
-
-// A file's bytes ("" when it cannot be read).
-inline std::string Slurp(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 inline std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;

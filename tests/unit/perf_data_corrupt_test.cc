@@ -17,29 +17,19 @@
 #include "iotrace/formats/perf_data_reader.h"
 #include "iotrace/formats/perf_data_writer.h"
 #include "perf_data_test_builder.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
 
+using test::Slurp;
+using test::Spit;
 using test::CollectingSink;
 using test::PerfRecordBuilder;
 using test::SampleFields;
 
 std::string TempPath(const std::string& name) {
-  static const std::string dir = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-  return dir + "/iotrace-perfdata-c-" + std::to_string(getpid()) + "-" + name;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void Spit(const std::string& path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return test::ScratchPath("iotrace-perfdata-c", name);
 }
 
 void PutU64(std::string* bytes, size_t offset, uint64_t v) {

@@ -11,13 +11,13 @@
 #include "gtest/gtest.h"
 #include "iotrace/formats/perf_data_reader.h"
 #include "perf_data_test_builder.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
 
 std::string TempPath(const std::string& name) {
-  static const std::string dir = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-  return dir + "/iotrace-perfdata-h-" + std::to_string(getpid()) + "-" + name;
+  return test::ScratchPath("iotrace-perfdata-h", name);
 }
 
 // Counts events and remembers the allocation count at event `mark` and at the last event.

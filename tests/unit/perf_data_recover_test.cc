@@ -18,22 +18,13 @@
 #include "iotrace/formats/trace_reader.h"
 #include "iotrace/formats/trace_reader_open.h"
 #include "perf_data_test_builder.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void Put(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc)
-      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
+using test::Slurp;
+using test::Spit;
 struct Read {
   uint64_t events = 0;
   uint64_t unfinished = 0;
@@ -84,7 +75,7 @@ class PerfDataRecoverTest : public ::testing::Test {
 };
 
 TEST_F(PerfDataRecoverTest, AKilledFileBecomesTheFinishedOneMarkedRecovered) {
-  Put(path_, test::Unfinished(finished_));
+  Spit(path_, test::Unfinished(finished_));
   const Read killed = ReadFile(path_);
   EXPECT_EQ(killed.unfinished, 1u);
   auto r = RecoverPerfData(path_);
@@ -113,7 +104,7 @@ TEST_F(PerfDataRecoverTest, AKilledFileBecomesTheFinishedOneMarkedRecovered) {
 TEST_F(PerfDataRecoverTest, ARecordCutByTheKillIsDroppedAndCounted) {
   std::string killed = test::Unfinished(finished_);
   killed.resize(killed.size() - 5);  // the last record's write cut short
-  Put(path_, killed);
+  Spit(path_, killed);
   auto r = RecoverPerfData(path_);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_GT(r->bytes_cut, 0u);
@@ -126,14 +117,14 @@ TEST_F(PerfDataRecoverTest, ARecordCutByTheKillIsDroppedAndCounted) {
 }
 
 TEST_F(PerfDataRecoverTest, AFinishedFileIsCompleteAndPerfsOwnFileIsRefused) {
-  Put(path_, finished_);
+  Spit(path_, finished_);
   auto done = RecoverPerfData(path_);
   ASSERT_TRUE(done.ok()) << done.status();
   EXPECT_TRUE(done->was_complete);
   EXPECT_EQ(Slurp(path_), finished_);
   EXPECT_EQ(ReadFile(path_).unfinished, 0u);
 
-  Put(path_, test::Unfinished(test::ReadFixture("perf/block-mq-deadline.data")));
+  Spit(path_, test::Unfinished(test::ReadFixture("perf/block-mq-deadline.data")));
   auto perfs = RecoverPerfData(path_);
   ASSERT_FALSE(perfs.ok());
   EXPECT_NE(std::string(perfs.status().message()).find("no iotrace recovery block"),

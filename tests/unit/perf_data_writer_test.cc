@@ -22,25 +22,18 @@
 #include "iotrace/formats/trace_reader.h"
 #include "iotrace/formats/trace_reader_open.h"
 #include "perf_data_test_builder.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
 
+using test::Slurp;
 using test::CollectingSink;
 using test::PerfRecordBuilder;
 using test::SampleFields;
 
-// tmpfs when there is one: the disk-full sweeps write thousands of small files.
 std::string TempPath(const std::string& name) {
-  static const std::string dir = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-  return dir + "/iotrace-perfdata-w-" + std::to_string(getpid()) + "-" + name;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return test::ScratchPath("iotrace-perfdata-w", name);
 }
 
 uint64_t FileSize(const std::string& path) {

@@ -13,17 +13,12 @@
 #include "iotrace/analysis/latency_report.h"
 #include "iotrace/output/report_format.h"
 #include "synthetic_trace.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
+using test::Slurp;
 class ReportRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -1,0 +1,38 @@
+// Files of the tests: a file's bytes read whole or written whole, and a path for a scratch file.
+#ifndef IOTRACE_TESTS_UNIT_TEST_FILES_H_
+#define IOTRACE_TESTS_UNIT_TEST_FILES_H_
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+namespace iotrace::test {
+
+// A file's bytes ("" when it cannot be read).
+inline std::string Slurp(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Replaces the file's bytes with `bytes`.
+inline void Spit(const std::filesystem::path& path, std::string_view bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// A scratch file's path, unique to this process: PREFIX-PID-NAME in tmpfs when there is one
+// (the disk-full sweeps write thousands of small files), else in /tmp.
+inline std::string ScratchPath(const std::string& prefix, const std::string& name) {
+  static const std::string dir = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+  return dir + "/" + prefix + "-" + std::to_string(getpid()) + "-" + name;
+}
+
+}  // namespace iotrace::test
+
+#endif  // IOTRACE_TESTS_UNIT_TEST_FILES_H_
