@@ -289,10 +289,10 @@ void LatencyReportBuilder::AddNotes(const ReadStats& reader_stats, LatencyReport
   uint64_t block_events = 0;
   for (uint64_t n : c.events) block_events += n;
   if (block_events == 0) {
-    r.notes.push_back("the file holds no decodable block events: nothing to pair");
+    r.notes.emplace_back("the file holds no decodable block events: nothing to pair");
   }
   if (r.ioprio_absent) {
-    r.notes.push_back(
+    r.notes.emplace_back(
         "--by ioprio: the file's block_rq_insert/issue events have no ioprio field (it came with "
         "Linux 6.11): every row's priority is shown as -");
   }
@@ -326,7 +326,7 @@ void LatencyReportBuilder::AddNotes(const ReadStats& reader_stats, LatencyReport
     }
   }
   if (!c.recorded[static_cast<int>(BlockEventKind::kBioQueue)]) {
-    r.notes.push_back(
+    r.notes.emplace_back(
         "no Q2D/Q2C: block_bio_queue was not recorded; record with -e block:block_bio_queue to "
         "see them");
   }

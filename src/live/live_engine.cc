@@ -95,11 +95,11 @@ std::vector<std::string> LiveEventsForPhases(unsigned phases) {
   std::vector<std::string> events = {"block:block_rq_issue", "block:block_rq_complete",
                                      "block:block_rq_requeue"};
   if ((phases & (PhaseBit(Phase::kI2D) | PhaseBit(Phase::kI2C))) != 0) {
-    events.push_back("block:block_rq_insert");
-    events.push_back("block:block_rq_merge");
+    events.emplace_back("block:block_rq_insert");
+    events.emplace_back("block:block_rq_merge");
   }
   if ((phases & (PhaseBit(Phase::kQ2D) | PhaseBit(Phase::kQ2C))) != 0) {
-    events.push_back("block:block_bio_queue");
+    events.emplace_back("block:block_bio_queue");
   }
   return events;
 }
