@@ -47,11 +47,8 @@ void AddBufferFlags(FlagParser& flags, uint32_t* mmap_pages, uint32_t* buffer_kb
 }
 
 void AddTracefsFlag(FlagParser& flags, std::string* tracefs_dir) {
-  flags.Add("tracefs", 0, true, "DIR", "tracefs mount point (default: found in /proc/mounts)",
-            [tracefs_dir](const std::string& v) {
-              *tracefs_dir = v;
-              return absl::OkStatus();
-            });
+  flags.AddString("tracefs", 0, "DIR", "tracefs mount point (default: found in /proc/mounts)",
+                  tracefs_dir);
 }
 
 void RemoveStaleTracefsLeftovers(const std::string& tracefs_dir) {

@@ -85,10 +85,7 @@ absl::StatusOr<DiffArgs> ParseArgs(const std::vector<std::string>& args, bool* h
   DiffArgs o;
   *help = false;
   FlagParser flags(FlagParser::Syntax::kGetopt, kUsageHint);
-  flags.Add("help", 'h', false, "", "", [&](const std::string&) {
-    *help = true;
-    return absl::OkStatus();
-  });
+  flags.AddSwitch("help", 'h', "", help);
   flags.AddString("output", 'o', "FILE", "", &o.output);
   flags.Add("format", 0, true, "FORMAT", "", [&](const std::string& v) {
     if (!ParseOutputFormat(v, &o.format)) {

@@ -22,8 +22,7 @@ int DoctorCommand(const std::vector<std::string>& args) {
     opt.check_ms = 0;
     return absl::OkStatus();
   });
-  flags.AddString("tracefs", 0, "DIR", "tracefs mount point (default: found in /proc/mounts)",
-                  &opt.tracefs);
+  AddTracefsFlag(flags, &opt.tracefs);
   flags.AddSwitch("help", 'h', "show this help", &help);
   absl::Status parsed = flags.Parse(args, nullptr, nullptr);
   if (help) {

@@ -56,8 +56,7 @@ int ListCommand(const std::vector<std::string>& args) {
                   "Module.symvers to answer 'could a module hook it' from (default: "
                   "/lib/modules/$(uname -r)/{build/,}Module.symvers)",
                   &symvers_path);
-  flags.AddString("tracefs", 0, "DIR", "tracefs mount point (default: found in /proc/mounts)",
-                  &tracefs_dir);
+  AddTracefsFlag(flags, &tracefs_dir);
   flags.AddSwitch("help", 'h', "show this help", &help);
   std::vector<std::string> positional;
   absl::Status parsed = flags.Parse(args, &positional, nullptr);

@@ -173,10 +173,7 @@ absl::StatusOr<ReportOptions> ParseArgs(const std::vector<std::string>& args, bo
       return absl::OkStatus();
     };
   };
-  flags.Add("help", 'h', false, "", "", [&](const std::string&) {
-    *help = true;
-    return absl::OkStatus();
-  });
+  flags.AddSwitch("help", 'h', "", help);
   std::vector<std::string> inputs;  // -i and the files after the options, as given
   flags.Add("input", 'i', true, "FILE", "", [&](const std::string& v) {
     inputs.push_back(v);

@@ -21,8 +21,7 @@ int ResetCommand(const std::vector<std::string>& args) {
   FlagParser flags;
   flags.AddSwitch("dry-run", 'n', "only show what would be removed", &dry_run);
   flags.AddSwitch("force", 'f', "also remove what belongs to a process that still runs", &force);
-  flags.AddString("tracefs", 0, "DIR", "tracefs mount point (default: found in /proc/mounts)",
-                  &tracefs_dir);
+  AddTracefsFlag(flags, &tracefs_dir);
   flags.AddSwitch("help", 'h', "show this help", &help);
   std::vector<std::string> positional;
   absl::Status parsed = flags.Parse(args, &positional, nullptr);
