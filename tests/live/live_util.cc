@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -90,8 +91,13 @@ TempDir::TempDir() {
 }
 
 TempDir::~TempDir() {
+  if (path_.empty()) return;
+  if (std::getenv("IOTRACE_KEEP_FAILED") != nullptr && ::testing::Test::HasFailure()) {
+    std::fprintf(stderr, "kept the failed test's files in %s\n", path_.c_str());
+    return;
+  }
   std::error_code ec;
-  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  std::filesystem::remove_all(path_, ec);
 }
 
 ScratchLoop::ScratchLoop(const std::string& scheduler, uint64_t size_mb) {

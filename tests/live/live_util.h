@@ -41,7 +41,8 @@ CommandResult RunCmd(const std::vector<std::string>& argv);
 // Runs a shell command line.
 CommandResult Sh(const std::string& command);
 
-// A scratch directory removed (recursively) on destruction.
+// A scratch directory removed (recursively) on destruction; kept, and its path printed, when the
+// test has failed and IOTRACE_KEEP_FAILED is set (a rare failure's files, to look at after).
 class TempDir {
  public:
   TempDir();

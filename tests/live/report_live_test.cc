@@ -210,12 +210,16 @@ TEST(ReportBackendsLiveTest, TheSameRunRecordedByBothBackendsAgrees) {
   CommandResult cmp = Sh("python3 " + std::string(IOTRACE_SOURCE_DIR) +
                          "/tests/live/compare_backends.py " + a + " " + b);
   ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
-  std::regex matched("matched (\\d+) only_a (\\d+) only_b (\\d+)");
+  std::regex matched("matched (\\d+) only_a (\\d+) only_b (\\d+) split (\\d+)");
   ASSERT_TRUE(std::regex_search(cmp.out, m, matched)) << cmp.out;
   EXPECT_EQ(std::stoull(m[1]), recorded) << "every request perf captured is in ftrace's file\n"
                                           << cmp.out;
-  EXPECT_EQ(std::stoull(m[2]), 0u);
-  EXPECT_EQ(std::stoull(m[3]), kernel - recorded);
+  EXPECT_EQ(std::stoull(m[2]), 0u) << cmp.out;
+  EXPECT_EQ(std::stoull(m[3]), kernel - recorded) << cmp.out;
+  // A request whose issue the two backends stamped a vCPU stall apart (its insert and completion
+  // stamps agree) is rare: one in 20,000 in the runs that showed it. A backend whose issue stamps
+  // were off would make many.
+  EXPECT_LE(std::stoull(m[4]), std::stoull(m[1]) / 1000) << cmp.out;
   // The two backends stamp the same event separately (one probe after the other, ~0.5 us
   // apart, more when an interrupt lands between them): medians and p90 agree within the
   // histogram's bucket error plus that offset.
