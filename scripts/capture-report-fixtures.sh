@@ -40,7 +40,15 @@ $bin record --no-progress --dev "$loop" -o "$out/iotrace_none.data" -- \
   fio --name=fx --filename="$loop" --rw=randread --bs=4k --iodepth=8 --ioengine=libaio \
       --direct=1 --number_ios=600 --size=200M --output=/dev/null
 
-for f in iotrace_mq perf_mq iotrace_none; do
+# 4. perf record -z (zstd-compressed records), mq-deadline.
+sched mq-deadline
+perf record -q -z -e block:block_rq_insert -e block:block_rq_issue -e block:block_rq_complete \
+  -a -o "$out/perf_z.data" -- \
+  fio --name=fx --filename="$loop" --rw=randread --bs=4k --iodepth=8 --ioengine=libaio \
+      --direct=1 --number_ios=500 --size=200M --output=/dev/null
+chmod 0644 "$out/perf_z.data"
+
+for f in iotrace_mq perf_mq iotrace_none perf_z; do
   perf script -i "$out/$f.data" --ns -F cpu,time,event,trace 2>/dev/null \
     | python3 scripts/reference_pairing.py > "$out/$f.expected.csv"
   echo "capture: $out/$f.data ($(stat -c %s "$out/$f.data") bytes)" >&2

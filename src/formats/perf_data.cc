@@ -1,5 +1,7 @@
 #include "iotrace/formats/perf_data.h"
 
+#include <bit>
+
 #include "absl/strings/str_cat.h"
 
 namespace iotrace::perf {
@@ -79,6 +81,22 @@ int TrailerIdPos(uint64_t sample_type) {
   if (sample_type & PERF_SAMPLE_CPU) ++idx;
   if (sample_type & PERF_SAMPLE_STREAM_ID) ++idx;
   return idx;
+}
+
+bool NeverFinished(ByteView file, const FileHeader& h, uint64_t hsize) {
+  if (h.data.size != 0 || h.data.offset < hsize || h.data.offset >= file.size) return false;
+  uint64_t count = 0;
+  for (uint64_t word : h.features) count += static_cast<uint64_t>(std::popcount(word));
+  if (count == 0) return true;
+  // Is there a feature table at the data offset, naming sections after it in the file?
+  if (count > (file.size - h.data.offset) / sizeof(FileSection)) return true;
+  const uint64_t table_end = h.data.offset + count * sizeof(FileSection);
+  for (uint64_t i = 0; i < count; ++i) {
+    FileSection s;
+    LoadAt(file, h.data.offset + i * sizeof(FileSection), &s);
+    if (s.offset < table_end || s.offset > file.size || s.size > file.size - s.offset) return true;
+  }
+  return false;
 }
 
 }  // namespace iotrace::perf

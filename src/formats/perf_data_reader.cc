@@ -664,12 +664,11 @@ absl::Status PerfDataReader::Parse() {
   // A recording whose writer was killed (SIGKILL, a crash, power loss): iotrace record's header
   // still says "no data, no features" (PerfDataWriter::WritePrefix), and the records run from
   // the data offset to the end of the file. Read them, and say the file was not finished.
-  bool any_feature = false;
-  for (uint64_t word : h.features) any_feature |= word != 0;
-  const bool unfinished = h.data.size == 0 && !any_feature && h.data.offset >= hsize &&
-                          h.data.offset < file_size_;
+  const bool unfinished = perf::NeverFinished(file, h, hsize);
   if (unfinished) {
     h.data.size = file_size_ - h.data.offset;
+    // perf's header names the features it meant to write at the end: none are in the file.
+    for (uint64_t& word : h.features) word = 0;
     open_problems_.emplace_back(kProblemUnfinishedFile, 1);
   } else if (PerfDataWasRecovered(file, h.data.offset)) {
     // Finished by `iotrace recover` after a kill: whole, but without what record writes at the

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "iotrace/event/event_format.h"
 #include "iotrace/formats/perf_data.h"
 #include "iotrace/formats/perf_data_writer.h"
+#include "iotrace/formats/perf_inflate.h"
 #include "iotrace/formats/tracing_data.h"
 
 namespace iotrace {
@@ -60,12 +62,20 @@ class PipeConverter {
       }
       const ByteView body = stream_.Sub(pos + sizeof(h), h.size - sizeof(h));
       uint64_t next = pos + h.size;
-      if (h.type < perf::kRecordHeaderAttr || h.type == perf::kRecordFinishedRound ||
-          h.type == perf::kRecordCompressed) {
-        // The kernel's records (and perf's round marks, and compressed batches that the
-        // reader counts as such): copied as they are, in runs.
+      ByteView compressed;
+      if (h.type < perf::kRecordHeaderAttr || h.type == perf::kRecordFinishedRound) {
+        // The kernel's records (and perf's round marks): copied as they are, in runs.
         IOTRACE_RETURN_IF_ERROR(AddRecord(pos, next));
         if (h.type < perf::kRecordHeaderAttr) ++result_->records;
+      } else if (PerfRecordInflater::IsCompressed(stream_, pos, h.type, h.size, &compressed)) {
+        // perf record -z: the kernel's records, inflated (perf_inflate.h). Damaged, the stream
+        // cannot go on: what came before is kept, as for a stream cut short.
+        std::string records;
+        if (!inflater_.Inflate(compressed, &records)) {
+          result_->compressed_damaged = 1;
+          break;
+        }
+        IOTRACE_RETURN_IF_ERROR(AddInflated(std::move(records)));
       } else if (h.type == perf::kRecordHeaderAttr) {
         IOTRACE_RETURN_IF_ERROR(AddAttr(pos, body));
       } else if (h.type == perf::kRecordHeaderTracingData) {
@@ -101,7 +111,8 @@ class PipeConverter {
     if (writer_ == nullptr && !events_.empty() && !tracing_.empty()) {
       IOTRACE_RETURN_IF_ERROR(CreateWriter());
     }
-    if (!runs_.empty() && runs_.back().second == begin && begin - runs_.back().first < kMaxRun) {
+    if (!runs_.empty() && runs_.back().first != kInflated && runs_.back().second == begin &&
+        begin - runs_.back().first < kMaxRun) {
       runs_.back().second = end;
       return absl::OkStatus();
     }
@@ -110,12 +121,33 @@ class PipeConverter {
     return absl::OkStatus();
   }
 
+  // Records inflated from a compressed one: after the runs before them (kept until the writer
+  // exists, as runs are).
+  absl::Status AddInflated(std::string records) {
+    if (writer_ == nullptr && !events_.empty() && !tracing_.empty()) {
+      IOTRACE_RETURN_IF_ERROR(CreateWriter());
+    }
+    if (writer_ != nullptr) {
+      IOTRACE_RETURN_IF_ERROR(Flush());
+      return writer_->AppendData(ByteView(records.data(), records.size()));
+    }
+    runs_.emplace_back(kInflated, inflated_.size());
+    inflated_.push_back(std::move(records));
+    return absl::OkStatus();
+  }
+
   absl::Status Flush() {
     for (const auto& [begin, end] : runs_) {
+      if (begin == kInflated) {
+        const std::string& records = inflated_[end];
+        IOTRACE_RETURN_IF_ERROR(writer_->AppendData(ByteView(records.data(), records.size())));
+        continue;
+      }
       IOTRACE_RETURN_IF_ERROR(writer_->AppendData(stream_.Sub(begin, end - begin)));
       if (release_) release_(end);
     }
     runs_.clear();
+    inflated_.clear();
     return absl::OkStatus();
   }
 
@@ -203,7 +235,11 @@ class PipeConverter {
   std::vector<PerfEventSpec> events_;
   ByteView tracing_;
   HostInfo host_;
-  std::vector<std::pair<uint64_t, uint64_t>> runs_;  // [begin, end) of kernel records
+  // [begin, end) of kernel records; {kInflated, i}: inflated_[i].
+  std::vector<std::pair<uint64_t, uint64_t>> runs_;
+  static constexpr uint64_t kInflated = ~uint64_t{0};
+  std::vector<std::string> inflated_;
+  PerfRecordInflater inflater_{stream_.size};
   std::unique_ptr<PerfDataWriter> writer_;
 };
 

@@ -1,4 +1,6 @@
 // OpenTraceReader: sniff the file's magic and hand it to the matching reader.
+#include "iotrace/formats/trace_reader_open.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -6,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -13,21 +16,28 @@
 #include "absl/strings/str_format.h"
 #include "iotrace/base/fd.h"
 #include "iotrace/base/status.h"
+#include "iotrace/formats/perf_data.h"
 #include "iotrace/formats/perf_data_reader.h"
+#include "iotrace/formats/perf_inflate.h"
 #include "iotrace/formats/perf_pipe.h"
 #include "iotrace/formats/trace_dat_reader.h"
-#include "iotrace/formats/trace_reader_open.h"
 #include "iotrace/formats/tracing_data.h"
 
 namespace iotrace {
 
 namespace {
 
-// The reader of a converted pipe-mode stream, which says so and counts a cut-short stream.
-class PipePerfReader final : public TraceReader {
+// The reader of a perf.data converted into a scratch file (a pipe-mode stream, a compressed
+// file), which says what it was and counts what the conversion could not keep.
+class ConvertedPerfReader final : public TraceReader {
  public:
-  PipePerfReader(std::unique_ptr<TraceReader> inner, const PipeConversion& conv)
-      : inner_(std::move(inner)), conv_(conv) {}
+  struct Conversion {
+    std::pair<std::string, std::string> info;                // what the file was (Info())
+    std::vector<std::pair<std::string, uint64_t>> problems;  // counted in stats()
+    bool ends_early = false;  // the conversion stopped inside the data: every CPU's data ends
+  };
+  ConvertedPerfReader(std::unique_ptr<TraceReader> inner, Conversion conv)
+      : inner_(std::move(inner)), conv_(std::move(conv)) {}
   std::string_view FileFormat() const override { return inner_->FileFormat(); }
   const std::vector<EventFormat>& formats() const override { return inner_->formats(); }
   const TracingMetadata& metadata() const override { return inner_->metadata(); }
@@ -36,7 +46,7 @@ class PipePerfReader final : public TraceReader {
   int nr_cpus() const override { return inner_->nr_cpus(); }
   std::vector<std::pair<std::string, std::string>> Info() const override {
     auto info = inner_->Info();
-    info.emplace_back("stream", "pipe mode (perf record -o -), converted to a scratch file");
+    info.push_back(conv_.info);
     return info;
   }
   std::string CommOf(int32_t pid) const override { return inner_->CommOf(pid); }
@@ -44,18 +54,33 @@ class PipePerfReader final : public TraceReader {
   absl::Status ReadAll(EventSink* sink) override {
     absl::Status st = inner_->ReadAll(sink);
     stats_ = inner_->stats();
-    stats_.AddProblem("perf_pipe_stream_truncated", conv_.truncated);
-    // A stream cut short: every CPU's data ends early (the records of all are interleaved).
-    if (conv_.truncated != 0) stats_.coverage.EndAll(inner_->nr_cpus(), GapCause::kCut);
-    stats_.AddProblem("perf_pipe_late_attrs", conv_.late_attrs);
+    for (const auto& [name, count] : conv_.problems) stats_.AddProblem(name, count);
+    // (The records of all CPUs are interleaved in the data.)
+    if (conv_.ends_early) stats_.coverage.EndAll(inner_->nr_cpus(), GapCause::kCut);
     return st;
   }
   const ReadStats& stats() const override { return stats_; }
 
  private:
   std::unique_ptr<TraceReader> inner_;
-  PipeConversion conv_;
+  Conversion conv_;
   ReadStats stats_;
+};
+
+// Releases a read mapping's pages behind a conversion, in steps of 8 MiB: RSS stays bounded.
+class MappingReleaser {
+ public:
+  explicit MappingReleaser(void* addr) : addr_(static_cast<uint8_t*>(addr)) {}
+  void operator()(uint64_t upto) {
+    const uint64_t end = upto / 4096 * 4096;
+    if (end - released_ < (uint64_t{8} << 20)) return;
+    madvise(addr_ + released_, end - released_, MADV_DONTNEED);
+    released_ = end;
+  }
+
+ private:
+  uint8_t* addr_;
+  uint64_t released_ = 0;
 };
 
 // perf record -o - (saved to a file, or read from standard input): converted into a regular
@@ -67,15 +92,8 @@ absl::StatusOr<std::unique_ptr<TraceReader>> OpenPipePerfData(int fd, const std:
   UniqueMapping map(addr, size);
   IOTRACE_ASSIGN_OR_RETURN(std::string converted, CreateScratchPath("iotrace-pipe-perf"));
   PipeConversion conv;
-  uint64_t released = 0;
-  auto release = [&](uint64_t upto) {
-    // Whole pages behind the conversion, in steps of 8 MiB: RSS stays bounded.
-    const uint64_t end = upto / 4096 * 4096;
-    if (end - released < (uint64_t{8} << 20)) return;
-    madvise(static_cast<uint8_t*>(addr) + released, end - released, MADV_DONTNEED);
-    released = end;
-  };
-  absl::Status st = ConvertPipePerfData(ByteView(addr, size), converted, &conv, release);
+  MappingReleaser release(addr);
+  absl::Status st = ConvertPipePerfData(ByteView(addr, size), converted, &conv, std::ref(release));
   map.Reset();
   absl::StatusOr<std::unique_ptr<TraceReader>> reader =
       st.ok() ? OpenPerfData(converted) : absl::StatusOr<std::unique_ptr<TraceReader>>(st);
@@ -83,7 +101,56 @@ absl::StatusOr<std::unique_ptr<TraceReader>> OpenPipePerfData(int fd, const std:
   if (!reader.ok()) {
     return Annotate(reader.status(), absl::StrFormat("read %s (pipe-mode perf.data)", path));
   }
-  return std::unique_ptr<TraceReader>(std::make_unique<PipePerfReader>(*std::move(reader), conv));
+  ConvertedPerfReader::Conversion c;
+  c.info = {"stream", "pipe mode (perf record -o -), converted to a scratch file"};
+  c.problems = {{"perf_pipe_stream_truncated", conv.truncated},
+                {"perf_pipe_late_attrs", conv.late_attrs},
+                {"perf_compressed_damaged", conv.compressed_damaged}};
+  c.ends_early = conv.truncated != 0 || conv.compressed_damaged != 0;
+  return std::unique_ptr<TraceReader>(
+      std::make_unique<ConvertedPerfReader>(*std::move(reader), std::move(c)));
+}
+
+// perf record -z: the data inflated into an unlinked scratch file (perf_inflate.h), which the
+// in-place reader then maps through /proc/self/fd.
+absl::StatusOr<std::unique_ptr<TraceReader>> OpenCompressedPerfData(
+    int fd, const std::string& path, uint64_t size, const PerfReadOptions& options) {
+  void* addr = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (addr == MAP_FAILED) return ErrnoError(errno, "mmap", path);
+  UniqueMapping map(addr, size);
+  std::string where;
+  IOTRACE_ASSIGN_OR_RETURN(UniqueFd tmp, OpenScratchFile(&where));
+  PerfInflation inf;
+  MappingReleaser release(addr);
+  absl::Status st = InflatePerfData(ByteView(addr, size), tmp.get(), &inf, std::ref(release));
+  map.Reset();
+  if (!st.ok()) {
+    return Annotate(st, absl::StrFormat("read %s (compressed perf.data, perf record -z)", path));
+  }
+  absl::StatusOr<std::unique_ptr<TraceReader>> reader =
+      OpenPerfData(absl::StrFormat("/proc/self/fd/%d", tmp.get()), options);
+  if (!reader.ok()) {
+    return Annotate(
+        reader.status(),
+        absl::StrFormat("read %s (compressed perf.data, inflated into %s)", path, where));
+  }
+  ConvertedPerfReader::Conversion c;
+  c.info = {"compression",
+            absl::StrFormat("zstd%s (perf record -z): %u records, %.1f MiB inflated from %.1f "
+                            "MiB, into a scratch file in %s",
+                            inf.level >= 0 ? absl::StrFormat(" level %d", inf.level) : "",
+                            inf.compressed_records, inf.inflated_bytes / 1048576.0,
+                            inf.compressed_bytes / 1048576.0, where)};
+  c.problems = {{"perf_compressed_damaged", inf.damaged}};
+  return std::unique_ptr<TraceReader>(
+      std::make_unique<ConvertedPerfReader>(*std::move(reader), std::move(c)));
+}
+
+// Whether a perf.data header may need OpenCompressedPerfData: it has the compressed feature, or
+// no data size (a recording that never finished, whose records tell).
+bool MayBeCompressed(const perf::FileHeader& h) {
+  return (h.features[perf::kFeatCompressed / 64] >> (perf::kFeatCompressed % 64) & 1) != 0 ||
+         h.data.size == 0;
 }
 
 // Standard input copied into an unlinked scratch file; its /proc/self/fd path names it.
@@ -138,6 +205,17 @@ absl::StatusOr<std::unique_ptr<TraceReader>> OpenTraceReader(
   if (n >= 8 && std::memcmp(magic, "PERFILE2", 8) == 0) {
     PerfReadOptions options;
     options.formats_fallback = formats_fallback;
+    perf::FileHeader h;
+    if (::pread(fd.get(), &h, sizeof(h), 0) == sizeof(h) && h.size == sizeof(h) &&
+        MayBeCompressed(h)) {
+      const uint64_t size = static_cast<uint64_t>(st.st_size);
+      void* addr = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+      if (addr != MAP_FAILED) {
+        const bool compressed = PerfDataIsCompressed(ByteView(addr, size));
+        munmap(addr, size);
+        if (compressed) return OpenCompressedPerfData(fd.get(), shown, size, options);
+      }
+    }
     return OpenPerfData(path, options);
   }
   if (n == static_cast<ssize_t>(kTracingMagicSize) &&

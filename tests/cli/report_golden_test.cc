@@ -146,6 +146,13 @@ TEST(ReportGoldenTest, PerfRecordWithCallchainsBioEventsAndOtherDisksMatchesTheR
   CompareWithReference("perf_mq");
 }
 
+// perf record -z: its records in zstd-compressed batches, inflated before they are read.
+TEST(ReportGoldenTest, PerfRecordCompressedWithZMatchesTheReference) {
+  CompareWithReference("perf_z");
+  Output out = RunReport("perf_z");
+  EXPECT_EQ(out.text.find("compressed_record"), std::string::npos) << out.text;
+}
+
 TEST(ReportGoldenTest, SchedulerNoneHasD2COnlyAndSaysWhy) {
   CompareWithReference("iotrace_none");
   Output out = RunReport("iotrace_none");

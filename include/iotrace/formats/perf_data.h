@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "iotrace/base/bytes.h"
+
 namespace iotrace::perf {
 
 // "PERFILE2" read as a little-endian u64; a big-endian writer's file shows the swapped value.
@@ -187,6 +189,14 @@ int TrailerIdPos(uint64_t sample_type);
 
 // Rounds up to a multiple of 8, the alignment of every record in a perf ring.
 inline constexpr uint64_t Align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
+
+// A recording that never finished: perf record and iotrace record write the header first with
+// a data size of 0, and again with the sizes at the end; killed in between, the file's records
+// run from the data offset to its end. iotrace's first header has no feature bits; perf's has
+// those it meant to write, but no feature table follows. (A finished recording that holds no
+// record has a data size of 0 too: its feature table lies at the data offset, every section
+// it names in the file after the table.) `file` is the whole file, `hsize` its header's size.
+bool NeverFinished(ByteView file, const FileHeader& h, uint64_t hsize);
 
 }  // namespace iotrace::perf
 

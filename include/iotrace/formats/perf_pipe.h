@@ -25,6 +25,9 @@ struct PipeConversion {
   uint64_t records = 0;     // kernel records copied
   uint64_t truncated = 0;   // 1 when the stream ended inside a record (the rest is dropped)
   uint64_t late_attrs = 0;  // attrs sent after the samples began (their samples: unknown ids)
+  // 1 when a compressed record (perf record -z) could not be inflated: the stream stops there,
+  // as if cut short.
+  uint64_t compressed_damaged = 0;
 };
 
 // Writes the regular perf.data equivalent of the pipe-mode stream `stream` to `out_path`.
