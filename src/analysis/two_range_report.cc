@@ -61,6 +61,12 @@ void LatencyReportBuilder::Absorb(LatencyReportBuilder& later) {
     SlotFor(key(slot->dev, slot->klass)).requests += slot->requests;
   }
   longest_d2c_ = std::max(longest_d2c_, later.longest_d2c_);
+  if (!started_ && later.started_) {
+    // Nothing in the earlier range (a damaged file's page times can put the cut before every
+    // event): the recording starts at the later range's first event, as in one pass.
+    started_ = true;
+    first_ts_ = later.first_ts_;
+  }
   last_ts_ = std::max(last_ts_, later.last_ts_);
   for (const LossSummary& l : later.losses_) AddLoss(l.kind, l.cpu, l.event_id, l.count, l.placed);
 }

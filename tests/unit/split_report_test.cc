@@ -224,6 +224,17 @@ TEST(SplitReportTest, DamagedPagesMeanOnePass) {
   EXPECT_EQ(ExpectSameAsOnePass(path), "one pass: problems in the data");
 }
 
+// Found by trace_file_fuzzer: a damaged trace.dat whose two ranges did not add up to its
+// one-pass report.
+TEST(SplitReportTest, ADamagedTraceDatTheFuzzerFoundReadsAsInOnePass) {
+  ReportOptions options;
+  options.max_inflight = 4096;  // as the fuzzer's pipeline
+  const std::string path = std::string(IOTRACE_FIXTURES) + "/tracedat/fuzz_split_damaged.dat";
+  const Built one = Report(path, options, false);
+  const Built split = Report(path, options, true);
+  EXPECT_EQ(split.json, one.json) << split.plan;
+}
+
 TEST(SplitReportTest, OnlyAutoOnALargeEnoughUnwindowedReportSplits) {
   BlockTraceDat f;
   const std::string path = f.Write(Workload(2000, 6));
