@@ -51,13 +51,21 @@ void Coverage::EndAll(int nr_cpus, GapCause cause, uint64_t known_until) {
   for (const CpuSpan& s : cpus) ids.push_back(s.cpu);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  // Looked up by CPU, not searched per CPU: a crafted file names up to 65536 CPUs (searching the
+  // gaps and spans for each took seconds).
+  std::vector<int32_t> ended;
+  for (const DataGap& g : gaps) {
+    if (g.open_end()) ended.push_back(g.cpu);
+  }
+  std::sort(ended.begin(), ended.end());
+  std::vector<std::pair<int32_t, uint64_t>> last;  // (cpu, last_ts), by cpu
+  for (const CpuSpan& s : cpus) last.emplace_back(s.cpu, s.last_ts);
+  std::sort(last.begin(), last.end());
   for (int32_t cpu : ids) {
-    bool ended = false;
-    for (const DataGap& g : gaps) ended |= g.cpu == cpu && g.open_end();
-    if (ended) continue;
-    const CpuSpan* span = Span(cpu);
-    const uint64_t after = std::max(span != nullptr ? span->last_ts : 0, known_until);
-    gaps.push_back(DataGap{cpu, after, DataGap::kOpenEnd, cause, 0});
+    if (std::binary_search(ended.begin(), ended.end(), cpu)) continue;
+    auto it = std::lower_bound(last.begin(), last.end(), std::make_pair(cpu, uint64_t{0}));
+    const uint64_t span_last = it != last.end() && it->first == cpu ? it->second : 0;
+    gaps.push_back(DataGap{cpu, std::max(span_last, known_until), DataGap::kOpenEnd, cause, 0});
   }
 }
 
