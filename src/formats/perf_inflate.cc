@@ -1,17 +1,14 @@
 #include "iotrace/formats/perf_inflate.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 #include <zstd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "iotrace/base/fd.h"
 #include "iotrace/base/status.h"
@@ -38,9 +35,8 @@ struct Layout {
 // recording's data runs to the end; a cut one's, to the end of the file). False when the
 // header is not a whole, plain perf.data header.
 bool ReadLayout(ByteView file, Layout* l) {
-  uint64_t hsize = 0;
   if (!LoadAt(file, 0, &l->header) || l->header.magic != perf::kMagic) return false;
-  hsize = l->header.size;
+  const uint64_t hsize = l->header.size;
   if (hsize != sizeof(perf::FileHeader)) return false;
   perf::FileSection& d = l->header.data;
   if (d.offset < hsize || d.offset > file.size) return false;
