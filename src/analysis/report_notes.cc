@@ -183,9 +183,10 @@ void AddIncompleteWarnings(const ReadStats& reader_stats, const LossTally& losse
                                     Plural(c.lost_unknown, "event"), breakdown(unknown_by)));
     }
     if (unfinished) {
-      why.push_back("the file was not finished (its writer was killed?): the losses it counts "
-                    "last are not in it (iotrace recover makes it a file perf and trace-cmd "
-                    "read)");
+      why.push_back(
+          "the file was not finished (its writer was killed?): the losses it counts "
+          "last are not in it (iotrace recover makes an iotrace recording a file perf "
+          "and trace-cmd read)");
     }
     if (out_of_order != 0) {
       why.push_back(absl::StrFormat(

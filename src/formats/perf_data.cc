@@ -94,7 +94,8 @@ bool NeverFinished(ByteView file, const FileHeader& h, uint64_t hsize) {
   for (uint64_t i = 0; i < count; ++i) {
     FileSection s;
     LoadAt(file, h.data.offset + i * sizeof(FileSection), &s);
-    if (s.offset < table_end || s.offset > file.size || s.size > file.size - s.offset) return true;
+    if (s.offset < hsize || s.offset > file.size || s.size > file.size - s.offset) return true;
+    if (s.offset < table_end && s.offset + s.size > h.data.offset) return true;  // overlaps
   }
   return false;
 }

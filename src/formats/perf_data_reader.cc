@@ -593,6 +593,7 @@ class PerfDataReader final : public TraceReader {
   absl::flat_hash_map<int32_t, std::string> comms_;
   std::vector<std::pair<std::string, uint64_t>> open_problems_;
   bool features_cut_ = false;  // feature sections past the end of the file (ParseFeatures)
+  bool perf_killed_ = false;   // unfinished, with perf's first header (its feature bits)
   std::string formats_source_ = "file";
   std::string formats_warning_;
   ReadStats stats_;
@@ -666,6 +667,7 @@ absl::Status PerfDataReader::Parse() {
   // the data offset to the end of the file. Read them, and say the file was not finished.
   const bool unfinished = perf::NeverFinished(file, h, hsize);
   if (unfinished) {
+    for (uint64_t word : h.features) perf_killed_ |= word != 0;  // perf's first header
     h.data.size = file_size_ - h.data.offset;
     // perf's header names the features it meant to write at the end: none are in the file.
     for (uint64_t& word : h.features) word = 0;
@@ -784,11 +786,14 @@ absl::Status PerfDataReader::Parse() {
   info_.emplace_back("data_size", absl::StrCat(h.data.size));
   for (const auto& [name, count] : open_problems_) {
     if (name != kProblemUnfinishedFile) continue;
-    info_.emplace_back("unfinished",
-                       unfinished ? absl::StrCat("the recording did not finish; its records up to "
-                                                 "the end of the file are read (iotrace recover ",
-                                                 path_, " makes a file perf reads too)")
-                                  : "the recording did not finish; recovered by iotrace recover");
+    info_.emplace_back(
+        "unfinished",
+        !unfinished    ? "the recording did not finish; recovered by iotrace recover"
+        : perf_killed_ ? "perf record did not finish (killed?); its records up to the end of the "
+                         "file are read"
+                       : absl::StrCat("the recording did not finish; its records up to the end "
+                                      "of the file are read (iotrace recover ",
+                                      path_, " makes a file perf reads too)"));
   }
   if (attrs_[0].attr.use_clockid) {
     info_.emplace_back("clockid", absl::StrCat(attrs_[0].attr.clockid));

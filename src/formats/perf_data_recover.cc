@@ -1,6 +1,7 @@
 #include "iotrace/formats/perf_data_recover.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -92,6 +93,18 @@ absl::StatusOr<PerfDataRecovery> RecoverPerfData(const std::string& path) {
   PerfDataRecovery out;
   bool any_feature = false;
   for (uint64_t word : h.features) any_feature |= word != 0;
+  if (h.data.size == 0 && any_feature && file_size > sizeof(h)) {
+    // perf's first header (the feature bits it means to write): finished with no records, or
+    // killed (perf::NeverFinished, which needs the file's bytes).
+    void* addr = ::mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+    if (addr == MAP_FAILED) return ErrnoError(errno, "mmap", path);
+    UniqueMapping map(addr, file_size);
+    if (perf::NeverFinished(ByteView(addr, file_size), h, sizeof(h))) {
+      return NotOurs(path,
+                     "perf record did not finish it, and only iotrace record's recordings "
+                     "can be finished (iotrace report reads it as it is)");
+    }
+  }
   if (h.data.size != 0 || any_feature) {
     out.was_complete = true;
     return out;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,7 +18,6 @@
 namespace iotrace {
 namespace {
 
-constexpr uint32_t kRecordCompressed2 = 83;  // perf 2025: aligned, with the zstd bytes' size
 constexpr uint32_t kCompressionZstd = 1;     // HEADER_COMPRESSED's type
 // Bytes gathered before a write, and inflated per ZSTD_decompressStream call.
 constexpr size_t kWriteChunk = size_t{1} << 20;
@@ -75,7 +75,7 @@ bool PerfRecordInflater::IsCompressed(ByteView data, uint64_t pos, uint32_t type
     *payload = data.Sub(pos + kHeader, size - kHeader);
     return true;
   }
-  if (type == kRecordCompressed2) {
+  if (type == perf::kRecordCompressed2) {
     uint64_t n = 0;
     if (size < kHeader + 8 || !LoadAt(data, pos + kHeader, &n) || n > size - kHeader - 8) {
       *payload = ByteView();  // its stated size runs past the record: damaged
@@ -90,16 +90,17 @@ bool PerfRecordInflater::IsCompressed(ByteView data, uint64_t pos, uint32_t type
 bool PerfRecordInflater::Inflate(ByteView payload, std::string* out) {
   if (payload.data == nullptr || ctx_->dctx == nullptr) return false;
   ZSTD_inBuffer in{payload.data, payload.size, 0};
-  const size_t start = out->size();
+  std::string& held = held_;  // a record begun in an earlier batch first
+  const size_t start = held.size();
   for (;;) {
     // A record holds at most 64 KiB of zstd bytes, a piece of one ring buffer: ~1 MiB inflated
     // at real ratios. Far more is a crafted record, which must not fill the memory.
-    if (out->size() - start > kMaxInflatedRecord) return false;
-    const size_t at = out->size();
-    out->resize(at + kInflateStep);
-    ZSTD_outBuffer o{out->data() + at, kInflateStep, 0};
+    if (held.size() - start > kMaxInflatedRecord) return false;
+    const size_t at = held.size();
+    held.resize(at + kInflateStep);
+    ZSTD_outBuffer o{held.data() + at, kInflateStep, 0};
     const size_t rc = ZSTD_decompressStream(ctx_->dctx, &o, &in);
-    out->resize(at + o.pos);
+    held.resize(at + o.pos);
     if (ZSTD_isError(rc)) return false;
     inflated_bytes_ += o.pos;
     if (inflated_bytes_ > budget_) return false;
@@ -108,6 +109,19 @@ bool PerfRecordInflater::Inflate(ByteView payload, std::string* out) {
   }
   ++records_;
   compressed_bytes_ += payload.size;
+  // The whole records go out; a record the batch ends inside waits for the next batch, so that
+  // perf's own records between batches (round marks) never land inside it, as perf's reader
+  // carries it over too.
+  size_t whole = 0;
+  while (held.size() - whole >= sizeof(perf::EventHeader)) {
+    perf::EventHeader h;
+    std::memcpy(&h, held.data() + whole, sizeof(h));
+    if (h.size < sizeof(h)) return false;  // not a record: damaged
+    if (h.size > held.size() - whole) break;
+    whole += h.size;
+  }
+  out->append(held, 0, whole);
+  held.erase(0, whole);
   return true;
 }
 
@@ -132,7 +146,9 @@ class Inflater {
     const uint64_t data_size = written_ - l_.header.data.offset;
     perf::FileHeader h = l_.header;
     h.features[perf::kFeatCompressed / 64] &= ~(uint64_t{1} << (perf::kFeatCompressed % 64));
-    if (l_.cut || result_->damaged != 0) {
+    // A record the last batch began and none finished: left out, counted with the damage.
+    result_->partial_record = records_.held() != 0 ? 1 : 0;
+    if (l_.cut) {
       // The data ends early: said as the original says it, a data section past the end.
       h.data.size = data_size + 8;
     } else if (l_.unfinished) {
@@ -194,6 +210,7 @@ class Inflater {
       }
       IOTRACE_RETURN_IF_ERROR(Append(file_.Sub(run, pos - run)));
       if (!records_.Inflate(payload, &pending_)) {
+        // The stream cannot go on: the data ends here (the caller shows it ending early).
         result_->damaged = 1;
         return absl::OkStatus();
       }
@@ -202,7 +219,9 @@ class Inflater {
       run = pos;
       if (release_) release_(pos);
     }
-    // The rest as it is: with a record cut short or damaged at its end, the reader sees it.
+    // The rest as it is (with a record cut short or damaged at its end, the reader sees it),
+    // unless a compressed record is still waiting for its end: then the rest cannot finish it.
+    if (records_.held() != 0) return absl::OkStatus();
     return Append(file_.Sub(run, l_.data_end - run));
   }
 
@@ -217,8 +236,7 @@ class Inflater {
     for (int f : features) {
       const perf::FileSection* s = FeatureSection(f);
       if (s == nullptr) {
-        // The table itself is cut off: so are the features.
-        for (uint64_t& word : h->features) word = 0;
+        // The table itself is cut off: none is written, and the reader counts the features cut.
         return absl::OkStatus();
       }
       in_file.push_back(*s);

@@ -101,6 +101,8 @@ class PipeConverter {
       // carry nothing the report reads.
       pos = next;
     }
+    // A record the last compressed batch began and the stream never finished: cut short.
+    if (inflater_.held() != 0) result_->truncated = 1;
     if (writer_ == nullptr) IOTRACE_RETURN_IF_ERROR(CreateWriter());
     IOTRACE_RETURN_IF_ERROR(Flush());
     return writer_->Finish();
@@ -131,6 +133,14 @@ class PipeConverter {
       IOTRACE_RETURN_IF_ERROR(Flush());
       return writer_->AppendData(ByteView(records.data(), records.size()));
     }
+    // perf sends the attrs and the tracing data first: a stream that holds back more than this
+    // before them is not one to keep in memory.
+    held_bytes_ += records.size();
+    if (held_bytes_ > kMaxHeldInflated) {
+      return absl::InvalidArgumentError(
+          "pipe-mode perf.data: more than 64 MiB of compressed records before its attrs and "
+          "tracing data");
+    }
     runs_.emplace_back(kInflated, inflated_.size());
     inflated_.push_back(std::move(records));
     return absl::OkStatus();
@@ -148,6 +158,7 @@ class PipeConverter {
     }
     runs_.clear();
     inflated_.clear();
+    held_bytes_ = 0;
     return absl::OkStatus();
   }
 
@@ -239,6 +250,8 @@ class PipeConverter {
   std::vector<std::pair<uint64_t, uint64_t>> runs_;
   static constexpr uint64_t kInflated = ~uint64_t{0};
   std::vector<std::string> inflated_;
+  uint64_t held_bytes_ = 0;  // in inflated_
+  static constexpr uint64_t kMaxHeldInflated = uint64_t{64} << 20;
   PerfRecordInflater inflater_{stream_.size};
   std::unique_ptr<PerfDataWriter> writer_;
 };

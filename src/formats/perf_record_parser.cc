@@ -289,6 +289,7 @@ PerfProblem PerfRecordParser::ParseOther(uint32_t type, ByteView record, PerfRec
       out->kind = PerfRecord::Kind::kRoundEnd;
       return PerfProblem::kNone;
     case perf::kRecordCompressed:
+    case perf::kRecordCompressed2:
       return PerfProblem::kCompressedRecord;
     default:
       return PerfProblem::kNone;

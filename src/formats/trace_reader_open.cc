@@ -141,7 +141,9 @@ absl::StatusOr<std::unique_ptr<TraceReader>> OpenCompressedPerfData(
                             inf.level >= 0 ? absl::StrFormat(" level %d", inf.level) : "",
                             inf.compressed_records, inf.inflated_bytes / 1048576.0,
                             inf.compressed_bytes / 1048576.0, where)};
-  c.problems = {{"perf_compressed_damaged", inf.damaged}};
+  c.problems = {{"perf_compressed_damaged", inf.damaged},
+                {"perf_compressed_partial_record", inf.partial_record}};
+  c.ends_early = inf.damaged != 0 || inf.partial_record != 0;
   return std::unique_ptr<TraceReader>(
       std::make_unique<ConvertedPerfReader>(*std::move(reader), std::move(c)));
 }

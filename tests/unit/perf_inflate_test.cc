@@ -20,6 +20,7 @@
 #include "iotrace/analysis/latency_report.h"
 #include "iotrace/analysis/report.h"
 #include "iotrace/formats/perf_data.h"
+#include "iotrace/formats/perf_data_recover.h"
 #include "iotrace/formats/trace_reader_open.h"
 #include "synth_recording.h"
 #include "test_files.h"
@@ -41,7 +42,10 @@ void Put(std::string* out, const void* p, size_t n) { out->append(static_cast<co
 // ring that wrapped do), each piece's output in compressed records of `type` (81 or 83) no
 // larger than `max_record`; round marks kept between them, uncompressed; the compressed feature
 // added to the header and the table.
-std::string Compress(const std::string& plain, uint32_t type, size_t piece, size_t max_record) {
+// With `across_rounds`, each push before a round mark stops 20 bytes short, inside the last
+// record, whose end then comes after the mark (perf's compressor can hold output back so).
+std::string Compress(const std::string& plain, uint32_t type, size_t piece, size_t max_record,
+                     bool across_rounds = false) {
   perf::FileHeader h;
   std::memcpy(&h, plain.data(), sizeof(h));
   const uint64_t data_end = h.data.offset + h.data.size;
@@ -68,9 +72,10 @@ std::string Compress(const std::string& plain, uint32_t type, size_t piece, size
       }
     }
   };
-  auto push = [&] {
-    for (size_t at = 0; at < pending.size(); at += piece) {
-      const size_t n = std::min(piece, pending.size() - at);
+  auto push = [&](size_t keep) {
+    const size_t upto = pending.size() - std::min(keep, pending.size());
+    for (size_t at = 0; at < upto; at += piece) {
+      const size_t n = std::min(piece, upto - at);
       ZSTD_inBuffer in{pending.data() + at, n, 0};
       std::string zbytes;
       for (;;) {
@@ -82,20 +87,20 @@ std::string Compress(const std::string& plain, uint32_t type, size_t piece, size
       }
       emit(zbytes);
     }
-    pending.clear();
+    pending.erase(0, upto);
   };
   for (uint64_t pos = h.data.offset; pos < data_end;) {
     perf::EventHeader eh;
     std::memcpy(&eh, plain.data() + pos, sizeof(eh));
     if (eh.type == perf::kRecordFinishedRound) {
-      push();
+      push(across_rounds ? 20 : 0);
       out.append(plain, pos, eh.size);
     } else {
       pending.append(plain, pos, eh.size);
     }
     pos += eh.size;
   }
-  push();
+  push(0);
   ZSTD_freeCCtx(cctx);
 
   // The feature table again, with the compressed feature (version, type zstd, level, ratio,
@@ -149,6 +154,7 @@ struct Summary {
   uint64_t reader_events = 0;
   std::map<std::string, uint64_t> problems;
   bool complete = false;
+  std::string formats_source;
 };
 
 Summary Report(const std::string& path) {
@@ -156,6 +162,7 @@ Summary Report(const std::string& path) {
   auto reader = OpenTraceReader(path);
   EXPECT_TRUE(reader.ok()) << reader.status();
   if (!reader.ok()) return s;
+  s.formats_source = (*reader)->FormatsSource();
   ReportOptions ro;
   ro.input = path;
   ro.threads = 1;
@@ -232,6 +239,39 @@ TEST_P(PerfInflateTest, ACompressedFileReadsAsThePlainOneItWasMadeFrom) {
   EXPECT_TRUE(got.complete);
 }
 
+TEST_P(PerfInflateTest, ARecordSplitAcrossARoundMarkIsPutTogether) {
+  // Round marks fall inside records of the stream: a record's bytes come before and after one.
+  const std::string z = Compress(plain_, GetParam(), 1000, 300, /*across_rounds=*/true);
+  const Summary got = Report(Write("across.data", z));
+  EXPECT_EQ(got.groups, want_.groups);
+  EXPECT_EQ(got.events, want_.events);
+  EXPECT_EQ(got.reader_events, want_.reader_events);
+  EXPECT_TRUE(got.problems.empty()) << got.problems.begin()->first;
+}
+
+TEST_P(PerfInflateTest, AFileCutInsideACompressedRecordKeepsOnlyWholeRecords) {
+  const std::string z = Compress(plain_, GetParam(), 1000, 300);
+  perf::FileHeader h;
+  std::memcpy(&h, z.data(), sizeof(h));
+  // Cut inside a compressed record about 60% into the data.
+  uint64_t pos = h.data.offset;
+  const uint64_t target = h.data.offset + h.data.size * 6 / 10;
+  for (;;) {
+    perf::EventHeader eh;
+    std::memcpy(&eh, z.data() + pos, sizeof(eh));
+    if (pos >= target && (eh.type == perf::kRecordCompressed || eh.type == kCompressed2)) break;
+    pos += eh.size;
+  }
+  Summary got = Report(Write("cut.data", z.substr(0, pos + 100)));
+  EXPECT_GT(got.problems[kProblemFileCut], 0u);
+  EXPECT_FALSE(got.complete);
+  EXPECT_GT(got.reader_events, want_.reader_events / 2);
+  EXPECT_LT(got.reader_events, want_.reader_events);
+  // Nothing but the plain file's own events: every event kind counted no more than there.
+  for (size_t k = 0; k < got.events.size(); ++k) EXPECT_LE(got.events[k], want_.events[k]) << k;
+  EXPECT_EQ(got.problems.count("short_record"), 0u);
+}
+
 TEST_P(PerfInflateTest, TheInflatedFileIsThePlainFileByteForByteButForTheFeature) {
   // Pieces end at record boundaries here, so every record of the data comes back in place.
   const std::string z = Compress(plain_, GetParam(), 1 << 30, 60000);
@@ -294,6 +334,9 @@ TEST_P(PerfInflateTest, DamagedCompressedBytesAreCountedAndTheDataBeforeThemKept
   }
   Summary got = Report(Write("damaged.data", z));
   EXPECT_EQ(got.problems["perf_compressed_damaged"], 1u);
+  // The feature sections after the data (perf's layout, as Compress writes) are kept: the
+  // events are decoded with the file's own formats.
+  EXPECT_EQ(got.formats_source, "file");
   EXPECT_FALSE(got.complete);
   EXPECT_GT(got.reader_events, want_.reader_events / 4);
   EXPECT_LT(got.reader_events, want_.reader_events);
@@ -315,6 +358,13 @@ TEST_P(PerfInflateTest, AKilledPerfRecordZIsReadToItsEnd) {
   EXPECT_EQ(got.reader_events, want_.reader_events);
   EXPECT_EQ(got.events, want_.events);
   EXPECT_EQ(got.problems[kProblemUnfinishedFile], 1u);
+  // Not iotrace's to finish: recover says so and leaves the file as it is.
+  const std::string path = Write("killed2.data", killed);
+  const absl::StatusOr<PerfDataRecovery> rec = RecoverPerfData(path);
+  ASSERT_FALSE(rec.ok());
+  EXPECT_NE(rec.status().message().find("perf record did not finish it"), std::string::npos)
+      << rec.status();
+  EXPECT_TRUE(Slurp(path) == killed);
 }
 
 TEST_P(PerfInflateTest, APipeModeStreamOfPerfRecordZIsInflatedToo) {
@@ -395,6 +445,22 @@ TEST(PerfNeverFinishedTest, AFinishedFileWithoutRecordsIsNotAKilledOne) {
   perf::FileHeader none = h;
   none.features[0] = 0;
   EXPECT_TRUE(perf::NeverFinished(ByteView(killed.data(), killed.size()), none, sizeof(h)));
+  // iotrace's layout: the sections before the data, the table at the data offset.
+  std::string before(sizeof(perf::FileHeader), '\0');
+  before.append("host\0\0\0\0", 8);
+  perf::FileHeader ih;
+  ih.data = {sizeof(ih) + 8, 0};
+  ih.features[0] = uint64_t{1} << perf::kFeatHostname;
+  const perf::FileSection early{sizeof(ih), 8};
+  Put(&before, &early, sizeof(early));
+  std::memcpy(before.data(), &ih, sizeof(ih));
+  EXPECT_FALSE(perf::NeverFinished(ByteView(before.data(), before.size()), ih, sizeof(ih)));
+  // A section that overlaps the table is no section: the "table" is records.
+  perf::FileHeader overlap = ih;
+  std::string o = before;
+  const perf::FileSection into{sizeof(ih) + 8, 16};
+  std::memcpy(o.data() + sizeof(ih) + 8, &into, sizeof(into));
+  EXPECT_TRUE(perf::NeverFinished(ByteView(o.data(), o.size()), overlap, sizeof(ih)));
   // A header whose data has a size is finished, whatever follows.
   perf::FileHeader sized = h;
   sized.data.size = 48;

@@ -113,6 +113,7 @@ enum RecordType : uint32_t {
   kRecordHeaderFeature = 80,
   kRecordCompressed = 81,
   kRecordFinishedInit = 82,
+  kRecordCompressed2 = 83,  // perf 2025: aligned, with the size of its zstd bytes
 };
 
 // PERF_RECORD_MISC_COMM_EXEC: the COMM record comes from an exec.
@@ -194,8 +195,9 @@ inline constexpr uint64_t Align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
 // a data size of 0, and again with the sizes at the end; killed in between, the file's records
 // run from the data offset to its end. iotrace's first header has no feature bits; perf's has
 // those it meant to write, but no feature table follows. (A finished recording that holds no
-// record has a data size of 0 too: its feature table lies at the data offset, every section
-// it names in the file after the table.) `file` is the whole file, `hsize` its header's size.
+// record has a data size of 0 too: its feature table lies at the data offset, every section it
+// names in the file and clear of the table: after it as perf writes them, before the data as
+// iotrace does.) `file` is the whole file, `hsize` its header's size.
 bool NeverFinished(ByteView file, const FileHeader& h, uint64_t hsize);
 
 }  // namespace iotrace::perf

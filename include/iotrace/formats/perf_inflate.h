@@ -30,8 +30,8 @@ namespace iotrace {
 // at a time, in file order.
 class PerfRecordInflater {
  public:
-  // `budget`: the most bytes the stream may inflate to (a crafted record could claim terabytes
-  // from a few bytes); 64 MiB + 1024 x `compressed_size` is far beyond any real ratio.
+  // The stream may inflate to 64 MiB + 1024 x `compressed_size` bytes at most, far beyond any
+  // real ratio (a crafted record could claim terabytes from a few bytes).
   explicit PerfRecordInflater(uint64_t compressed_size);
   ~PerfRecordInflater();
   PerfRecordInflater(const PerfRecordInflater&) = delete;
@@ -41,10 +41,14 @@ class PerfRecordInflater {
   // bytes into `*payload` (empty with a null data pointer when its stated size is wrong).
   static bool IsCompressed(ByteView data, uint64_t pos, uint32_t type, uint16_t size,
                            ByteView* payload);
-  // Appends what the next record's zstd bytes hold to `*out`. False when they are damaged, hold
-  // more than 64 MiB (one record holds a piece of a ring buffer, ~1 MiB inflated) or take the
-  // stream past its budget: the stream cannot go on.
+  // Appends the whole records that the next compressed record's zstd bytes complete to `*out`;
+  // a record they end inside is held until a later one completes it (perf's own records between
+  // batches, such as round marks, then go before it, as in perf's reader). False when they are
+  // damaged, hold more than 64 MiB (one record holds a piece of a ring buffer, ~1 MiB inflated)
+  // or take the stream past its budget: the stream cannot go on.
   bool Inflate(ByteView payload, std::string* out);
+  // Bytes of a record begun and not finished (at the end: a record the data lost the rest of).
+  size_t held() const { return held_.size(); }
 
   uint64_t records() const { return records_; }
   uint64_t compressed_bytes() const { return compressed_bytes_; }
@@ -53,6 +57,7 @@ class PerfRecordInflater {
  private:
   struct Context;
   std::unique_ptr<Context> ctx_;
+  std::string held_;
   uint64_t budget_;
   uint64_t records_ = 0;
   uint64_t compressed_bytes_ = 0;
@@ -70,14 +75,16 @@ struct PerfInflation {
   uint64_t inflated_bytes = 0;      // what those bytes held
   int level = -1;                   // the compressed feature's zstd level (-1: not known)
   // 1 when a compressed record could not be inflated (its zstd bytes are damaged, or inflate to
-  // far more than any real ratio): the data from it on is left out, and the plain file's data
-  // section says it runs past the end, so that the reader counts a cut file, not a short one.
+  // far more than any real ratio): the data from it on is left out (the caller shows every
+  // CPU's data ending there), the feature sections after it kept.
   uint64_t damaged = 0;
+  // 1 when the data ends inside a record that compressed records began: left out.
+  uint64_t partial_record = 0;
 };
 
 // Writes the plain perf.data equivalent of `file` to the (empty) file open at `fd`.
-// InvalidArgument when the header is not one this can write again (the reader then reports
-// it as it is); Unimplemented for a compression other than zstd. `release(offset)`, when given,
+// InvalidArgument when the header is not one this can write again; Unimplemented for a
+// compression other than zstd. `release(offset)`, when given,
 // is called once the bytes of `file` before `offset` are no longer needed.
 absl::Status InflatePerfData(ByteView file, int fd, PerfInflation* result,
                              const std::function<void(uint64_t)>& release = {});
