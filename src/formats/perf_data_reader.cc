@@ -983,7 +983,7 @@ absl::Status PerfDataReader::ParseFeatures(const perf::FileHeader& h) {
   int index = 0;
   uint64_t previous_end = 0;  // perf and iotrace write the sections one after the other
   for (int feature = 0; feature < perf::kFeatBits; ++feature) {
-    if (!(h.features[feature / 64] >> (feature % 64) & 1)) continue;
+    if (!perf::HasFeature(h, feature)) continue;
     perf::FileSection s;
     std::memcpy(&s, base_ + table.offset + sizeof(s) * index++, sizeof(s));
     if (!Fits(s, file_size_)) {
@@ -1000,10 +1000,9 @@ absl::Status PerfDataReader::ParseFeatures(const perf::FileHeader& h) {
     }
     previous_end = s.offset + s.size;
     if (feature == perf::kFeatCompressed) {
-      return WithHint(
-          absl::UnimplementedError(absl::StrFormat(
-              "read %s: compressed perf.data (perf record -z) is not supported", path_)),
-          "re-record without -z");
+      // (OpenTraceReader inflates such a file first: perf_inflate.h.)
+      return absl::UnimplementedError(absl::StrFormat(
+          "read %s: compressed perf.data (perf record -z) must be inflated first", path_));
     }
     if (feature == perf::kFeatTracingData) {
       auto decoded = DecodeTracingData(ByteView(base_ + s.offset, s.size), /*keep_kallsyms=*/false);

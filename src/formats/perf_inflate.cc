@@ -52,10 +52,6 @@ bool ReadLayout(ByteView file, Layout* l) {
   return true;
 }
 
-bool HasFeature(const perf::FileHeader& h, int feature) {
-  return (h.features[feature / 64] >> (feature % 64) & 1) != 0;
-}
-
 }  // namespace
 
 struct PerfRecordInflater::Context {
@@ -171,7 +167,7 @@ class Inflater {
 
  private:
   absl::Status ReadCompressionFeature() {
-    if (!HasFeature(l_.header, perf::kFeatCompressed) || l_.cut) return absl::OkStatus();
+    if (!perf::HasFeature(l_.header, perf::kFeatCompressed) || l_.cut) return absl::OkStatus();
     const perf::FileSection* s = FeatureSection(perf::kFeatCompressed);
     uint32_t fields[5] = {};  // version, type, level, ratio, mmap_len
     if (s == nullptr || s->size < sizeof(fields) || s->offset > file_.size ||
@@ -189,9 +185,9 @@ class Inflater {
 
   // The entry of `feature` in the feature table (nullptr: not in the file).
   const perf::FileSection* FeatureSection(int feature) {
-    if (!HasFeature(l_.header, feature)) return nullptr;
+    if (!perf::HasFeature(l_.header, feature)) return nullptr;
     int index = 0;
-    for (int f = 0; f < feature; ++f) index += HasFeature(l_.header, f);
+    for (int f = 0; f < feature; ++f) index += perf::HasFeature(l_.header, f);
     const uint64_t at = l_.data_end + uint64_t(index) * sizeof(perf::FileSection);
     if (!LoadAt(file_, at, &section_)) return nullptr;
     return &section_;
@@ -228,12 +224,9 @@ class Inflater {
   // The feature table and sections after the new data, without the compressed feature; a
   // section cut off by the end of the file stays cut off (and those after it beyond the end).
   absl::Status CopyFeatures(perf::FileHeader* h) {
-    std::vector<int> features;
-    for (int f = 0; f < perf::kFeatBits; ++f) {
-      if (HasFeature(*h, f)) features.push_back(f);
-    }
     std::vector<perf::FileSection> in_file;
-    for (int f : features) {
+    for (int f = 0; f < perf::kFeatBits; ++f) {
+      if (!perf::HasFeature(*h, f)) continue;
       const perf::FileSection* s = FeatureSection(f);
       if (s == nullptr) {
         // The table itself is cut off: none is written, and the reader counts the features cut.
@@ -293,7 +286,7 @@ class Inflater {
 bool PerfDataIsCompressed(ByteView file) {
   Layout l;
   if (!ReadLayout(file, &l)) return false;
-  if (!l.unfinished) return HasFeature(l.header, perf::kFeatCompressed);
+  if (!l.unfinished) return perf::HasFeature(l.header, perf::kFeatCompressed);
   // The kernel's records of a -z recording are compressed from the first drain of the rings
   // on, so one comes before the first round mark; only perf's synthesized records (comm, mmap:
   // megabytes on a busy machine) precede it. A killed plain recording (iotrace's own, most

@@ -109,10 +109,14 @@ class PipeConverter {
   }
 
  private:
+  // The writer, as soon as the attrs and the tracing data have gone by.
+  absl::Status CreateWriterOnceKnown() {
+    if (writer_ != nullptr || events_.empty() || tracing_.empty()) return absl::OkStatus();
+    return CreateWriter();
+  }
+
   absl::Status AddRecord(uint64_t begin, uint64_t end) {
-    if (writer_ == nullptr && !events_.empty() && !tracing_.empty()) {
-      IOTRACE_RETURN_IF_ERROR(CreateWriter());
-    }
+    IOTRACE_RETURN_IF_ERROR(CreateWriterOnceKnown());
     if (!runs_.empty() && runs_.back().first != kInflated && runs_.back().second == begin &&
         begin - runs_.back().first < kMaxRun) {
       runs_.back().second = end;
@@ -126,9 +130,7 @@ class PipeConverter {
   // Records inflated from a compressed one: after the runs before them (kept until the writer
   // exists, as runs are).
   absl::Status AddInflated(std::string records) {
-    if (writer_ == nullptr && !events_.empty() && !tracing_.empty()) {
-      IOTRACE_RETURN_IF_ERROR(CreateWriter());
-    }
+    IOTRACE_RETURN_IF_ERROR(CreateWriterOnceKnown());
     if (writer_ != nullptr) {
       IOTRACE_RETURN_IF_ERROR(Flush());
       return writer_->AppendData(ByteView(records.data(), records.size()));

@@ -113,11 +113,11 @@ absl::StatusOr<std::unique_ptr<TraceReader>> OpenPipePerfData(int fd, const std:
 
 // perf record -z: the data inflated into an unlinked scratch file (perf_inflate.h), which the
 // in-place reader then maps through /proc/self/fd.
+// `map`: the whole file, mapped.
 absl::StatusOr<std::unique_ptr<TraceReader>> OpenCompressedPerfData(
-    int fd, const std::string& path, uint64_t size, const PerfReadOptions& options) {
-  void* addr = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (addr == MAP_FAILED) return ErrnoError(errno, "mmap", path);
-  UniqueMapping map(addr, size);
+    UniqueMapping map, const std::string& path, const PerfReadOptions& options) {
+  void* const addr = map.addr();
+  const uint64_t size = map.size();
   std::string where;
   IOTRACE_ASSIGN_OR_RETURN(UniqueFd tmp, OpenScratchFile(&where));
   PerfInflation inf;
@@ -151,8 +151,7 @@ absl::StatusOr<std::unique_ptr<TraceReader>> OpenCompressedPerfData(
 // Whether a perf.data header may need OpenCompressedPerfData: it has the compressed feature, or
 // no data size (a recording that never finished, whose records tell).
 bool MayBeCompressed(const perf::FileHeader& h) {
-  return (h.features[perf::kFeatCompressed / 64] >> (perf::kFeatCompressed % 64) & 1) != 0 ||
-         h.data.size == 0;
+  return perf::HasFeature(h, perf::kFeatCompressed) || h.data.size == 0;
 }
 
 // Standard input copied into an unlinked scratch file; its /proc/self/fd path names it.
@@ -213,9 +212,10 @@ absl::StatusOr<std::unique_ptr<TraceReader>> OpenTraceReader(
       const uint64_t size = static_cast<uint64_t>(st.st_size);
       void* addr = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
       if (addr != MAP_FAILED) {
-        const bool compressed = PerfDataIsCompressed(ByteView(addr, size));
-        munmap(addr, size);
-        if (compressed) return OpenCompressedPerfData(fd.get(), shown, size, options);
+        UniqueMapping map(addr, size);
+        if (PerfDataIsCompressed(ByteView(addr, size))) {
+          return OpenCompressedPerfData(std::move(map), shown, options);
+        }
       }
     }
     return OpenPerfData(path, options);

@@ -37,6 +37,22 @@ constexpr char kPrefix[] = "iotrace_perf_inflate";
 
 void Put(std::string* out, const void* p, size_t n) { out->append(static_cast<const char*>(p), n); }
 
+// Each feature's section bytes, by feature (from the table after the data).
+std::map<int, std::string> FeatureBytes(const std::string& file) {
+  perf::FileHeader h;
+  std::memcpy(&h, file.data(), sizeof(h));
+  std::map<int, std::string> out;
+  uint64_t at = h.data.offset + h.data.size;
+  for (int f = 0; f < perf::kFeatBits; ++f) {
+    if (!perf::HasFeature(h, f)) continue;
+    perf::FileSection s;
+    std::memcpy(&s, file.data() + at, sizeof(s));
+    at += sizeof(s);
+    out[f] = file.substr(s.offset, s.size);
+  }
+  return out;
+}
+
 // What perf record -z writes, made from a plain perf.data: the data's records pushed through
 // one zstd stream in pieces of `piece` bytes (which end inside records, as perf's pushes of a
 // ring that wrapped do), each piece's output in compressed records of `type` (81 or 83) no
@@ -105,16 +121,7 @@ std::string Compress(const std::string& plain, uint32_t type, size_t piece, size
 
   // The feature table again, with the compressed feature (version, type zstd, level, ratio,
   // mmap_len) in its place among the others.
-  std::vector<int> features;
-  for (int f = 0; f < perf::kFeatBits; ++f) {
-    if ((h.features[f / 64] >> (f % 64) & 1) != 0) features.push_back(f);
-  }
-  std::map<int, std::string> sections;
-  for (size_t i = 0; i < features.size(); ++i) {
-    perf::FileSection s;
-    std::memcpy(&s, plain.data() + data_end + i * sizeof(s), sizeof(s));
-    sections[features[i]] = plain.substr(s.offset, s.size);
-  }
+  std::map<int, std::string> sections = FeatureBytes(plain);
   const uint32_t comp[5] = {1, 1, 3, 10, 528384};
   sections[perf::kFeatCompressed] = std::string(reinterpret_cast<const char*>(comp), sizeof(comp));
   h.features[perf::kFeatCompressed / 64] |= uint64_t{1} << (perf::kFeatCompressed % 64);
@@ -127,22 +134,6 @@ std::string Compress(const std::string& plain, uint32_t type, size_t piece, size
   }
   for (const auto& [f, bytes] : sections) out += bytes;
   std::memcpy(out.data(), &h, sizeof(h));
-  return out;
-}
-
-// Each feature's section bytes, by feature (from the table after the data).
-std::map<int, std::string> FeatureBytes(const std::string& file) {
-  perf::FileHeader h;
-  std::memcpy(&h, file.data(), sizeof(h));
-  std::map<int, std::string> out;
-  uint64_t at = h.data.offset + h.data.size;
-  for (int f = 0; f < perf::kFeatBits; ++f) {
-    if ((h.features[f / 64] >> (f % 64) & 1) == 0) continue;
-    perf::FileSection s;
-    std::memcpy(&s, file.data() + at, sizeof(s));
-    at += sizeof(s);
-    out[f] = file.substr(s.offset, s.size);
-  }
   return out;
 }
 
@@ -391,24 +382,18 @@ TEST_P(PerfInflateTest, APipeModeStreamOfPerfRecordZIsInflatedToo) {
     pipe.append(z, ids.offset, ids.size);
   }
   // HEADER_TRACING_DATA: the feature section's bytes after the record, padded to 8.
-  std::vector<int> features;
-  for (int f = 0; f < perf::kFeatBits; ++f) {
-    if ((h.features[f / 64] >> (f % 64) & 1) != 0) features.push_back(f);
-  }
-  const auto it = std::find(features.begin(), features.end(), perf::kFeatTracingData);
-  ASSERT_NE(it, features.end());
-  perf::FileSection td;
-  std::memcpy(&td, z.data() + h.data.offset + h.data.size + (it - features.begin()) * sizeof(td),
-              sizeof(td));
+  const std::map<int, std::string> features = FeatureBytes(z);
+  ASSERT_TRUE(features.count(perf::kFeatTracingData));
+  const std::string& td = features.at(perf::kFeatTracingData);
   perf::EventHeader eh;
   eh.type = perf::kRecordHeaderTracingData;
   eh.size = sizeof(eh) + 8;
   Put(&pipe, &eh, sizeof(eh));
-  const uint32_t td_size = static_cast<uint32_t>(td.size), pad = 0;
+  const uint32_t td_size = static_cast<uint32_t>(td.size()), pad = 0;
   Put(&pipe, &td_size, 4);
   Put(&pipe, &pad, 4);
-  pipe.append(z, td.offset, td.size);
-  pipe.append(perf::Align8(td.size) - td.size, '\0');
+  pipe += td;
+  pipe.append(perf::Align8(td.size()) - td.size(), '\0');
   pipe.append(z, h.data.offset, h.data.size);
   const Summary got = Report(Write("pipe.data", pipe));
   EXPECT_EQ(got.groups, want_.groups);

@@ -191,6 +191,11 @@ int TrailerIdPos(uint64_t sample_type);
 // Rounds up to a multiple of 8, the alignment of every record in a perf ring.
 inline constexpr uint64_t Align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
 
+// Whether bit `feature` (Feature) of the header's feature bitmap is set.
+inline bool HasFeature(const FileHeader& h, int feature) {
+  return (h.features[feature / 64] >> (feature % 64) & 1) != 0;
+}
+
 // A recording that never finished: perf record and iotrace record write the header first with
 // a data size of 0, and again with the sizes at the end; killed in between, the file's records
 // run from the data offset to its end. iotrace's first header has no feature bits; perf's has
