@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git python3
-  libtracefs-dev libtraceevent-dev libabsl-dev libzstd-dev zlib1g-dev libcpp-httplib-dev
+  libtracefs-dev libtraceevent-dev libabsl-dev libzstd-dev zlib1g-dev liburing-dev libcpp-httplib-dev
   libgtest-dev googletest libbenchmark-dev protobuf-compiler
   linux-perf trace-cmd fio util-linux e2fsprogs
 )

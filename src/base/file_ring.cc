@@ -255,6 +255,7 @@ uint64_t FileRing::FillSlow(uint64_t offset, uint64_t want) {
     uint64_t target = std::min(end_, std::max(need, filled_ + step_));
     if (need - released_ > capacity()) Grow(need - released_ + step_);
     target = std::min(target, released_ + capacity());
+    if (group_ != nullptr && async_ == nullptr && filled_ < target) group_->FillWith(this, target);
     while (filled_ < target) {
       const ssize_t n =
           ReadInto(fd_, const_cast<uint8_t*>(base_), mask_, mirror_, filled_, target - filled_);
@@ -291,6 +292,51 @@ bool FileRing::Grow(uint64_t size) {
   base_ = base;
   mask_ = mask;
   return true;
+}
+
+void FileRingGroup::Add(FileRing* ring) {
+  if (batch_ == nullptr) return;  // nothing to gain: each reads alone, as without a group
+  ring->group_ = this;
+  rings_.push_back(ring);
+}
+
+void FileRingGroup::FillWith(FileRing* ring, uint64_t target) {
+  if (batch_->broken()) return;
+  reads_.clear();
+  readers_.clear();
+  // One read a ring, up to its end (a read that would wrap stops there; the rest comes later).
+  auto add = [&](FileRing* r, uint64_t upto) {
+    const uint64_t p = r->filled_ & r->mask_;
+    const uint64_t len =
+        std::min<uint64_t>({upto - r->filled_, r->mask_ + 1 - p, uint64_t{1} << 30});
+    BatchReader::Read rd;
+    rd.fd = r->fd_;
+    rd.buf = const_cast<uint8_t*>(r->base_) + p;
+    rd.len = static_cast<uint32_t>(len);
+    rd.offset = r->filled_;
+    reads_.push_back(rd);
+    readers_.push_back(r);
+  };
+  add(ring, target);
+  for (FileRing* r : rings_) {
+    if (r == ring || r->group_ != this || r->async_ != nullptr || !r->error_.empty() ||
+        r->base_ == nullptr || r->filled_ >= r->end_ || r->filled_ < r->released_) {
+      continue;
+    }
+    const uint64_t room = r->released_ + r->capacity() - r->filled_;
+    if (room < r->step_) continue;  // a small read: wait until it is worth one
+    add(r, std::min(r->end_, r->filled_ + room));
+  }
+  batch_->Run(absl::MakeSpan(reads_));
+  for (size_t i = 0; i < reads_.size(); ++i) {
+    // A failed or short read is left to the ring's own pread, which says what went wrong.
+    if (reads_[i].result <= 0) continue;
+    FileRing* r = readers_[i];
+    const uint64_t n = static_cast<uint64_t>(reads_[i].result);
+    Mirror(const_cast<uint8_t*>(r->base_), r->mask_, r->mirror_, r->filled_ & r->mask_, n);
+    r->filled_ += n;
+    ++batched_reads_;
+  }
 }
 
 }  // namespace iotrace

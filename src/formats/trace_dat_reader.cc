@@ -12,6 +12,7 @@
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -22,6 +23,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "iotrace/base/batch_read.h"
 #include "iotrace/base/fd.h"
 #include "iotrace/base/file_ring.h"
 #include "iotrace/base/loser_tree.h"
@@ -48,6 +50,10 @@ constexpr size_t kRingBudget = size_t{16} << 20;
 constexpr size_t kCallerRingBudget = size_t{4} << 20;
 // Streams read ahead on threads of their own, at most (see ReadAll).
 constexpr size_t kMaxReadAheadStreams = 4;
+// From this many rings read in the caller's thread, they refill together (FileRingGroup), up to
+// this many reads a system call.
+constexpr size_t kGroupRings = 8;
+constexpr unsigned kGroupDepth = 128;
 constexpr int kMaxOptionSections = 1024;
 
 // One CPU of one buffer instance.
@@ -1117,6 +1123,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   // The rings read in this thread, side by side in one mapping (huge pages where it is 2 MiB
   // or more; see FileRing::Create). Declared before the cursors: it outlives their rings.
   UniqueMapping ring_memory;
+  std::unique_ptr<FileRingGroup> group;  // also before the cursors
   std::vector<Cursor> cursors;
   cursors.reserve(streams_.size());
   // Read ahead: the streams long enough to gain from a thread of their own (more than half
@@ -1183,6 +1190,13 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
         c.ring, FileRing::Create(DataFd(s), c.page_off, c.end_off, capacity, bytes / 2,
                                  s.layout.page_size, memory));
     if (stream_ahead) c.ring.StartReadAhead();  // false: read in this thread, as without
+  }
+  if (streams_.size() - (ahead ? long_streams : 0) >= kGroupRings) {
+    absl::StatusOr<std::unique_ptr<BatchReader>> batch = BatchReader::Create(kGroupDepth);
+    group = std::make_unique<FileRingGroup>(batch.ok() ? *std::move(batch) : nullptr);
+    for (Cursor& c : cursors) {
+      if (!c.ring.reading_ahead()) group->Add(&c.ring);
+    }
   }
 
   // A loser tree over the cursors' (timestamp, stream order): ties go to the lower CPU, as in

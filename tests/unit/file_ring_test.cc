@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "iotrace/base/batch_read.h"
 #include "iotrace/base/fd.h"
 
 namespace iotrace {
@@ -249,6 +251,95 @@ TEST_P(FileRingTest, RingsSideBySideInTheCallersMemory) {
     EXPECT_TRUE(Same(rings[i], pos[i], 2000)) << "ring " << i;
     EXPECT_TRUE(rings[i].error().empty()) << rings[i].error();
   }
+}
+
+// Rings in a group (FileRingGroup) refill together: each still reads only its own stretch into
+// its own share, the ones reading ahead on a thread are left alone, a ring that grows is read
+// where it moved, and the reads take a fraction of the system calls.
+TEST_P(FileRingTest, GroupedRingsReadTheirOwnBytesInFewCalls) {
+  absl::StatusOr<std::unique_ptr<BatchReader>> batch = BatchReader::Create(64);
+  if (!batch.ok()) GTEST_SKIP() << "no io_uring here: " << batch.status();
+  constexpr size_t kCapacity = 8 << 10, kSpan = 4096;
+  const size_t each = FileRing::MemoryFor(kCapacity, kSpan);
+  constexpr int kRings = 12;
+  constexpr uint64_t kStretch = kSize / kRings;
+  auto memory = MapHugeAnonymous(kRings * each + 1);
+  ASSERT_TRUE(memory.ok()) << memory.status();
+  uint8_t* base = static_cast<uint8_t*>(memory->addr());
+  base[kRings * each] = 0xa5;
+  FileRingGroup group(*std::move(batch));
+  std::vector<FileRing> rings;
+  rings.reserve(kRings);  // the group knows them by address
+  std::vector<uint64_t> pos;
+  for (int i = 0; i < kRings; ++i) {
+    const uint64_t begin = i * kStretch;
+    auto made = FileRing::Create(fd_.get(), begin, begin + kStretch, kCapacity, kCapacity / 2,
+                                 kSpan, base + i * each);
+    ASSERT_TRUE(made.ok()) << made.status();
+    rings.push_back(std::move(*made));
+    // With the parameter, every third ring reads ahead on a thread: the group leaves it alone.
+    if (GetParam() && i % 3 == 0) ASSERT_TRUE(rings.back().StartReadAhead());
+    group.Add(&rings.back());
+    pos.push_back(begin);
+  }
+  uint64_t fills = 0;
+  for (int step = 0; step < 400; ++step) {
+    for (int i = 0; i < kRings; ++i) {
+      const uint64_t size = 1000 + (step * 7 + i * 13) % 3000;
+      if (pos[i] + size > (i + 1) * kStretch) continue;
+      // Ring 5 holds on to its records from step 20 to 30: it grows, away from the memory.
+      if (i != 5 || step < 20 || step >= 30) rings[i].Release(pos[i]);
+      ASSERT_GE(rings[i].Fill(pos[i], size), size);
+      ++fills;
+      const uint8_t* at = rings[i].At(pos[i]);
+      if (rings[i].capacity() == kCapacity) {
+        ASSERT_TRUE(at >= base + i * each && at + size <= base + (i + 1) * each)
+            << "ring " << i << " reads outside its share";
+      }
+      ASSERT_TRUE(Same(rings[i], pos[i], size)) << "ring " << i << " at " << pos[i];
+      pos[i] += size;
+    }
+  }
+  EXPECT_EQ(base[kRings * each], 0xa5) << "a ring wrote past its share";
+  EXPECT_GT(rings[5].capacity(), kCapacity) << "ring 5 did not grow: the test lost its point";
+  for (const FileRing& r : rings) EXPECT_TRUE(r.error().empty()) << r.error();
+  // 12 stretches of 256 KiB through 8 KiB rings: ~770 refills, nearly all through the group,
+  // several a call.
+  EXPECT_GT(group.batched_reads(), GetParam() ? 400u : 600u);
+  EXPECT_LT(group.calls() * 3, group.batched_reads())
+      << group.calls() << " calls for " << group.batched_reads() << " reads";
+}
+
+// A read that fails in the group is left to the ring's own pread, which says why.
+TEST_P(FileRingTest, AGroupedRingStillSaysTheFileShrank) {
+  absl::StatusOr<std::unique_ptr<BatchReader>> batch = BatchReader::Create(8);
+  if (!batch.ok()) GTEST_SKIP() << "no io_uring here: " << batch.status();
+  FileRingGroup group(*std::move(batch));
+  FileRing a = Make(0, 64 << 10, 16 << 10);
+  FileRing b = Make(1 << 20, 64 << 10, 16 << 10);
+  group.Add(&a);
+  group.Add(&b);
+  ASSERT_EQ(::truncate(path_.c_str(), (1 << 20) + 100000), 0);
+  uint64_t pa = 0, pb = 1 << 20;
+  bool b_ended = false;
+  for (int i = 0; i < 200; ++i) {
+    a.Release(pa);
+    ASSERT_GE(a.Fill(pa, 4096), 4096u);
+    ASSERT_TRUE(Same(a, pa, 4096));
+    pa += 4096;
+    if (b_ended) continue;
+    b.Release(pb);
+    if (b.Fill(pb, 4096) < 4096) {
+      b_ended = true;
+      continue;
+    }
+    ASSERT_TRUE(Same(b, pb, 4096));
+    pb += 4096;
+  }
+  EXPECT_TRUE(b_ended);
+  EXPECT_GE(pb, (1u << 20) + 90000);
+  EXPECT_NE(b.error().find("ends at offset 1148576"), std::string::npos) << b.error();
+  EXPECT_TRUE(a.error().empty()) << a.error();
 }
 
 INSTANTIATE_TEST_SUITE_P(ReadAhead, FileRingTest, ::testing::Bool(),
