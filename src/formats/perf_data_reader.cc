@@ -10,6 +10,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -20,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "iotrace/base/batch_read.h"
 #include "iotrace/base/fd.h"
 #include "iotrace/base/file_ring.h"
 #include "iotrace/base/prefetch.h"
@@ -393,12 +395,22 @@ class PerfDataReader final : public TraceReader {
     // once its cursor is far behind the scan, so that the ring need not hold the rounds between
     // them. Each run is read in order, a block at a time; a record across a block's end starts
     // the next read, and one larger than a block gets a block of the largest record size.
+    //
+    // With many runs far at once (a round of a many-CPU recording: 256 runs), each far run also
+    // has a block read ahead, the bytes after its block's, and a run that must read fills every
+    // empty one in the same system call (BatchReader): at 256 CPUs a run then moves on to its
+    // next block without a call of its own, and ~39 k preads of 8 KiB become a few hundred calls.
+    // A record across the two blocks' seam is copied in front of the ahead block's bytes (into
+    // kHeadroom bytes kept free there): the block a run reads from is always contiguous.
     struct RunBytes {
-      uint8_t* block = nullptr;  // from the pool; null: none
-      uint64_t begin = 0;        // file offset of block[0]
-      uint64_t end = 0;          // of the byte after the last read
-      bool big = false;          // a kMaxRecordBytes block, not a far_block_bytes one
+      uint8_t* block = nullptr;       // from the pool; null: none
+      const uint8_t* data = nullptr;  // the byte at `begin`, within block
+      uint64_t begin = 0;             // file offset of data[0]
+      uint64_t end = 0;               // of the byte after the last read
+      bool big = false;               // a kMaxRecordBytes block, not a far_block_bytes one
+      uint32_t ahead = kNoAhead;      // its block read ahead, in aheads_
     };
+    static constexpr uint32_t kNoAhead = ~uint32_t{0};
     // Records below what the ring holds are read again from the file (rare: only records with
     // equal times are compared), each into a block of its own.
     bool SameRecord(uint64_t a, uint64_t b) {
@@ -437,6 +449,11 @@ class PerfDataReader final : public TraceReader {
     }
     void DropFar(RunBytes* run) {
       if (run->block != nullptr) (run->big ? free_big_ : free_blocks_).push_back(run->block);
+      if (run->ahead != kNoAhead) {
+        free_blocks_.push_back(aheads_[run->ahead].block);
+        aheads_[run->ahead] = Ahead{};
+        free_aheads_.push_back(run->ahead);
+      }
       *run = RunBytes{};
     }
 
@@ -446,41 +463,36 @@ class PerfDataReader final : public TraceReader {
       if (pos < run->begin || pos + sizeof(perf::EventHeader) > run->end) [[unlikely]] {
         if (!FarRead(pos, sizeof(perf::EventHeader), run)) return nullptr;
       }
-      const uint8_t* at = run->block + (pos - run->begin);
+      const uint8_t* at = run->data + (pos - run->begin);
       perf::EventHeader h;
       std::memcpy(&h, at, sizeof(h));
+      if (h.size < sizeof(h)) [[unlikely]] {
+        // Not what the scan read here (the file changed under the reader): the run ends.
+        ++far_errors_;
+        return nullptr;
+      }
       if (pos + h.size > run->end) [[unlikely]] {
         if (!FarRead(pos, h.size, run)) return nullptr;
-        at = run->block;
+        at = run->data;
       }
       return at;
     }
     // Fills the run's block from `pos`, at least `need` bytes (a block from the pool when it has
-    // none, or none that large).
+    // none, or none that large): from its block read ahead when that holds them, else read.
     [[gnu::noinline]] bool FarRead(uint64_t pos, uint64_t need, RunBytes* run) {
       const bool big = need > far_block_bytes_;
+      if (!big && run->ahead != kNoAhead && !run->big && TakeAhead(pos, need, run)) return true;
       if (run->block != nullptr && big && !run->big) DropFar(run);
       if (run->block == nullptr) {
-        auto& free = big ? free_big_ : free_blocks_;
-        if (free.empty()) {
-          if (!big && auto_far_blocks_ &&
-              (blocks_.size() + 1) * far_block_bytes_ > kAutoFarBlocksBytes) {
-            // More runs far at once than the size was chosen for (a file without round marks
-            // holds as many as its window): the blocks from now on are the smallest. (Blocks
-            // only shrink: every block in the pool holds a block of the size now.)
-            far_block_bytes_ = kMinAutoFarBlock;
-          }
-          blocks_.push_back(std::make_unique<uint8_t[]>(big ? kMaxRecordBytes : far_block_bytes_));
-          free.reserve(blocks_.size());
-          free.push_back(blocks_.back().get());
-        }
-        run->block = free.back();
+        run->block = TakeBlock(big);
         run->big = big;
-        free.pop_back();
       }
+      uint8_t* const dst = run->block + (run->big ? 0 : kHeadroom);
       const uint64_t want = std::min(run->big ? kMaxRecordBytes : far_block_bytes_,
                                      r_->data_end_ - std::min(pos, r_->data_end_));
-      const uint64_t got = PreadUpTo(r_->fd_.get(), run->block, want, pos);
+      const uint64_t got = run->big || !Batching(run) ? PreadUpTo(r_->fd_.get(), dst, want, pos)
+                                                      : ReadWithAheads(run, dst, want, pos);
+      run->data = dst;
       run->begin = pos;
       run->end = pos + got;
       if (got < need) {
@@ -489,6 +501,142 @@ class PerfDataReader final : public TraceReader {
       }
       return true;
     }
+
+    // A small block from the pool (its kHeadroom bytes first), or a big one.
+    uint8_t* TakeBlock(bool big) {
+      auto& free = big ? free_big_ : free_blocks_;
+      if (free.empty()) {
+        if (!big && auto_far_blocks_ &&
+            (blocks_.size() + 1) * far_block_bytes_ > kAutoFarBlocksBytes) {
+          // More runs far at once than the size was chosen for (a file without round marks
+          // holds as many as its window): the blocks from now on are the smallest. (Blocks
+          // only shrink: every block in the pool holds a block of the size now.)
+          far_block_bytes_ = std::min(far_block_bytes_, kMinAutoFarBlock);
+        }
+        blocks_.push_back(
+            std::make_unique<uint8_t[]>(big ? kMaxRecordBytes : kHeadroom + far_block_bytes_));
+        free.reserve(blocks_.size());
+        free.push_back(blocks_.back().get());
+      }
+      uint8_t* b = free.back();
+      free.pop_back();
+      return b;
+    }
+
+    // Whether `run` reads with blocks ahead: from kBatchFromBlocks blocks in the pool (many runs
+    // far at once), blocks of the smallest size, and where io_uring can be had; it then gets its
+    // ahead block.
+    bool Batching(RunBytes* run) {
+      if (batch_ == nullptr) {
+        // Only where the blocks are already the smallest (from ~90 CPUs, or a pool past 2 MiB):
+        // at 16 CPUs (43 KiB blocks) the 4 KiB ones of the batched reads made 0.30 -> 0.33 s.
+        if (batch_failed_ || blocks_.size() < kBatchFromBlocks ||
+            far_block_bytes_ > kMinAutoFarBlock) {
+          return false;
+        }
+        absl::StatusOr<std::unique_ptr<BatchReader>> b = BatchReader::Create(kBatchDepth);
+        if (!b.ok()) {
+          batch_failed_ = true;
+          return false;
+        }
+        batch_ = *std::move(b);
+        // Each far run now holds two blocks, and a call fills one for every run: blocks of
+        // 4 KiB keep what a call brings in the second-level cache until it is read (256 CPUs,
+        // 3 M events, one thread: 8 KiB 0.43 s, 4 KiB 0.42 s, and 22 in place of 28 MiB).
+        if (auto_far_blocks_) far_block_bytes_ = std::min(far_block_bytes_, kBatchBlockBytes);
+      }
+      if (batch_->broken() || run == &same_a_ || run == &same_b_) return false;
+      if (run->ahead == kNoAhead) {
+        if (free_aheads_.empty()) {
+          // Bounded: a file without round marks may keep ~1,000 runs far (8 MiB of blocks);
+          // the runs beyond these read alone, as without io_uring.
+          if (aheads_.size() >= kMaxAheads) return false;
+          aheads_.emplace_back();
+          // The lists that hold as many as there are blocks ahead: grown here, not when the
+          // runs end (no allocation while the merge drains).
+          free_aheads_.reserve(aheads_.capacity());
+          reads_.reserve(aheads_.capacity() + 1);
+          read_aheads_.reserve(aheads_.capacity());
+          free_aheads_.push_back(static_cast<uint32_t>(aheads_.size() - 1));
+        }
+        run->ahead = free_aheads_.back();
+        free_aheads_.pop_back();
+        aheads_[run->ahead].block = TakeBlock(false);
+      }
+      return true;
+    }
+
+    // Reads `want` bytes at `pos` into `dst` (the run's block), the run's ahead block after them,
+    // and every other empty ahead block, in one call. The bytes read into dst.
+    uint64_t ReadWithAheads(RunBytes* run, uint8_t* dst, uint64_t want, uint64_t pos) {
+      const int fd = r_->fd_.get();
+      reads_.clear();
+      read_aheads_.clear();
+      reads_.push_back({fd, dst, static_cast<uint32_t>(want), pos, 0});
+      Ahead& mine = aheads_[run->ahead];
+      mine.from = pos + want;
+      mine.end = mine.from;
+      mine.filled = false;
+      for (uint32_t i = 0; i < aheads_.size(); ++i) {
+        Ahead& a = aheads_[i];
+        if (a.block == nullptr || a.filled || a.from >= r_->data_end_) continue;
+        const uint64_t len = std::min(far_block_bytes_, r_->data_end_ - a.from);
+        reads_.push_back({fd, a.block + kHeadroom, static_cast<uint32_t>(len), a.from, 0});
+        read_aheads_.push_back(i);
+      }
+      batch_->Run(absl::MakeSpan(reads_));
+      for (size_t k = 0; k < read_aheads_.size(); ++k) {
+        const BatchReader::Read& rd = reads_[k + 1];
+        Ahead& a = aheads_[read_aheads_[k]];
+        if (rd.result <= 0) continue;  // left empty: the run reads itself when it gets there
+        a.end = a.from + static_cast<uint64_t>(rd.result);
+        a.filled = true;
+      }
+      uint64_t got = reads_[0].result > 0 ? static_cast<uint64_t>(reads_[0].result) : 0;
+      if (got < want) {
+        // Short or failed: read again alone (what PreadUpTo gets is what the file gives), and
+        // the ahead block does not follow on from it.
+        got = PreadUpTo(fd, dst, want, pos);
+        mine.filled = false;
+      }
+      return got;
+    }
+
+    // Moves `run` on to its ahead block when that holds [pos, pos + need) with the bytes before
+    // it from the run's block (at most kHeadroom of them, copied in front).
+    bool TakeAhead(uint64_t pos, uint64_t need, RunBytes* run) {
+      Ahead& a = aheads_[run->ahead];
+      if (!a.filled || a.from != run->end || pos < run->begin || pos > run->end ||
+          run->end - pos > kHeadroom || pos + need > a.end) {
+        return false;
+      }
+      const uint64_t tail = run->end - pos;
+      uint8_t* const data = a.block + kHeadroom - tail;
+      std::memcpy(data, run->data + (pos - run->begin), tail);
+      std::swap(run->block, a.block);  // the run's old block is the empty ahead now
+      run->data = data;
+      run->begin = pos;
+      run->end = a.end;
+      a.from = a.end;
+      a.end = a.from;
+      a.filled = false;
+      return true;
+    }
+
+    // A block read ahead for a run: the bytes [from, end) at block + kHeadroom once filled.
+    struct Ahead {
+      uint8_t* block = nullptr;  // null: the entry is free
+      uint64_t from = 0;
+      uint64_t end = 0;
+      bool filled = false;
+    };
+    // Bytes free before a small block's data: a record across the seam of a run's block and its
+    // ahead block moves there (longer ones are read again).
+    static constexpr uint64_t kHeadroom = 2048;
+    static constexpr size_t kBatchFromBlocks = 16;
+    static constexpr uint64_t kBatchBlockBytes = uint64_t{4} << 10;
+    static constexpr unsigned kBatchDepth = 256;
+    static constexpr size_t kMaxAheads = 512;
 
     static constexpr uint32_t kMaxCoveredCpu = 1 << 16;
     uint64_t records_ = 0;
@@ -518,6 +666,13 @@ class PerfDataReader final : public TraceReader {
     bool auto_far_blocks_ = false;
     std::vector<std::unique_ptr<uint8_t[]>> blocks_;
     std::vector<uint8_t*> free_blocks_;
+    // Blocks read ahead (see RunBytes), by RunBytes::ahead; reads made together.
+    std::vector<Ahead> aheads_;
+    std::vector<uint32_t> free_aheads_;
+    std::unique_ptr<BatchReader> batch_;
+    bool batch_failed_ = false;
+    std::vector<BatchReader::Read> reads_;
+    std::vector<uint32_t> read_aheads_;  // reads_[k + 1] is for aheads_[read_aheads_[k]]
     std::vector<uint8_t*> free_big_;
     RunBytes same_a_, same_b_;  // SameRecord's, for records below the ring
     // MayRepeat's (see there). kAnyRecord: a record other than an event, which may repeat or be

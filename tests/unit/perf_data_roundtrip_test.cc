@@ -142,6 +142,42 @@ TEST_F(PerfDataRoundTripTest, RoundsOfManyCpusLargerThanTheRingAreReadAgainFromT
   }
 }
 
+TEST_F(PerfDataRoundTripTest, ManyRunsReadAgainFromTheFileReadAheadTogether) {
+  // 256 busy CPUs, each drained every 4 ms: rounds of 256 runs, read through a 256 KiB ring, so
+  // that hundreds of runs read their records again from the file at once. With the default
+  // block size they read with blocks ahead, many a system call (BatchReader), and the pool
+  // passes the size at which its blocks shrink while they do: the reads must keep to each
+  // block's size and every record come out once, in order.
+  std::string path = Path("readahead");
+  test::SyntheticOptions o;
+  o.samples = 150000;
+  o.cpus = 256;
+  o.drain_interval_ns = 4000000;
+  o.drain_stagger_ns = 15000;
+  o.repeat_every = 7;
+  o.repeat_records = 1;
+  uint64_t repeated = 0;
+  o.repeated = &repeated;
+  std::vector<test::ExpectedEvent> expected;
+  ASSERT_TRUE(test::WriteSyntheticBlockFile(path, o, &expected).ok());
+  PerfReadOptions options;
+  options.read_ring_bytes = 256 << 10;
+  options.read_step_bytes = 16 << 10;
+  options.merge.release_step = 4096;
+  for (bool ahead : {false, true}) {
+    SCOPED_TRACE(ahead);
+    auto reader = OpenPerfData(path, options);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    (*reader)->set_read_ahead(ahead);
+    CollectingSink sink;
+    ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+    ExpectEvents(setup_, sink, expected);
+    EXPECT_EQ((*reader)->stats().Problem("duplicate_record"), repeated);
+    EXPECT_EQ((*reader)->stats().Problem("out_of_order_beyond_window"), 0u);
+    EXPECT_EQ((*reader)->stats().Problem("read_error"), 0u);
+  }
+}
+
 TEST_F(PerfDataRoundTripTest, ReadsTheSameEventsTwice) {
   std::string path = Path("twice");
   test::SyntheticOptions o;
