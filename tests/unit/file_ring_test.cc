@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "iotrace/base/batch_read.h"
 #include "iotrace/base/fd.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -21,11 +22,8 @@ class FileRingTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     path_ = "/tmp/iotrace-file-ring-" + std::to_string(getpid());
-    bytes_.resize(kSize);
-    for (size_t i = 0; i < kSize; ++i) bytes_[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
-    UniqueFd out(::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    ASSERT_TRUE(out.valid());
-    ASSERT_EQ(::write(out.get(), bytes_.data(), kSize), static_cast<ssize_t>(kSize));
+    bytes_ = test::WriteOffsetPattern(path_, kSize);
+    ASSERT_EQ(bytes_.size(), kSize);
     fd_ = UniqueFd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));
     ASSERT_TRUE(fd_.valid());
   }

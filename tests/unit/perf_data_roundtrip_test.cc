@@ -103,12 +103,33 @@ TEST_F(PerfDataRoundTripTest, SamplesWrittenAgainInTheNextDrainAreDeliveredOnceA
   }
 }
 
+// Reads `path` with `options`, without and with read-ahead (as a one-pass report reads: the
+// ring filled on a thread of its own, the far path beside it): every expected event in order,
+// the repeated records dropped and counted, nothing out of order or failed.
+void ExpectReadInOrderWithAndWithoutReadAhead(const test::BlockSetup& setup,
+                                              const std::string& path,
+                                              const PerfReadOptions& options,
+                                              const std::vector<test::ExpectedEvent>& expected,
+                                              uint64_t repeated) {
+  for (bool ahead : {false, true}) {
+    SCOPED_TRACE(ahead);
+    auto reader = OpenPerfData(path, options);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    (*reader)->set_read_ahead(ahead);
+    CollectingSink sink;
+    ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+    ExpectEvents(setup, sink, expected);
+    EXPECT_EQ((*reader)->stats().Problem("duplicate_record"), repeated);
+    EXPECT_EQ((*reader)->stats().Problem("out_of_order_beyond_window"), 0u);
+    EXPECT_EQ((*reader)->stats().Problem("read_error"), 0u);
+  }
+}
+
 TEST_F(PerfDataRoundTripTest, RoundsOfManyCpusLargerThanTheRingAreReadAgainFromTheFileInOrder) {
   // 64 busy CPUs drained every 2 ms: rounds of ~400 KiB, through a ring of 256 KiB (so the
   // cursors a round or two behind the scan read their runs again from the file, 4 KiB at a time),
   // with some drains starting with the last samples of the one before (compared, below the
-  // ring, with the records emitted before them). Also with read-ahead, as a one-pass report
-  // reads: the ring filled on a thread of its own, the far path beside it.
+  // ring, with the records emitted before them).
   std::string path = Path("manycpus");
   test::SyntheticOptions o;
   o.samples = 40000;
@@ -128,18 +149,7 @@ TEST_F(PerfDataRoundTripTest, RoundsOfManyCpusLargerThanTheRingAreReadAgainFromT
   options.read_step_bytes = 16 << 10;
   options.far_block_bytes = 4096;
   options.merge.release_step = 4096;
-  for (bool ahead : {false, true}) {
-    SCOPED_TRACE(ahead);
-    auto reader = OpenPerfData(path, options);
-    ASSERT_TRUE(reader.ok()) << reader.status();
-    (*reader)->set_read_ahead(ahead);
-    CollectingSink sink;
-    ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
-    ExpectEvents(setup_, sink, expected);
-    EXPECT_EQ((*reader)->stats().Problem("duplicate_record"), repeated);
-    EXPECT_EQ((*reader)->stats().Problem("out_of_order_beyond_window"), 0u);
-    EXPECT_EQ((*reader)->stats().Problem("read_error"), 0u);
-  }
+  ExpectReadInOrderWithAndWithoutReadAhead(setup_, path, options, expected, repeated);
 }
 
 TEST_F(PerfDataRoundTripTest, ManyRunsReadAgainFromTheFileReadAheadTogether) {
@@ -164,18 +174,7 @@ TEST_F(PerfDataRoundTripTest, ManyRunsReadAgainFromTheFileReadAheadTogether) {
   options.read_ring_bytes = 256 << 10;
   options.read_step_bytes = 16 << 10;
   options.merge.release_step = 4096;
-  for (bool ahead : {false, true}) {
-    SCOPED_TRACE(ahead);
-    auto reader = OpenPerfData(path, options);
-    ASSERT_TRUE(reader.ok()) << reader.status();
-    (*reader)->set_read_ahead(ahead);
-    CollectingSink sink;
-    ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
-    ExpectEvents(setup_, sink, expected);
-    EXPECT_EQ((*reader)->stats().Problem("duplicate_record"), repeated);
-    EXPECT_EQ((*reader)->stats().Problem("out_of_order_beyond_window"), 0u);
-    EXPECT_EQ((*reader)->stats().Problem("read_error"), 0u);
-  }
+  ExpectReadInOrderWithAndWithoutReadAhead(setup_, path, options, expected, repeated);
 }
 
 TEST_F(PerfDataRoundTripTest, ReadsTheSameEventsTwice) {

@@ -4,11 +4,13 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace iotrace::test {
 
@@ -31,6 +33,15 @@ inline void Spit(const std::filesystem::path& path, std::string_view bytes) {
 inline std::string ScratchPath(const std::string& prefix, const std::string& name) {
   static const std::string dir = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
   return dir + "/" + prefix + "-" + std::to_string(getpid()) + "-" + name;
+}
+
+// Writes `n` bytes to `path` whose values depend on their offsets, so that a byte read from the
+// wrong place shows; returns them.
+inline std::vector<uint8_t> WriteOffsetPattern(const std::filesystem::path& path, size_t n) {
+  std::vector<uint8_t> bytes(n);
+  for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+  Spit(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), n));
+  return bytes;
 }
 
 }  // namespace iotrace::test
