@@ -298,6 +298,9 @@ void FileRingGroup::Add(FileRing* ring) {
   if (batch_ == nullptr) return;  // nothing to gain: each reads alone, as without a group
   ring->group_ = this;
   rings_.push_back(ring);
+  // A read a ring at most: no allocation while the rings read.
+  reads_.reserve(rings_.size());
+  readers_.reserve(rings_.size());
 }
 
 void FileRingGroup::FillWith(FileRing* ring, uint64_t target) {

@@ -530,7 +530,7 @@ class PerfDataReader final : public TraceReader {
       if (batch_ == nullptr) {
         // Only where the blocks are already the smallest (from ~90 CPUs, or a pool past 2 MiB):
         // at 16 CPUs (43 KiB blocks) the 4 KiB ones of the batched reads made 0.30 -> 0.33 s.
-        if (batch_failed_ || blocks_.size() < kBatchFromBlocks ||
+        if (batch_failed_ || !r_->options_.batch_far_reads || blocks_.size() < kBatchFromBlocks ||
             far_block_bytes_ > kMinAutoFarBlock) {
           return false;
         }

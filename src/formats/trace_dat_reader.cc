@@ -1191,7 +1191,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
                                  s.layout.page_size, memory));
     if (stream_ahead) c.ring.StartReadAhead();  // false: read in this thread, as without
   }
-  if (streams_.size() - (ahead ? long_streams : 0) >= kGroupRings) {
+  if (options_.batch_reads && streams_.size() - (ahead ? long_streams : 0) >= kGroupRings) {
     absl::StatusOr<std::unique_ptr<BatchReader>> batch = BatchReader::Create(kGroupDepth);
     group = std::make_unique<FileRingGroup>(batch.ok() ? *std::move(batch) : nullptr);
     for (Cursor& c : cursors) {

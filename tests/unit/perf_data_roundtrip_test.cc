@@ -174,7 +174,11 @@ TEST_F(PerfDataRoundTripTest, ManyRunsReadAgainFromTheFileReadAheadTogether) {
   options.read_ring_bytes = 256 << 10;
   options.read_step_bytes = 16 << 10;
   options.merge.release_step = 4096;
-  ExpectReadInOrderWithAndWithoutReadAhead(setup_, path, options, expected, repeated);
+  for (bool batch : {true, false}) {  // false: as where io_uring cannot be had
+    SCOPED_TRACE(batch);
+    options.batch_far_reads = batch;
+    ExpectReadInOrderWithAndWithoutReadAhead(setup_, path, options, expected, repeated);
+  }
 }
 
 TEST_F(PerfDataRoundTripTest, ReadsTheSameEventsTwice) {

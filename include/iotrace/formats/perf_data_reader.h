@@ -52,6 +52,10 @@ struct PerfReadOptions {
   // KiB. Larger blocks at fewer CPUs: a pread costs ~2.5 us on this VM, and a 3 M-event file at
   // 16 CPUs took 52 k of them in 8 KiB blocks, 9.6 k in 64 KiB ones (0.32 -> 0.25 s).
   size_t far_block_bytes = 0;
+  // With many runs read again at once in blocks of the smallest size (many CPUs), each also
+  // reads its next block ahead, the empty ones filled together, many reads a system call
+  // (io_uring where the kernel allows it); false: each run reads alone.
+  bool batch_far_reads = true;
   // Tried at open when the file's event formats are lost (HEADER_TRACING_DATA cut off); null:
   // such a file is an error. Only used during the open.
   const FormatsFallback* formats_fallback = nullptr;

@@ -47,6 +47,9 @@ struct TraceDatReaderOptions {
   // read-ahead, share what is left of the budget, at most 4 MiB, in rings of at most 256 KiB
   // read in the caller's thread.
   size_t read_ahead_ring_bytes = size_t{4} << 20;
+  // From 8 rings read in the caller's thread, they refill together, many reads a system call
+  // (FileRingGroup, io_uring where the kernel allows it); false: each reads alone.
+  bool batch_reads = true;
 };
 
 absl::StatusOr<std::unique_ptr<TraceReader>> OpenTraceDat(const std::string& path,
