@@ -77,6 +77,7 @@ ReadStats AddReadStats(const ReadStats& a, const ReadStats& b) {
   ReadStats sum = b;
   sum.records += a.records;
   sum.events += a.events;
+  sum.batched_reads += a.batched_reads;
   sum.coverage.Merge(a.coverage);
   for (const auto& [name, count] : a.problems) sum.AddProblem(name, count);
   return sum;

@@ -1,9 +1,13 @@
 #include "iotrace/base/batch_read.h"
 
 #include <liburing.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "iotrace/base/status.h"
 
@@ -25,6 +29,14 @@ absl::StatusOr<std::unique_ptr<BatchReader>> BatchReader::Create(unsigned depth)
   auto ring = std::make_unique<Ring>();
   const int r = io_uring_queue_init(depth, &ring->uring, 0);
   if (r < 0) return ErrnoError(-r, "io_uring_setup", "");
+  // io_uring came in 5.1, its plain read in 5.6: a kernel between has the one without the other.
+  io_uring_probe* probe = io_uring_get_probe_ring(&ring->uring);
+  const bool reads = probe != nullptr && io_uring_opcode_supported(probe, IORING_OP_READ);
+  if (probe != nullptr) io_uring_free_probe(probe);
+  if (!reads) {
+    io_uring_queue_exit(&ring->uring);
+    return ErrnoError(EOPNOTSUPP, "io_uring read", "");
+  }
   std::unique_ptr<BatchReader> reader(new BatchReader());
   reader->ring_ = std::move(ring);
   reader->depth_ = depth;
@@ -61,19 +73,35 @@ void BatchReader::Run(absl::Span<Read> reads) {
     for (size_t i = first + static_cast<size_t>(submitted); i < first + n; ++i) {
       reads[i].result = -EAGAIN;
     }
-    // Reap what was submitted (most completed inline: buffered reads of cached pages).
-    for (int left = submitted; left > 0;) {
+    // Reap what was submitted (most completed inline: buffered reads of cached pages). The
+    // reads are in flight into the callers' memory: nothing returns before they are all done.
+    int refused = 0;
+    for (int left = submitted, failures = 0; left > 0;) {
       io_uring_cqe* cqe = nullptr;
       int w = io_uring_peek_cqe(u, &cqe);
       if (w == -EAGAIN) {
         ++calls_;
         w = io_uring_wait_cqe(u, &cqe);
       }
-      if (w < 0) continue;  // -EINTR: wait again (the reads are in flight)
-      reads[io_uring_cqe_get_data64(cqe)].result = cqe->res;
+      if (w < 0) {
+        // -EINTR: wait again. Anything else cannot be waited out: a few tries, then give up
+        // loudly rather than spin or let the kernel write into memory that moved on.
+        if (w != -EINTR && ++failures > 1000) {
+          std::fprintf(stderr, "iotrace: error: waiting for reads (io_uring) failed: %s\n",
+                       std::strerror(-w));
+          std::abort();
+        }
+        if (w != -EINTR) ::usleep(1000);
+        continue;
+      }
+      const int res = cqe->res;
+      reads[io_uring_cqe_get_data64(cqe)].result = res;
+      refused += res == -EINVAL || res == -EOPNOTSUPP || res == -ENOSYS;
       io_uring_cqe_seen(u, cqe);
       --left;
     }
+    // Every read refused: the kernel does not do these reads this way (the caller preads them).
+    if (submitted > 0 && refused == submitted) broken_ = true;
   }
 }
 

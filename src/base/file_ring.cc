@@ -79,6 +79,7 @@ FileRing& FileRing::operator=(FileRing&& other) noexcept {
     mask_ = std::exchange(other.mask_, 0);
     mirror_ = std::exchange(other.mirror_, 0);
     released_ = other.released_;
+    release_asked_ = other.release_asked_;
     filled_ = other.filled_;
     published_ = other.published_;
     publish_step_ = other.publish_step_;
@@ -239,7 +240,7 @@ absl::StatusOr<FileRing> FileRing::Create(int fd, uint64_t begin, uint64_t end, 
   r.step_ = std::max<size_t>(step, 1);
   r.base_ = memory;
   r.mask_ = size - 1;
-  r.released_ = r.filled_ = begin;
+  r.released_ = r.filled_ = r.release_asked_ = begin;
   return r;
 }
 
@@ -295,7 +296,8 @@ bool FileRing::Grow(uint64_t size) {
 }
 
 void FileRingGroup::Add(FileRing* ring) {
-  if (batch_ == nullptr) return;  // nothing to gain: each reads alone, as without a group
+  // Without a batch nothing to gain: each reads alone, as without a group.
+  if (batch_ == nullptr || ring->group_ == this) return;
   ring->group_ = this;
   rings_.push_back(ring);
   // A read a ring at most: no allocation while the rings read.
@@ -323,7 +325,10 @@ void FileRingGroup::FillWith(FileRing* ring, uint64_t target) {
   add(ring, target);
   for (FileRing* r : rings_) {
     if (r == ring || r->group_ != this || r->async_ != nullptr || !r->error_.empty() ||
-        r->base_ == nullptr || r->filled_ >= r->end_ || r->filled_ < r->released_) {
+        r->base_ == nullptr || r->filled_ >= r->end_ || r->filled_ < r->released_ ||
+        r->release_asked_ > r->filled_) {
+      // (The last: released past what it holds, its caller may be about to skip there; filled
+      // past the release, it would read the bytes skipped.)
       continue;
     }
     const uint64_t room = r->released_ + r->capacity() - r->filled_;
@@ -332,7 +337,8 @@ void FileRingGroup::FillWith(FileRing* ring, uint64_t target) {
   }
   batch_->Run(absl::MakeSpan(reads_));
   for (size_t i = 0; i < reads_.size(); ++i) {
-    // A failed or short read is left to the ring's own pread, which says what went wrong.
+    // What a short read gave is kept; the rest, and a failed read, are left to the ring's own
+    // pread (another ring's for its next refill), which says what went wrong.
     if (reads_[i].result <= 0) continue;
     FileRing* r = readers_[i];
     const uint64_t n = static_cast<uint64_t>(reads_[i].result);

@@ -323,6 +323,7 @@ absl::Status MultiTraceReader::ReadAll(EventSink* sink) {
     const ReadStats& st = readers_[i]->stats();
     stats_.records += st.records;
     stats_.events += st.events;
+    stats_.batched_reads += st.batched_reads;
     for (const auto& [name, count] : st.problems) stats_.AddProblem(name, count);
     parts.push_back(st.coverage);
     if (status.ok() && !streams[i]->status.ok()) status = Annotate(streams[i]->status, paths_[i]);

@@ -112,6 +112,7 @@ class PerfDataReader final : public TraceReader {
           ring_(ring),
           range_(range),
           far_block_bytes_(FarBlockBytes(*reader)),
+          far_block_room_(far_block_bytes_),
           auto_far_blocks_(reader->options_.far_block_bytes == 0) {}
 
     // Far blocks when PerfReadOptions::far_block_bytes is 0: kAutoFarBlocksBytes over three
@@ -480,7 +481,7 @@ class PerfDataReader final : public TraceReader {
     // Fills the run's block from `pos`, at least `need` bytes (a block from the pool when it has
     // none, or none that large): from its block read ahead when that holds them, else read.
     [[gnu::noinline]] bool FarRead(uint64_t pos, uint64_t need, RunBytes* run) {
-      const bool big = need > far_block_bytes_;
+      const bool big = need > far_block_room_;
       if (!big && run->ahead != kNoAhead && !run->big && TakeAhead(pos, need, run)) return true;
       if (run->block != nullptr && big && !run->big) DropFar(run);
       if (run->block == nullptr) {
@@ -488,7 +489,8 @@ class PerfDataReader final : public TraceReader {
         run->big = big;
       }
       uint8_t* const dst = run->block + (run->big ? 0 : kHeadroom);
-      const uint64_t want = std::min(run->big ? kMaxRecordBytes : far_block_bytes_,
+      // (A small block may read less than it holds, but never less than the record asked for.)
+      const uint64_t want = std::min(run->big ? kMaxRecordBytes : std::max(far_block_bytes_, need),
                                      r_->data_end_ - std::min(pos, r_->data_end_));
       const uint64_t got = run->big || !Batching(run) ? PreadUpTo(r_->fd_.get(), dst, want, pos)
                                                       : ReadWithAheads(run, dst, want, pos);
@@ -507,14 +509,15 @@ class PerfDataReader final : public TraceReader {
       auto& free = big ? free_big_ : free_blocks_;
       if (free.empty()) {
         if (!big && auto_far_blocks_ &&
-            (blocks_.size() + 1) * far_block_bytes_ > kAutoFarBlocksBytes) {
+            (blocks_.size() + 1) * far_block_room_ > kAutoFarBlocksBytes) {
           // More runs far at once than the size was chosen for (a file without round marks
           // holds as many as its window): the blocks from now on are the smallest. (Blocks
           // only shrink: every block in the pool holds a block of the size now.)
-          far_block_bytes_ = std::min(far_block_bytes_, kMinAutoFarBlock);
+          far_block_room_ = std::min(far_block_room_, kMinAutoFarBlock);
+          far_block_bytes_ = std::min(far_block_bytes_, far_block_room_);
         }
         blocks_.push_back(
-            std::make_unique<uint8_t[]>(big ? kMaxRecordBytes : kHeadroom + far_block_bytes_));
+            std::make_unique<uint8_t[]>(big ? kMaxRecordBytes : kHeadroom + far_block_room_));
         free.reserve(blocks_.size());
         free.push_back(blocks_.back().get());
       }
@@ -531,7 +534,7 @@ class PerfDataReader final : public TraceReader {
         // Only where the blocks are already the smallest (from ~90 CPUs, or a pool past 2 MiB):
         // at 16 CPUs (43 KiB blocks) the 4 KiB ones of the batched reads made 0.30 -> 0.33 s.
         if (batch_failed_ || !r_->options_.batch_far_reads || blocks_.size() < kBatchFromBlocks ||
-            far_block_bytes_ > kMinAutoFarBlock) {
+            far_block_room_ > kMinAutoFarBlock) {
           return false;
         }
         absl::StatusOr<std::unique_ptr<BatchReader>> b = BatchReader::Create(kBatchDepth);
@@ -540,15 +543,17 @@ class PerfDataReader final : public TraceReader {
           return false;
         }
         batch_ = *std::move(b);
-        // Each far run now holds two blocks, and a call fills one for every run: blocks of
+        // Each far run now holds two blocks, and a call fills one for every run: reads of
         // 4 KiB keep what a call brings in the second-level cache until it is read (256 CPUs,
-        // 3 M events, one thread: 8 KiB 0.43 s, 4 KiB 0.42 s, and 22 in place of 28 MiB).
+        // 3 M events, one thread: 8 KiB 0.43 s, 4 KiB 0.42 s). The blocks still hold
+        // far_block_room_ (records up to 8 KiB stay small: a 64 KiB block each for the 4 KiB
+        // samples of `perf record --call-graph dwarf,4096` would be ~48 MiB at 256 CPUs).
         if (auto_far_blocks_) far_block_bytes_ = std::min(far_block_bytes_, kBatchBlockBytes);
       }
       if (batch_->broken() || run == &same_a_ || run == &same_b_) return false;
       if (run->ahead == kNoAhead) {
         if (free_aheads_.empty()) {
-          // Bounded (6 MiB of blocks ahead): the runs beyond read alone, as without io_uring. A
+          // Bounded (~10 MiB of blocks ahead): the runs beyond read alone, as without io_uring. A
           // 256-CPU file read in one pass keeps ~770 runs far (three rounds): at 10 M events 512
           // left 51 k reads alone, 1.16 s; 1024 all but a few hundred, 1.11 s, 2 MiB more.
           if (aheads_.size() >= kMaxAheads) return false;
@@ -589,7 +594,12 @@ class PerfDataReader final : public TraceReader {
       for (size_t k = 0; k < read_aheads_.size(); ++k) {
         const BatchReader::Read& rd = reads_[k + 1];
         Ahead& a = aheads_[read_aheads_[k]];
-        if (rd.result <= 0) continue;  // left empty: the run reads itself when it gets there
+        if (rd.result <= 0) {
+          // Left empty, and not asked again (a file shorter than its header says) until its run
+          // reads for itself and sets it from there: the run reads itself when it gets there.
+          a.from = r_->data_end_;
+          continue;
+        }
         a.end = a.from + static_cast<uint64_t>(rd.result);
         a.filled = true;
       }
@@ -615,6 +625,7 @@ class PerfDataReader final : public TraceReader {
       uint8_t* const data = a.block + kHeadroom - tail;
       std::memcpy(data, run->data + (pos - run->begin), tail);
       std::swap(run->block, a.block);  // the run's old block is the empty ahead now
+      ++aheads_taken_;
       run->data = data;
       run->begin = pos;
       run->end = a.end;
@@ -651,6 +662,7 @@ class PerfDataReader final : public TraceReader {
     uint64_t bad_size_ = 0;
     std::array<uint64_t, static_cast<size_t>(PerfProblem::kCount)> problems_{};
     uint64_t far_errors_ = 0;  // records the far path could not read again
+    uint64_t aheads_taken_ = 0;  // blocks read ahead together and used (ReadStats::batched_reads)
     absl::flat_hash_map<int32_t, std::string>* comms_ = nullptr;  // collected when set
     // kRanged: see RangeReadResult.
     bool met_end_position_ = false;
@@ -663,7 +675,8 @@ class PerfDataReader final : public TraceReader {
     FileRing* ring_;
     const TimeRange& range_;
     // The far path's blocks, all owned here; those not in a run's RunBytes are free.
-    uint64_t far_block_bytes_ = 0;
+    uint64_t far_block_bytes_ = 0;  // read into a small block at a time
+    uint64_t far_block_room_ = 0;   // what every small block holds (after kHeadroom)
     bool auto_far_blocks_ = false;
     std::vector<std::unique_ptr<uint8_t[]>> blocks_;
     std::vector<uint8_t*> free_blocks_;
@@ -1300,6 +1313,7 @@ absl::Status PerfDataReader::Read(EventSink* sink, const TimeRange& range, Range
   ring = FileRing();
 
   stats.records = stream.records_;
+  stats.batched_reads = stream.aheads_taken_;
   stats.events = stream.events_;
   stats.AddProblem("duplicate_record", stream.duplicates_);
   for (size_t cpu = 0; cpu < stream.spans_.size(); ++cpu) {

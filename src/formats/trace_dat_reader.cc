@@ -1366,6 +1366,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
   if (!to_end) {
     stats.records = records;
     stats.events = events;
+    stats.batched_reads = group != nullptr ? group->batched_reads() : 0;
     return absl::OkStatus();
   }
   // The kernel's totals, minus what the pages already placed in time.
@@ -1398,6 +1399,7 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
 
   stats.records = records;
   stats.events = events;
+  stats.batched_reads = group != nullptr ? group->batched_reads() : 0;
   for (int i = 1; i < kHotCount; ++i) stats.AddProblem(HotProblemName(i), problems[i]);
   stats.AddProblem("trace_dat_cpu_data_truncated", truncated_streams_);
   stats.AddProblem(kProblemFileCut, file_cut_ ? 1 : 0);

@@ -35,11 +35,17 @@ inline std::string ScratchPath(const std::string& prefix, const std::string& nam
   return dir + "/" + prefix + "-" + std::to_string(getpid()) + "-" + name;
 }
 
-// Writes `n` bytes to `path` whose values depend on their offsets, so that a byte read from the
-// wrong place shows; returns them.
+// Writes `n` bytes to `path` whose values depend on their offsets (each 8 bytes a hash of their
+// offset: no period), so that a byte read from the wrong place shows; returns them.
 inline std::vector<uint8_t> WriteOffsetPattern(const std::filesystem::path& path, size_t n) {
   std::vector<uint8_t> bytes(n);
-  for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t z = (i >> 3) + 0x9e3779b97f4a7c15ULL;  // splitmix64 of the word's index
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    bytes[i] = static_cast<uint8_t>(z >> (8 * (i & 7)));
+  }
   Spit(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), n));
   return bytes;
 }

@@ -17,6 +17,7 @@
 #include "allocation_counter.h"
 #include "ftrace_page_builder.h"
 #include "gtest/gtest.h"
+#include "iotrace/base/batch_read.h"
 #include "iotrace/base/status.h"
 #include "iotrace/formats/trace_dat_writer.h"
 #include "iotrace/formats/trace_reader_open.h"
@@ -423,6 +424,7 @@ TEST(TraceDatReaderTest, ManyCpusReadTheSameWithTheirRingsReadTogetherOrAlone) {
     }
   }
   const std::string path = f.Write();
+  const bool uring = BatchReader::Create(1).ok();
   auto read = [&](bool batch, bool ahead) {
     TraceDatReaderOptions options;
     options.batch_reads = batch;
@@ -433,6 +435,11 @@ TEST(TraceDatReaderTest, ManyCpusReadTheSameWithTheirRingsReadTogetherOrAlone) {
     EXPECT_TRUE((*reader)->ReadAll(&sink).ok());
     EXPECT_EQ((*reader)->stats().events, uint64_t{kCpus} * kPages * 40);
     EXPECT_TRUE((*reader)->stats().problems.empty());
+    if (batch && uring) {
+      EXPECT_GT((*reader)->stats().batched_reads, uint64_t{kCpus}) << "ahead " << ahead;
+    } else {
+      EXPECT_EQ((*reader)->stats().batched_reads, 0u);
+    }
     return sink.items;
   };
   const std::vector<std::string> alone = read(false, false);

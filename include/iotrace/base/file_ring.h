@@ -95,6 +95,7 @@ class FileRing {
   void Release(uint64_t offset) {
     if (offset > released_) {
       released_ = offset < filled_ ? offset : filled_;
+      release_asked_ = offset;
       // The reading thread hears of it in halves of the ring (and before the caller waits).
       if (async_ != nullptr && released_ - published_ >= publish_step_) PublishRelease();
     }
@@ -130,6 +131,7 @@ class FileRing {
   uint64_t mask_ = 0;
   uint64_t mirror_ = 0;  // bytes after the ring that repeat its first ones
   uint64_t released_ = 0;
+  uint64_t release_asked_ = 0;  // the last Release's offset, past filled_ before a skip
   uint64_t filled_ = 0;
   uint64_t published_ = 0;     // the released_ the reading thread was told of
   uint64_t publish_step_ = 0;  // while reading ahead: tell it of room in steps this large
@@ -141,7 +143,8 @@ class FileRing {
 // Rings read together: when one of them must read, every other ring of the group with a step
 // or more of room is topped up in the same system call (BatchReader). A reader of many streams
 // in one thread (trace.dat at 256 CPUs) then makes a call per ~100 refills instead of one each.
-// Rings that read ahead on a thread of their own are left alone. A ring joins by its address:
+// Rings that read ahead on a thread of their own are left alone, and so are rings released past
+// what they hold (a skip may follow: it stays a skip). A ring joins once, by its address:
 // it must neither move nor go while the group may read for it (a ring moved into keeps its own
 // membership; a ring moved from leaves nothing behind in the group, but its address stays
 // listed). The group must outlive its rings' reads.
@@ -149,7 +152,9 @@ class FileRingGroup {
  public:
   // `batch`: how the reads are made; null (io_uring not to be had): each ring reads alone.
   explicit FileRingGroup(std::unique_ptr<BatchReader> batch) : batch_(std::move(batch)) {}
-  void Add(FileRing* ring);
+  void Add(FileRing* ring);  // again: nothing
+  // Whether the group reads together (it has a batch that has not broken).
+  bool batching() const { return batch_ != nullptr && !batch_->broken(); }
   // Reads that went through the batch, and the system calls they took.
   uint64_t batched_reads() const { return batched_reads_; }
   uint64_t calls() const { return batch_ != nullptr ? batch_->calls() : 0; }

@@ -58,6 +58,9 @@ inline constexpr char kProblemFileCut[] = "file_cut_short";
 struct ReadStats {
   uint64_t records = 0;   // all records seen in the data
   uint64_t events = 0;    // tracepoint records delivered to OnEvent
+  // How the reading went, not what the file holds: reads made together with others, many a
+  // system call (io_uring; see base/batch_read.h) and used.
+  uint64_t batched_reads = 0;
   std::vector<std::pair<std::string, uint64_t>> problems;  // name -> count, only non-zero
   // Per CPU, the span of the records delivered, and the gaps found in the data (see coverage.h).
   Coverage coverage;
