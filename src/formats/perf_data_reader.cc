@@ -533,8 +533,15 @@ class PerfDataReader final : public TraceReader {
       if (batch_ == nullptr) {
         // Only where the blocks are already the smallest (from ~90 CPUs, or a pool past 2 MiB):
         // at 16 CPUs (43 KiB blocks) the 4 KiB ones of the batched reads made 0.30 -> 0.33 s.
-        if (batch_failed_ || !r_->options_.batch_far_reads || blocks_.size() < kBatchFromBlocks ||
-            far_block_room_ > kMinAutoFarBlock) {
+        // And only in a file of many CPUs: a few CPUs' file without round marks keeps as many
+        // runs far as the window holds (~1,000 in 60 MB at 2 CPUs), and blocks ahead would
+        // double what they hold (the bounded-memory test read 9.16 MiB against its 9 MiB bound;
+        // 6.3 without). Not "round marks seen": a 256-CPU file's first mark may come after
+        // most of its data (3 M events: 257 of 320 MB), and with it most of the far reads.
+        // (The CPUs: the header's, or those met in the data so far, whichever is more.)
+        if (batch_failed_ || !r_->options_.batch_far_reads ||
+            std::max<size_t>(r_->nr_cpus_, spans_size_) < kBatchFromCpus ||
+            blocks_.size() < kBatchFromBlocks || far_block_room_ > kMinAutoFarBlock) {
           return false;
         }
         absl::StatusOr<std::unique_ptr<BatchReader>> b = BatchReader::Create(kBatchDepth);
@@ -646,6 +653,7 @@ class PerfDataReader final : public TraceReader {
     // ahead block moves there (longer ones are read again).
     static constexpr uint64_t kHeadroom = 2048;
     static constexpr size_t kBatchFromBlocks = 16;
+    static constexpr size_t kBatchFromCpus = 32;
     static constexpr uint64_t kBatchBlockBytes = uint64_t{4} << 10;
     static constexpr unsigned kBatchDepth = 256;
     static constexpr size_t kMaxAheads = 1024;
