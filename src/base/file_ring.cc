@@ -324,9 +324,8 @@ void FileRingGroup::FillWith(FileRing* ring, uint64_t target) {
   };
   add(ring, target);
   for (FileRing* r : rings_) {
-    if (r == ring || r->group_ != this || r->async_ != nullptr || !r->error_.empty() ||
-        r->base_ == nullptr || r->filled_ >= r->end_ || r->filled_ < r->released_ ||
-        r->release_asked_ > r->filled_) {
+    if (r == ring || r->async_ != nullptr || !r->error_.empty() || r->base_ == nullptr ||
+        r->filled_ >= r->end_ || r->filled_ < r->released_ || r->release_asked_ > r->filled_) {
       // (The last: released past what it holds, its caller may be about to skip there; filled
       // past the release, it would read the bytes skipped.)
       continue;

@@ -587,12 +587,10 @@ class PerfDataReader final : public TraceReader {
       read_aheads_.clear();
       reads_.push_back({fd, dst, static_cast<uint32_t>(want), pos, 0});
       Ahead& mine = aheads_[run->ahead];
-      mine.from = pos + want;
-      mine.end = mine.from;
-      mine.filled = false;
+      mine.from = mine.end = pos + want;  // empty, to be read from there
       for (uint32_t i = 0; i < aheads_.size(); ++i) {
         Ahead& a = aheads_[i];
-        if (a.block == nullptr || a.filled || a.from >= r_->data_end_) continue;
+        if (a.block == nullptr || a.filled() || a.from >= r_->data_end_) continue;
         const uint64_t len = std::min(far_block_bytes_, r_->data_end_ - a.from);
         reads_.push_back({fd, a.block + kHeadroom, static_cast<uint32_t>(len), a.from, 0});
         read_aheads_.push_back(i);
@@ -608,14 +606,13 @@ class PerfDataReader final : public TraceReader {
           continue;
         }
         a.end = a.from + static_cast<uint64_t>(rd.result);
-        a.filled = true;
       }
       uint64_t got = reads_[0].result > 0 ? static_cast<uint64_t>(reads_[0].result) : 0;
       if (got < want) {
         // Short or failed: read again alone (what PreadUpTo gets is what the file gives), and
         // the ahead block does not follow on from it.
         got = PreadUpTo(fd, dst, want, pos);
-        mine.filled = false;
+        mine.end = mine.from;
       }
       return got;
     }
@@ -624,7 +621,7 @@ class PerfDataReader final : public TraceReader {
     // it from the run's block (at most kHeadroom of them, copied in front).
     bool TakeAhead(uint64_t pos, uint64_t need, RunBytes* run) {
       Ahead& a = aheads_[run->ahead];
-      if (!a.filled || a.from != run->end || pos < run->begin || pos > run->end ||
+      if (!a.filled() || a.from != run->end || pos < run->begin || pos > run->end ||
           run->end - pos > kHeadroom || pos + need > a.end) {
         return false;
       }
@@ -636,18 +633,17 @@ class PerfDataReader final : public TraceReader {
       run->data = data;
       run->begin = pos;
       run->end = a.end;
-      a.from = a.end;
-      a.end = a.from;
-      a.filled = false;
+      a.from = a.end;  // empty, to be read from the run's new end
       return true;
     }
 
-    // A block read ahead for a run: the bytes [from, end) at block + kHeadroom once filled.
+    // A block read ahead for a run: the bytes [from, end) at block + kHeadroom; empty while
+    // end <= from (to be read from `from`, or, past the data, not at all).
     struct Ahead {
       uint8_t* block = nullptr;  // null: the entry is free
       uint64_t from = 0;
       uint64_t end = 0;
-      bool filled = false;
+      bool filled() const { return end > from; }
     };
     // Bytes free before a small block's data: a record across the seam of a run's block and its
     // ahead block moves there (longer ones are read again).

@@ -13,8 +13,6 @@
 #ifndef IOTRACE_BASE_BATCH_READ_H_
 #define IOTRACE_BASE_BATCH_READ_H_
 
-#include <sys/types.h>
-
 #include <cstdint>
 #include <memory>
 
