@@ -42,6 +42,27 @@ class FileRingTest : public ::testing::TestWithParam<bool> {
     return std::memcmp(ring.At(offset), bytes_.data() + offset, n) == 0;
   }
 
+  // Shares of the caller's memory: a guard page of a pattern no file byte read there would
+  // leave whole, then the share (`each` bytes), then the next guard page, and so on, each
+  // share `stride` bytes after the one before: a ring that writes past its share, or before
+  // it, changes a guard.
+  static constexpr size_t kGuard = 4096;
+  static uint8_t GuardByte(size_t i) { return static_cast<uint8_t>(0xa5 ^ (i * 131)); }
+  static void FillGuards(uint8_t* base, int rings, size_t stride) {
+    for (int r = 0; r <= rings; ++r) {
+      for (size_t i = 0; i < kGuard; ++i) base[r * stride + i] = GuardByte(i);
+    }
+  }
+  static void ExpectGuardsIntact(const uint8_t* base, int rings, size_t stride) {
+    for (int r = 0; r <= rings; ++r) {
+      size_t changed = 0;
+      for (size_t i = 0; i < kGuard; ++i) changed += base[r * stride + i] != GuardByte(i);
+      EXPECT_EQ(changed, 0u) << "a ring wrote into the guard page "
+                             << (r == 0 ? std::string("before the first share")
+                                        : "after share " + std::to_string(r - 1));
+    }
+  }
+
   static constexpr size_t kSize = size_t{3} << 20;
   std::string path_;
   std::vector<uint8_t> bytes_;
@@ -204,16 +225,17 @@ TEST_P(FileRingTest, RingsSideBySideInTheCallersMemory) {
   const size_t each = FileRing::MemoryFor(kCapacity, kSpan);
   EXPECT_EQ(each, kCapacity + kSpan);
   constexpr int kRings = 3;
-  auto memory = MapHugeAnonymous(kRings * each + 1);
+  const size_t stride = each + kGuard;
+  auto memory = MapHugeAnonymous(kGuard + kRings * stride);
   ASSERT_TRUE(memory.ok()) << memory.status();
   uint8_t* base = static_cast<uint8_t*>(memory->addr());
-  base[kRings * each] = 0xa5;  // just past the last ring's share
+  FillGuards(base, kRings, stride);
   std::vector<FileRing> rings;
   std::vector<uint64_t> pos;
   for (int i = 0; i < kRings; ++i) {
     const uint64_t begin = static_cast<uint64_t>(i) << 20;
     auto made = FileRing::Create(fd_.get(), begin, begin + (1 << 20), kCapacity, kCapacity / 2,
-                                 kSpan, base + i * each);
+                                 kSpan, base + kGuard + i * stride);
     ASSERT_TRUE(made.ok()) << made.status();
     rings.push_back(std::move(*made));
     if (GetParam()) ASSERT_TRUE(rings.back().StartReadAhead());
@@ -226,13 +248,14 @@ TEST_P(FileRingTest, RingsSideBySideInTheCallersMemory) {
       rings[i].Release(pos[i]);
       ASSERT_GE(rings[i].Fill(pos[i], size), size);
       const uint8_t* at = rings[i].At(pos[i]);
-      ASSERT_TRUE(at >= base + i * each && at + size <= base + (i + 1) * each)
+      ASSERT_TRUE(at >= base + kGuard + i * stride &&
+                  at + size <= base + kGuard + i * stride + each)
           << "ring " << i << " reads outside its share";
       ASSERT_TRUE(Same(rings[i], pos[i], size)) << "ring " << i << " at " << pos[i];
       pos[i] += size;
     }
   }
-  EXPECT_EQ(base[kRings * each], 0xa5) << "a ring wrote past its share";
+  ExpectGuardsIntact(base, kRings, stride);
   // The middle ring holds on to a record (no Release) past its size: it grows elsewhere.
   const uint64_t held = pos[1];
   for (uint64_t p = held; p < held + 4 * kCapacity; p += 1000) {
@@ -240,7 +263,8 @@ TEST_P(FileRingTest, RingsSideBySideInTheCallersMemory) {
   }
   EXPECT_GT(rings[1].capacity(), kCapacity);
   const uint8_t* moved = rings[1].At(held);
-  EXPECT_FALSE(moved >= base && moved < base + kRings * each) << "a grown ring left the memory";
+  EXPECT_FALSE(moved >= base && moved < base + kGuard + kRings * stride)
+      << "a grown ring left the memory";
   for (uint64_t p = held; p < held + 4 * kCapacity; p += 1000) {
     ASSERT_TRUE(Same(rings[1], p, 1000)) << "the grown ring's record at " << p;
   }
@@ -261,10 +285,11 @@ TEST_P(FileRingTest, GroupedRingsReadTheirOwnBytesInFewCalls) {
   const size_t each = FileRing::MemoryFor(kCapacity, kSpan);
   constexpr int kRings = 12;
   constexpr uint64_t kStretch = kSize / kRings;
-  auto memory = MapHugeAnonymous(kRings * each + 1);
+  const size_t stride = each + kGuard;
+  auto memory = MapHugeAnonymous(kGuard + kRings * stride);
   ASSERT_TRUE(memory.ok()) << memory.status();
   uint8_t* base = static_cast<uint8_t*>(memory->addr());
-  base[kRings * each] = 0xa5;
+  FillGuards(base, kRings, stride);
   FileRingGroup group(*std::move(batch));
   std::vector<FileRing> rings;
   rings.reserve(kRings);  // the group knows them by address
@@ -272,7 +297,7 @@ TEST_P(FileRingTest, GroupedRingsReadTheirOwnBytesInFewCalls) {
   for (int i = 0; i < kRings; ++i) {
     const uint64_t begin = i * kStretch;
     auto made = FileRing::Create(fd_.get(), begin, begin + kStretch, kCapacity, kCapacity / 2,
-                                 kSpan, base + i * each);
+                                 kSpan, base + kGuard + i * stride);
     ASSERT_TRUE(made.ok()) << made.status();
     rings.push_back(std::move(*made));
     // With the parameter, every third ring reads ahead on a thread: the group leaves it alone.
@@ -293,14 +318,15 @@ TEST_P(FileRingTest, GroupedRingsReadTheirOwnBytesInFewCalls) {
       ++fills;
       const uint8_t* at = rings[i].At(pos[i]);
       if (rings[i].capacity() == kCapacity) {
-        ASSERT_TRUE(at >= base + i * each && at + size <= base + (i + 1) * each)
+        ASSERT_TRUE(at >= base + kGuard + i * stride &&
+                    at + size <= base + kGuard + i * stride + each)
             << "ring " << i << " reads outside its share";
       }
       ASSERT_TRUE(Same(rings[i], pos[i], size)) << "ring " << i << " at " << pos[i];
       pos[i] += size;
     }
   }
-  EXPECT_EQ(base[kRings * each], 0xa5) << "a ring wrote past its share";
+  ExpectGuardsIntact(base, kRings, stride);
   EXPECT_GT(rings[5].capacity(), kCapacity) << "ring 5 did not grow: the test lost its point";
   for (const FileRing& r : rings) EXPECT_TRUE(r.error().empty()) << r.error();
   // 12 stretches of 256 KiB through 8 KiB rings: ~770 refills, nearly all through the group,

@@ -307,6 +307,12 @@ struct SyntheticOptions {
   uint32_t repeat_every = 0;
   uint32_t repeat_records = 1;
   uint64_t* repeated = nullptr;
+  // Every n-th sample's raw data is padded (after the event's fields, which keep their place) to
+  // a size between large_min_bytes and large_max_bytes (0: none padded): records of a few KiB
+  // among the small ones, as a tracepoint with a long dynamic array writes them.
+  uint32_t large_every = 0;
+  uint32_t large_min_bytes = 2100;
+  uint32_t large_max_bytes = 9000;
 };
 
 // Writes issue/complete samples, CPUs chosen at random, times strictly increasing in
@@ -378,6 +384,9 @@ inline absl::Status WriteSyntheticBlockFile(const std::string& path, const Synth
     s.time = t;
     s.cpu = cpu;
     s.raw = raw[e];
+    if (o.large_every != 0 && i % o.large_every == o.large_every - 1) {
+      s.raw.resize(o.large_min_bytes + rng() % (o.large_max_bytes - o.large_min_bytes + 1), '\x5a');
+    }
     b.Clear();
     b.AddSample(attr, s);
     ring[cpu] += b.bytes();
