@@ -204,6 +204,7 @@ DiffSide SideOf(const LatencyReport& r, double block_s) {
   s.input = r.input;
   s.file_format = r.file_format;
   s.nr_cpus = r.nr_cpus;
+  s.recorded_on = r.recorded_on;
   s.duration_s = r.duration_s();
   s.blocks = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(s.duration_s / block_s)));
   for (const PhaseWarning& w : r.warnings) s.warnings.push_back(w.message);

@@ -864,6 +864,7 @@ LatencyReport FinishReport(LatencyReportBuilder& builder, const TraceReader& rea
   report.formats_source = reader.FormatsSource();
   report.formats_warning = reader.FormatsWarning();
   report.nr_cpus = reader.nr_cpus();
+  report.recorded_on = RecordingHostOf(report.file_format, reader.Info());
   return report;
 }
 

@@ -8,7 +8,6 @@
 #include <memory>
 
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "iotrace/analysis/latency_report.h"
 #include "iotrace/base/status.h"
 #include "iotrace/event/block_event.h"
@@ -77,17 +76,9 @@ class SpanSink : public EventSink {
 };
 
 // What the pictures show besides the report: the recording machine and the devices' models.
-SvgPlotOptions SvgFacts(const TraceReader& reader, const LatencyReport& report,
-                        const ReportOptions& options) {
+SvgPlotOptions SvgFacts(const LatencyReport& report, const ReportOptions& options) {
   SvgPlotOptions svg;
-  for (const auto& [key, value] : reader.Info()) {
-    if (key == "hostname") svg.host = value;
-    // trace.dat's uname option: "sysname nodename release machine", as uname -snrm.
-    if (key == "uname" && svg.host.empty()) {
-      const std::vector<std::string> words = absl::StrSplit(value, ' ');
-      if (words.size() >= 2) svg.host = words[1];
-    }
-  }
+  svg.host = report.recorded_on.host;
   DeviceNames names(options.sysfs_root, options.procfs_root);
   for (const LatencyGroup& g : report.groups) {
     if (svg.models.empty() || svg.models.back().first != g.dev) {
@@ -132,8 +123,7 @@ absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std:
   for (const std::string& w : report->filter_warnings) err << "iotrace: warning: " << w << "\n";
   IOTRACE_RETURN_IF_ERROR(WriteReportOutputs(
       *report, options, out,
-      options.format == OutputFormat::kSvg ? SvgFacts(reader, *report, options)
-                                           : SvgPlotOptions()));
+      options.format == OutputFormat::kSvg ? SvgFacts(*report, options) : SvgPlotOptions()));
   // How the file was read (one pass or two time ranges), for whoever measures the report.
   if (std::getenv("IOTRACE_REPORT_PLAN") != nullptr) {
     err << "iotrace: read plan: " << report->read_plan << "\n";

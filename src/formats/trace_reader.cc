@@ -1,6 +1,35 @@
 #include "iotrace/formats/trace_reader.h"
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_split.h"
+
 namespace iotrace {
+
+RecordingHost RecordingHostOf(std::string_view file_format,
+                              const std::vector<std::pair<std::string, std::string>>& info) {
+  RecordingHost h;
+  std::string version;
+  for (const auto& [key, value] : info) {
+    if (key == "hostname") h.host = value;
+    if (key == "os_release") h.kernel = value;
+    if (key == "arch") h.arch = value;
+    if (key == "perf_version" || key == "recorded by") version = value;
+    if (key == "uname") {
+      // "sysname nodename release machine", as uname -snrm prints it.
+      const std::vector<std::string> words = absl::StrSplit(value, ' ', absl::SkipEmpty());
+      if (words.size() >= 2 && h.host.empty()) h.host = words[1];
+      if (words.size() >= 3 && h.kernel.empty()) h.kernel = words[2];
+      if (words.size() >= 4 && h.arch.empty()) h.arch = words[3];
+    }
+  }
+  if (!version.empty() && absl::ascii_isdigit(static_cast<unsigned char>(version[0]))) {
+    // A bare version number: the tool that writes its files so.
+    if (file_format == "perf.data") version = "perf " + version;
+    if (file_format == "trace.dat") version = "trace-cmd " + version;
+  }
+  h.recorder = version;
+  return h;
+}
 
 void ReadStats::AddProblem(const std::string& name, uint64_t count) {
   if (count == 0) return;

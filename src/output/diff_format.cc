@@ -87,8 +87,12 @@ void WriteTextDiff(const LatencyDiff& d, TimeUnit unit, std::ostream& out) {
   size_t compared = 0;
   for (const DiffRow& r : d.rows) compared += Both(r);
   out << "iotrace diff: B against A\n";
-  out << "  A: " << SideLine(d.a) << "\n";
-  out << "  B: " << SideLine(d.b) << "\n";
+  for (const auto& [name, side] : {std::pair{"A", &d.a}, std::pair{"B", &d.b}}) {
+    out << "  " << name << ": " << SideLine(*side) << "\n";
+    if (side->recorded_on.known()) {
+      out << "     recorded " << RecordedOnText(side->recorded_on) << "\n";
+    }
+  }
   out << absl::StrFormat(
       "test: Kolmogorov-Smirnov on the bucketed distributions, p from %d relabellings of whole\n"
       "      %s s intervals, Holm-corrected across %u rows (alpha %g); --min-change %g%%\n",
@@ -235,10 +239,10 @@ void WriteJsonDiff(const LatencyDiff& d, std::ostream& out) {
     std::vector<std::string> warnings;
     for (const std::string& w : s.warnings) warnings.push_back(JsonString(w));
     return absl::StrFormat(
-        "{\"path\": %s, \"format\": %s, \"cpus\": %d, \"duration_s\": %s, \"blocks\": %u, "
-        "\"warnings\": [%s]}",
-        JsonString(s.input), JsonString(s.file_format), s.nr_cpus, JsonDouble(s.duration_s),
-        s.blocks, absl::StrJoin(warnings, ", "));
+        "{\"path\": %s, \"format\": %s, \"cpus\": %d, \"recorded_on\": %s, \"duration_s\": %s, "
+        "\"blocks\": %u, \"warnings\": [%s]}",
+        JsonString(s.input), JsonString(s.file_format), s.nr_cpus, JsonRecordedOn(s.recorded_on),
+        JsonDouble(s.duration_s), s.blocks, absl::StrJoin(warnings, ", "));
   };
   out << "{\n";
   out << "  \"schema_version\": " << LatencyDiff::kSchemaVersion << ",\n";

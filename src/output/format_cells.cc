@@ -106,4 +106,22 @@ std::string Wrapped(std::string_view lead, std::string_view text, size_t hang) {
   return out;
 }
 
+std::string RecordedOnText(const RecordingHost& h) {
+  std::string system;
+  if (!h.kernel.empty()) system = "Linux " + h.kernel;
+  if (!h.arch.empty()) system += (system.empty() ? "" : " ") + h.arch;
+  const std::string where = h.host.empty()   ? system
+                            : system.empty() ? h.host
+                                             : h.host + " (" + system + ")";
+  std::string out = where.empty() ? "" : "on " + where;
+  if (!h.recorder.empty()) out += (out.empty() ? "by " : " by ") + h.recorder;
+  return out;
+}
+
+std::string JsonRecordedOn(const RecordingHost& h) {
+  auto value = [](const std::string& v) { return v.empty() ? std::string("null") : JsonString(v); };
+  return "{\"host\": " + value(h.host) + ", \"kernel\": " + value(h.kernel) +
+         ", \"arch\": " + value(h.arch) + ", \"recorder\": " + value(h.recorder) + "}";
+}
+
 }  // namespace iotrace

@@ -1,4 +1,5 @@
-// Cells that more than one formatter of this stage writes (report_format, live_view): CSV
+// Cells that more than one formatter of this stage writes (report_format, live_view,
+// diff_format): CSV
 // quoting, JSON strings and numbers, and the cells of a summary CSV row, so that a number reads
 // the same in `iotrace report` and `iotrace live`; and the text view's lines wrapped at 80
 // columns.
@@ -23,6 +24,12 @@ std::string JsonDouble(double v);
 std::string SummaryCsvCells(const LatencyGroup& g, bool with_by = false);
 // A CSV header with --by's dimension as a column after "device" (`header` itself without --by).
 std::string CsvHeaderWithBy(std::string_view header, const std::string& by);
+
+// Where and by what a file was recorded (LatencyReport::recorded_on): after "recorded", "on vm
+// (Linux 6.18.44 x86_64) by perf 6.1.187", each part left out where the file does not say; and
+// as a JSON object {"host", "kernel", "arch", "recorder"}, null where it does not.
+std::string RecordedOnText(const RecordingHost& h);
+std::string JsonRecordedOn(const RecordingHost& h);
 
 // The width the text views are laid out for: a terminal's default.
 inline constexpr size_t kTextWidth = 80;

@@ -708,6 +708,7 @@ void WriteTextReport(const LatencyReport& r, TimeUnit unit, std::ostream& out,
                                  r.file_format.empty() ? "?" : r.file_format,
                                  Plural(r.nr_cpus < 0 ? 0 : r.nr_cpus, "CPU"), r.duration_s()),
                  2);
+  if (r.recorded_on.known()) out << Wrapped("recorded", RecordedOnText(r.recorded_on), 2);
   if (!r.formats_warning.empty()) out << Wrapped("WARNING:", r.formats_warning, 2);
   WriteCoverage(r, out);
   if (!r.filters.empty()) {
@@ -850,8 +851,9 @@ void WriteJsonReport(const LatencyReport& r, std::ostream& out) {
   out << ", \"format\": " << JsonString(r.file_format)
       << ", \"formats_source\": " << JsonString(r.formats_source);
   if (!r.formats_warning.empty()) out << ", \"formats_warning\": " << JsonString(r.formats_warning);
-  out << ", \"cpus\": " << r.nr_cpus
-      << ", \"first_ts_ns\": " << r.first_ts_ns << ", \"last_ts_ns\": " << r.last_ts_ns
+  out << ", \"cpus\": " << r.nr_cpus << ", \"recorded_on\": ";
+  out << JsonRecordedOn(r.recorded_on);
+  out << ", \"first_ts_ns\": " << r.first_ts_ns << ", \"last_ts_ns\": " << r.last_ts_ns
       << ", \"duration_s\": " << JsonDouble(r.duration_s()) << ", \"coverage\": ";
   WriteJsonCoverage(r, out);
   out << "},\n";

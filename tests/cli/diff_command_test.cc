@@ -130,6 +130,20 @@ TEST_F(DiffCommandTest, PerfDataAgainstTraceDatComparesTheDevicesTheyShare) {
   Json j = RunJson({kPerfMq, kTraceDat});
   EXPECT_EQ(j["a"]["format"].text, "perf.data");
   EXPECT_EQ(j["b"]["format"].text, "trace.dat");
+  // Each side's machine and tool, as perf report --header-only and trace-cmd report --uname /
+  // --version print them for these files; in the text under each side's line.
+  EXPECT_EQ(j["a"]["recorded_on"]["recorder"].text, "perf 6.1.187");
+  EXPECT_EQ(j["b"]["recorded_on"]["recorder"].text, "trace-cmd 3.1.6 not-a-git-repo");
+  for (const char* side : {"a", "b"}) {
+    EXPECT_EQ(j[side]["recorded_on"]["host"].text, "vm");
+    EXPECT_EQ(j[side]["recorded_on"]["kernel"].text, "6.18.44-fc-v1045");
+    EXPECT_EQ(j[side]["recorded_on"]["arch"].text, "x86_64");
+  }
+  const std::string text = Run({kPerfMq, kTraceDat}).out;
+  EXPECT_NE(text.find("dd_v6.dat (trace.dat, 2 CPUs, 0.042 s)\n     recorded on vm (Linux "
+                      "6.18.44-fc-v1045 x86_64) by trace-cmd 3.1.6 not-a-git-repo\n"),
+            std::string::npos)
+      << text;
   int both = 0, only_a = 0;
   for (const Json& row : j["rows"].items) {
     if (row["verdict"].text == "a_only") {

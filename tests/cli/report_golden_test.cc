@@ -204,5 +204,53 @@ TEST(ReportGoldenTest, EventDumpHasEveryRecordInTimeOrder) {
   }
 }
 
+// Where and by what each fixture was recorded, as the peers print it from the same headers:
+// `perf report --header-only` (hostname, os release, perf version, arch) for the perf.data
+// files, `trace-cmd report --uname` and `--version` for the trace.dat one.
+TEST(ReportGoldenTest, TheHeaderSaysWhereAndByWhatTheFileWasRecorded) {
+  struct Case {
+    std::string path, json, text;
+  };
+  const std::string fixtures = std::string(IOTRACE_FIXTURES) + "/";
+  const std::vector<Case> cases = {
+      {"golden/perf_mq.data",
+       R"("recorded_on": {"host": "vm", "kernel": "6.18.44-fc-v1045", "arch": "x86_64", )"
+       R"("recorder": "perf 6.1.187"})",
+       "recorded on vm (Linux 6.18.44-fc-v1045 x86_64) by perf 6.1.187\n"},
+      {"golden/iotrace_mq.data",
+       R"("recorded_on": {"host": "vm", "kernel": "6.18.44-fc-v1045", "arch": "x86_64", )"
+       R"("recorder": "iotrace 0.1.0"})",
+       "recorded on vm (Linux 6.18.44-fc-v1045 x86_64) by iotrace 0.1.0\n"},
+      {"tracedat/dd_v6.dat",
+       R"("recorded_on": {"host": "vm", "kernel": "6.18.44-fc-v1045", "arch": "x86_64", )"
+       R"("recorder": "trace-cmd 3.1.6 not-a-git-repo"})",
+       "recorded on vm (Linux 6.18.44-fc-v1045 x86_64) by trace-cmd 3.1.6 not-a-git-repo\n"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.path);
+    for (const char* format : {"json", "text"}) {
+      const std::string cmd = std::string(IOTRACE_BINARY) + " report -i " + fixtures + c.path +
+                              " --histograms none --format " + format + " 2>&1";
+      FILE* p = popen(cmd.c_str(), "r");
+      ASSERT_NE(p, nullptr);
+      std::string out;
+      char buf[4096];
+      size_t n;
+      while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+      ASSERT_EQ(pclose(p), 0) << out;
+      if (std::string(format) == "json") {
+        EXPECT_NE(out.find(c.json), std::string::npos) << out.substr(0, 600);
+      } else {
+        // A line of its own in the header: after the file's (wrapped when its path is long),
+        // before the phases' legend.
+        const size_t at = out.find("\n" + c.text);
+        ASSERT_NE(at, std::string::npos) << out.substr(0, 300);
+        EXPECT_LT(at, out.find("\nphases: ")) << out.substr(0, 300);
+        EXPECT_EQ(out.rfind("iotrace report: ", at), 0u) << out.substr(0, 300);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace iotrace

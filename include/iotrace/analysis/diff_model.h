@@ -12,6 +12,7 @@
 
 #include "iotrace/analysis/match_stats.h"
 #include "iotrace/event/block_event.h"
+#include "iotrace/formats/trace_reader.h"
 
 namespace iotrace {
 
@@ -97,6 +98,7 @@ struct DiffSide {
   int nr_cpus = 0;
   double duration_s = 0;
   uint64_t blocks = 0;  // intervals of block_s the recording spans
+  RecordingHost recorded_on;          // the report's (LatencyReport::recorded_on)
   std::vector<std::string> warnings;  // the report's phase warnings, as it words them
 };
 

@@ -292,6 +292,9 @@ struct LatencyReport {
   std::string formats_source = "file";
   std::string formats_warning;
   int nr_cpus = 0;
+  // The machine and tool that recorded the file, as its header says (the first file's, for
+  // several read as one recording).
+  RecordingHost recorded_on;
   uint64_t first_ts_ns = 0;  // trace clock
   uint64_t last_ts_ns = 0;
   double interval_s = 0;

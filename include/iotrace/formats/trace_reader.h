@@ -139,6 +139,23 @@ struct FormatsFallback {
   std::function<absl::StatusOr<std::vector<EventFormat>>(const std::vector<uint32_t>& ids)> load;
 };
 
+// Where and by what a file was recorded, from its header (TraceReader::Info): perf.data's
+// hostname, os_release, arch and perf_version features; trace.dat's uname ("sysname nodename
+// release machine") and version options. Empty where the file does not say.
+struct RecordingHost {
+  std::string host;
+  std::string kernel;    // the release, "6.18.44"
+  std::string arch;      // "x86_64"
+  std::string recorder;  // "perf 6.1.123", "trace-cmd 3.1.6", "iotrace 0.1"
+  bool known() const {
+    return !host.empty() || !kernel.empty() || !arch.empty() || !recorder.empty();
+  }
+};
+// `file_format`: FileFormat()'s, which names the tool when the version alone is given (perf and
+// trace-cmd write a bare version number; iotrace writes its name before it).
+RecordingHost RecordingHostOf(std::string_view file_format,
+                              const std::vector<std::pair<std::string, std::string>>& info);
+
 class TraceReader {
  public:
   virtual ~TraceReader() = default;
