@@ -84,17 +84,24 @@ struct Output {
   std::string text;
 };
 
+// What `cmd` (through the shell) writes on its standard output, and its exit status.
+Output RunCommand(const std::string& cmd) {
+  Output out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.text.append(buf, n);
+  const int status = pclose(p);
+  out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
 Output RunReport(const std::string& fixture, const std::string& extra = "") {
   std::string csv = ::testing::TempDir() + "/golden_" + fixture + ".csv";
   std::string cmd = std::string(IOTRACE_BINARY) + " report -i " + kGolden + fixture +
                     ".data --summary-csv " + csv + " " + extra + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  Output out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.text.append(buf, n);
-  int status = pclose(p);
-  out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  Output out = RunCommand(cmd);
   out.text += "\n---summary---\n" + ReadFile(csv);
   std::remove(csv.c_str());
   return out;
@@ -175,14 +182,9 @@ TEST(ReportGoldenTest, EventDumpHasEveryRecordInTimeOrder) {
   for (const char* format : {"text", "json", "csv"}) {
     std::string cmd = std::string(IOTRACE_BINARY) + " report --events --format " + format +
                       " -i " + kGolden + "iotrace_mq.data";
-    FILE* p = popen(cmd.c_str(), "r");
-    ASSERT_NE(p, nullptr);
-    std::string text;
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) text.append(buf, n);
-    ASSERT_EQ(pclose(p), 0) << format;
-    std::stringstream in(text);
+    const Output run = RunCommand(cmd);
+    ASSERT_EQ(run.exit_code, 0) << format;
+    std::stringstream in(run.text);
     std::string line;
     uint64_t lines = 0;
     double last = 0;
@@ -231,13 +233,9 @@ TEST(ReportGoldenTest, TheHeaderSaysWhereAndByWhatTheFileWasRecorded) {
     for (const char* format : {"json", "text"}) {
       const std::string cmd = std::string(IOTRACE_BINARY) + " report -i " + fixtures + c.path +
                               " --histograms none --format " + format + " 2>&1";
-      FILE* p = popen(cmd.c_str(), "r");
-      ASSERT_NE(p, nullptr);
-      std::string out;
-      char buf[4096];
-      size_t n;
-      while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-      ASSERT_EQ(pclose(p), 0) << out;
+      const Output run = RunCommand(cmd);
+      ASSERT_EQ(run.exit_code, 0) << run.text;
+      const std::string& out = run.text;
       if (std::string(format) == "json") {
         EXPECT_NE(out.find(c.json), std::string::npos) << out.substr(0, 600);
       } else {

@@ -135,6 +135,42 @@ void ExpectReadInOrderWithAndWithoutReadAhead(const test::BlockSetup& setup,
   }
 }
 
+// 256 busy CPUs, each drained every 4 ms: rounds of 256 runs.
+test::SyntheticOptions ManyCpus(uint64_t samples) {
+  test::SyntheticOptions o;
+  o.samples = samples;
+  o.cpus = 256;
+  o.drain_interval_ns = 4000000;
+  o.drain_stagger_ns = 15000;
+  return o;
+}
+
+// Reading through a 256 KiB ring: with ManyCpus' rounds, hundreds of runs read their records
+// again from the file at once.
+PerfReadOptions FarRunsOptions() {
+  PerfReadOptions options;
+  options.read_ring_bytes = 256 << 10;
+  options.read_step_bytes = 16 << 10;
+  options.merge.release_step = 4096;
+  return options;
+}
+
+// ExpectReadInOrderWithAndWithoutReadAhead with FarRunsOptions, the far reads batched and not
+// (as where io_uring cannot be had).
+void ExpectReadInOrderBatchedAndNot(const test::BlockSetup& setup, const std::string& path,
+                                    const std::vector<test::ExpectedEvent>& expected,
+                                    uint64_t repeated) {
+  PerfReadOptions options = FarRunsOptions();
+  const bool uring = BatchReader::Create(1).ok();
+  if (!uring) std::fprintf(stderr, "no io_uring here: both reads are the preads' alone\n");
+  for (bool batch : {true, false}) {
+    SCOPED_TRACE(batch);
+    options.batch_far_reads = batch;
+    ExpectReadInOrderWithAndWithoutReadAhead(setup, path, options, expected, repeated,
+                                             batch && uring);
+  }
+}
+
 TEST_F(PerfDataRoundTripTest, RoundsOfManyCpusLargerThanTheRingAreReadAgainFromTheFileInOrder) {
   // 64 busy CPUs drained every 2 ms: rounds of ~400 KiB, through a ring of 256 KiB (so the
   // cursors a round or two behind the scan read their runs again from the file, 4 KiB at a time),
@@ -164,35 +200,19 @@ TEST_F(PerfDataRoundTripTest, RoundsOfManyCpusLargerThanTheRingAreReadAgainFromT
 }
 
 TEST_F(PerfDataRoundTripTest, ManyRunsReadAgainFromTheFileReadAheadTogether) {
-  // 256 busy CPUs, each drained every 4 ms: rounds of 256 runs, read through a 256 KiB ring, so
-  // that hundreds of runs read their records again from the file at once. With the default
-  // block size (8 KiB at 256 CPUs) they read with blocks ahead, 4 KiB a read into blocks that
-  // hold 8, many reads a system call (BatchReader), the records across two blocks' seam copied
-  // in front of the second: every record must come out once, in order.
+  // Hundreds of runs read their records again from the file at once. With the default block
+  // size (8 KiB at 256 CPUs) they read with blocks ahead, 4 KiB a read into blocks that hold 8,
+  // many reads a system call (BatchReader), the records across two blocks' seam copied in front
+  // of the second: every record must come out once, in order.
   std::string path = Path("readahead");
-  test::SyntheticOptions o;
-  o.samples = 150000;
-  o.cpus = 256;
-  o.drain_interval_ns = 4000000;
-  o.drain_stagger_ns = 15000;
+  test::SyntheticOptions o = ManyCpus(150000);
   o.repeat_every = 7;
   o.repeat_records = 1;
   uint64_t repeated = 0;
   o.repeated = &repeated;
   std::vector<test::ExpectedEvent> expected;
   ASSERT_TRUE(test::WriteSyntheticBlockFile(path, o, &expected).ok());
-  PerfReadOptions options;
-  options.read_ring_bytes = 256 << 10;
-  options.read_step_bytes = 16 << 10;
-  options.merge.release_step = 4096;
-  const bool uring = BatchReader::Create(1).ok();
-  if (!uring) std::fprintf(stderr, "no io_uring here: both reads are the preads' alone\n");
-  for (bool batch : {true, false}) {  // false: as where io_uring cannot be had
-    SCOPED_TRACE(batch);
-    options.batch_far_reads = batch;
-    ExpectReadInOrderWithAndWithoutReadAhead(setup_, path, options, expected, repeated,
-                                             batch && uring);
-  }
+  ExpectReadInOrderBatchedAndNot(setup_, path, expected, repeated);
 }
 
 TEST_F(PerfDataRoundTripTest, LargeRecordsAmongManyFarRunsComeOutWholeAndInOrder) {
@@ -200,37 +220,24 @@ TEST_F(PerfDataRoundTripTest, LargeRecordsAmongManyFarRunsComeOutWholeAndInOrder
   // headroom before the ahead block (read again from the file, not copied), records longer than
   // a small block (a block of the largest size), both among runs reading ahead together.
   std::string path = Path("large");
-  test::SyntheticOptions o;
-  o.samples = 60000;
-  o.cpus = 256;
-  o.drain_interval_ns = 4000000;
-  o.drain_stagger_ns = 15000;
+  test::SyntheticOptions o = ManyCpus(60000);
   o.large_every = 37;
   std::vector<test::ExpectedEvent> expected;
   ASSERT_TRUE(test::WriteSyntheticBlockFile(path, o, &expected).ok());
-  PerfReadOptions options;
-  options.read_ring_bytes = 256 << 10;
-  options.read_step_bytes = 16 << 10;
-  options.merge.release_step = 4096;
-  const bool uring = BatchReader::Create(1).ok();
-  for (bool batch : {true, false}) {
-    SCOPED_TRACE(batch);
-    options.batch_far_reads = batch;
-    ExpectReadInOrderWithAndWithoutReadAhead(setup_, path, options, expected, 0, batch && uring);
-    // The long records' bytes too, as written.
-    auto reader = OpenPerfData(path, options);
-    ASSERT_TRUE(reader.ok()) << reader.status();
-    CollectingSink sink;
-    ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
-    size_t large = 0;
-    for (const CollectingSink::Event& e : sink.events) {
-      if (e.payload.size() < o.large_min_bytes) continue;
-      ++large;
-      // (The event's fields lie in the first bytes, the kernel's padding in the last 7 at most.)
-      ASSERT_GE(e.payload.find_first_not_of('\x5a', 1024), e.payload.size() - 7);
-    }
-    EXPECT_EQ(large, o.samples / o.large_every);
+  ExpectReadInOrderBatchedAndNot(setup_, path, expected, 0);
+  // The long records' bytes too, as written (batched where io_uring can be had).
+  auto reader = OpenPerfData(path, FarRunsOptions());
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  CollectingSink sink;
+  ASSERT_TRUE((*reader)->ReadAll(&sink).ok());
+  size_t large = 0;
+  for (const CollectingSink::Event& e : sink.events) {
+    if (e.payload.size() < o.large_min_bytes) continue;
+    ++large;
+    // (The event's fields lie in the first bytes, the kernel's padding in the last 7 at most.)
+    ASSERT_GE(e.payload.find_first_not_of('\x5a', 1024), e.payload.size() - 7);
   }
+  EXPECT_EQ(large, o.samples / o.large_every);
 }
 
 TEST_F(PerfDataRoundTripTest, ReadsTheSameEventsTwice) {
