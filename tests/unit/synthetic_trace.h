@@ -121,7 +121,8 @@ class FakeTraceReader : public TraceReader {
       buffer_.assign(item.bytes.size() + 16, 0);
       uint8_t* base = buffer_.data();
       uint8_t* at = base + ((8 - reinterpret_cast<uintptr_t>(base) % 8) % 8) + 4;
-      std::memcpy(at, item.bytes.data(), item.bytes.size());
+      // (An empty payload's bytes may be a null pointer, which memcpy must not be given.)
+      if (!item.bytes.empty()) std::memcpy(at, item.bytes.data(), item.bytes.size());
       item.raw.payload = ByteView(at, item.bytes.size());
       sink->OnEvent(item.raw);
     }
