@@ -525,24 +525,31 @@ class PerfDataReader final : public TraceReader {
       return b;
     }
 
-    // A new block's memory, carved from chunks. In a file of many CPUs (kBatchFromCpus, as
-    // Batching counts them) chunks of kHugeBlockChunkBytes in huge pages (where the kernel gives
-    // them): a heap allocation of its own each, the 1,300 blocks of a 256-CPU perf.data's far
-    // runs were ~2,400 first touches of fresh 4 KiB pages, ~10 us each on this VM, in the
-    // thread that merges (fd.h, MapHugeAnonymous); 0.386-0.397 -> 0.367-0.378 s. Else chunks
-    // of kBlockChunkBytes in 4 KiB pages, touched as the blocks are used, as the heap's were: a
-    // few CPUs' file without round marks keeps ~1,000 runs far, and a huge page rounding up its
-    // blocks took the bounded-memory test from 6.1 to 8.0 of its 9 MiB. Blocks live as long as
-    // the stream.
+    // A new block's memory, carved from chunks. Once a file of many CPUs (kBatchFromCpus, as
+    // Batching counts them) has kBatchFromBlocks blocks, chunks of kHugeBlockChunkBytes in huge
+    // pages (where the kernel gives them): a heap allocation of its own each, the 1,300 blocks of
+    // a 256-CPU perf.data's far runs were ~2,400 first touches of fresh 4 KiB pages, ~10 us each
+    // on this VM, in the thread that merges (fd.h, MapHugeAnonymous); 0.386-0.397 -> 0.367-0.378
+    // s. Before that, chunks of kBlockChunkBytes in 4 KiB pages, touched as the blocks are used,
+    // as the heap's were: a few CPUs' file without round marks keeps ~1,000 runs far, and a huge
+    // page rounding up its blocks took the bounded-memory test from 6.1 to 8.0 of its 9 MiB; a
+    // file whose far path reads a record or two needs no 2 MiB. Blocks live as long as the
+    // stream. Under AddressSanitizer each block is an allocation of its own, so that a write
+    // past a block is caught, not taken for the next block's bytes.
     uint8_t* NewBlock(uint64_t bytes) {
+#if defined(__SANITIZE_ADDRESS__)
+      heap_blocks_.push_back(std::make_unique<uint8_t[]>(bytes));
+      return heap_blocks_.back().get();
+#else
       bytes = (bytes + 63) / 64 * 64;
       if (chunk_left_ < bytes) {
-        const bool many = std::max<size_t>(r_->nr_cpus_, spans_size_) >= kBatchFromCpus;
+        const bool many = std::max<size_t>(r_->nr_cpus_, spans_size_) >= kBatchFromCpus &&
+                          blocks_made_ >= kBatchFromBlocks;
         const uint64_t size = std::max(many ? kHugeBlockChunkBytes : kBlockChunkBytes, bytes);
         absl::StatusOr<UniqueMapping> chunk = MapHugeAnonymous(size);
         if (!chunk.ok()) {
           // No mapping to be had: the heap (which throws, as it did before, when it has none).
-          heap_blocks_.push_back(std::make_unique_for_overwrite<uint8_t[]>(bytes));
+          heap_blocks_.push_back(std::make_unique<uint8_t[]>(bytes));
           return heap_blocks_.back().get();
         }
         chunk_next_ = static_cast<uint8_t*>(chunk->addr());
@@ -553,6 +560,7 @@ class PerfDataReader final : public TraceReader {
       chunk_next_ += bytes;
       chunk_left_ -= bytes;
       return b;
+#endif
     }
 
     // Whether `run` reads with blocks ahead: from kBatchFromBlocks blocks in the pool (many runs

@@ -23,9 +23,11 @@ RecordingHost RecordingHostOf(std::string_view file_format,
     }
   }
   if (!version.empty() && absl::ascii_isdigit(static_cast<unsigned char>(version[0]))) {
-    // A bare version number: the tool that writes its files so.
-    if (file_format == "perf.data") version = "perf " + version;
-    if (file_format == "trace.dat") version = "trace-cmd " + version;
+    // A version without a name: the tool that writes its files so. (Several files' format is
+    // their kinds joined by '+', the first file's first, whose header `info` is.)
+    const std::string_view first = file_format.substr(0, file_format.find('+'));
+    if (first == "perf.data") version = "perf " + version;
+    if (first == "trace.dat") version = "trace-cmd " + version;
   }
   h.recorder = version;
   return h;

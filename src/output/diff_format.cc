@@ -90,7 +90,7 @@ void WriteTextDiff(const LatencyDiff& d, TimeUnit unit, std::ostream& out) {
   for (const auto& [name, side] : {std::pair{"A", &d.a}, std::pair{"B", &d.b}}) {
     out << "  " << name << ": " << SideLine(*side) << "\n";
     if (side->recorded_on.known()) {
-      out << "     recorded " << RecordedOnText(side->recorded_on) << "\n";
+      out << Wrap(RecordedOnText(side->recorded_on), "     recorded ", "       ");
     }
   }
   out << absl::StrFormat(

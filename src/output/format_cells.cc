@@ -106,15 +106,25 @@ std::string Wrapped(std::string_view lead, std::string_view text, size_t hang) {
   return out;
 }
 
+std::string Printable(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return out;
+}
+
 std::string RecordedOnText(const RecordingHost& h) {
+  const std::string host = Printable(h.host), kernel = Printable(h.kernel);
+  const std::string arch = Printable(h.arch), recorder = Printable(h.recorder);
   std::string system;
-  if (!h.kernel.empty()) system = "Linux " + h.kernel;
-  if (!h.arch.empty()) system += (system.empty() ? "" : " ") + h.arch;
-  const std::string where = h.host.empty()   ? system
-                            : system.empty() ? h.host
-                                             : h.host + " (" + system + ")";
+  if (!kernel.empty()) system = "Linux " + kernel;
+  if (!arch.empty()) system += (system.empty() ? "" : " ") + arch;
+  const std::string where = host.empty()     ? system
+                            : system.empty() ? host
+                                             : host + " (" + system + ")";
   std::string out = where.empty() ? "" : "on " + where;
-  if (!h.recorder.empty()) out += (out.empty() ? "by " : " by ") + h.recorder;
+  if (!recorder.empty()) out += (out.empty() ? "by " : " by ") + recorder;
   return out;
 }
 

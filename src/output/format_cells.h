@@ -25,8 +25,14 @@ std::string SummaryCsvCells(const LatencyGroup& g, bool with_by = false);
 // A CSV header with --by's dimension as a column after "device" (`header` itself without --by).
 std::string CsvHeaderWithBy(std::string_view header, const std::string& by);
 
+// `s` with every byte that is not printable ASCII as '?': names from the kernel (a comm is
+// whatever the process set) or from a file's header, so that none can move the cursor or be
+// wider than its bytes on a terminal.
+std::string Printable(std::string_view s);
+
 // Where and by what a file was recorded (LatencyReport::recorded_on): after "recorded", "on vm
-// (Linux 6.18.44 x86_64) by perf 6.1.187", each part left out where the file does not say; and
+// (Linux 6.18.44 x86_64) by perf 6.1.187", each part left out where the file does not say and
+// made Printable; and
 // as a JSON object {"host", "kernel", "arch", "recorder"}, null where it does not.
 std::string RecordedOnText(const RecordingHost& h);
 std::string JsonRecordedOn(const RecordingHost& h);

@@ -27,16 +27,6 @@ constexpr size_t kTableKeep = 4;
 constexpr size_t kPaneKeep = 8;
 constexpr size_t kPaneLead = 3;  // blank line, title, header
 
-// Names come from the kernel (a comm is whatever the process set): a byte that is not printable
-// ASCII becomes '?', so that no name can move the cursor or be wider than its bytes.
-std::string Printable(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c < 0x20 || c > 0x7e) c = '?';
-  }
-  return out;
-}
-
 double PerSecond(uint64_t n, double length_s) { return length_s > 0 ? n / length_s : 0; }
 
 const LiveThroughput* ThroughputOf(const LiveInterval& iv, const LatencyGroup& g) {

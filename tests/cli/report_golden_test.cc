@@ -243,7 +243,9 @@ TEST(ReportGoldenTest, TheHeaderSaysWhereAndByWhatTheFileWasRecorded) {
         // before the phases' legend.
         const size_t at = out.find("\n" + c.text);
         ASSERT_NE(at, std::string::npos) << out.substr(0, 300);
-        EXPECT_LT(at, out.find("\nphases: ")) << out.substr(0, 300);
+        const size_t phases = out.find("\nphases: ");
+        ASSERT_NE(phases, std::string::npos) << out.substr(0, 300);
+        EXPECT_LT(at, phases) << out.substr(0, 300);
         EXPECT_EQ(out.rfind("iotrace report: ", at), 0u) << out.substr(0, 300);
       }
     }

@@ -133,9 +133,45 @@ class LiveCommandTest : public ::testing::TestWithParam<std::string> {
     EXPECT_NE(cmp.out.find(" 0 differences"), std::string::npos) << cmp.out;
     std::smatch m;
     ASSERT_TRUE(std::regex_search(r.err, m, std::regex("(\\d+) lost, (\\d+) late"))) << r.err;
-    EXPECT_EQ(m[1], "0") << "events lost:\n" << r.err;
     EXPECT_EQ(m[2], "0") << "records arrived late:\n" << r.err;
+    // Nothing lost, but for the completions perf drops without a trace when they come in the
+    // idle task (docs/kernel-notes.md, "perf drops samples silently here"): the perf backend
+    // counts them (silent_drop), and nothing else may be missing. The ftrace backend loses none.
+    drops_ = Losses(live_report, "silent_drop", "block:block_rq_complete");
+    const uint64_t all = Losses(live_report, "", "");
+    EXPECT_EQ(m[1].str(), std::to_string(all)) << r.err;
+    EXPECT_EQ(all, drops_) << "events lost other than perf's silent drops:\n" << r.err;
+    if (GetParam() == "ftrace") EXPECT_EQ(drops_, 0u) << r.err;
   }
+  // Losses in a report's JSON of `kind` and `event` ("": any), summed.
+  uint64_t Losses(const std::string& report_json, const std::string& kind,
+                  const std::string& event) {
+    CommandResult r =
+        Sh("python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+           "print(sum(l[\"count\"] for l in d[\"completeness\"][\"losses\"] "
+           "if sys.argv[2] in (\"\", l[\"kind\"]) and sys.argv[3] in (\"\", l[\"event\"])))' " +
+           report_json + " \"" + kind + "\" \"" + event + "\"");
+    return r.exit_code == 0 ? std::stoull(r.out) : ~uint64_t{0};
+  }
+  // A row's D2C requests against fio's count of them: equal, or short by completions perf
+  // dropped (ExpectLiveEqualsOffline's drops_). What each is short adds up in short_.
+  void ExpectD2C(const std::string& device, const std::string& op, uint64_t fio) {
+    const uint64_t seen = GroupCount(dir_.File("live.json"), device, op, "D2C");
+    EXPECT_LE(seen, fio) << device << " " << op;
+    if (GetParam() == "ftrace") EXPECT_EQ(seen, fio) << device << " " << op;
+    short_ += fio - std::min(seen, fio);
+  }
+  // The rows checked fall short of fio's counts by the drops exactly (`every`: the drops can
+  // only be theirs), or by at most the drops (other rows, flushes, may have lost some).
+  void ExpectShortByTheDrops(bool every) {
+    if (every) {
+      EXPECT_EQ(short_, drops_) << "requests missing against fio's count";
+    } else {
+      EXPECT_LE(short_, drops_) << "requests missing against fio's count";
+    }
+  }
+  uint64_t drops_ = 0;
+  uint64_t short_ = 0;
   TempDir dir_;
   std::map<std::string, std::string> before_;
 };
@@ -152,7 +188,8 @@ TEST_P(LiveCommandTest, MqDeadlineWithFsyncFlushesEqualsTheOfflineReportAndFiosC
       "mq-deadline with fsync");
   const uint64_t writes = FioIos(fio, "write");
   ASSERT_GT(writes, 0u);
-  EXPECT_EQ(GroupCount(dir_.File("live.json"), loop.name(), "write", "D2C"), writes);
+  ExpectD2C(loop.name(), "write", writes);
+  ExpectShortByTheDrops(false);  // (a flush's completion may be the one dropped)
   EXPECT_GT(GroupCount(dir_.File("live.json"), loop.name(), "flush", "D2C"), 0u)
       << "fsync on the device should have sent flushes";
 }
@@ -169,8 +206,9 @@ TEST_P(LiveCommandTest, SchedulerNoneMixedReadWriteEqualsTheOfflineReportAndFios
   const uint64_t reads = FioIos(fio, "read"), writes = FioIos(fio, "write");
   ASSERT_GT(reads, 0u);
   ASSERT_GT(writes, 0u);
-  EXPECT_EQ(GroupCount(dir_.File("live.json"), loop.name(), "read", "D2C"), reads);
-  EXPECT_EQ(GroupCount(dir_.File("live.json"), loop.name(), "write", "D2C"), writes);
+  ExpectD2C(loop.name(), "read", reads);
+  ExpectD2C(loop.name(), "write", writes);
+  ExpectShortByTheDrops(true);
 }
 
 TEST_P(LiveCommandTest, DevFilteringShowsOnlyThatDiskAndEqualsTheOfflineReport) {
@@ -187,7 +225,8 @@ TEST_P(LiveCommandTest, DevFilteringShowsOnlyThatDiskAndEqualsTheOfflineReport) 
        "--iodepth=8", "--ioengine=libaio", "--number_ios=8000", "--group_reporting=0",
        "--output-format=json", "--output=" + fio},
       "--dev filtering");
-  EXPECT_EQ(GroupCount(dir_.File("live.json"), a.name(), "read", "D2C"), 8000u);
+  ExpectD2C(a.name(), "read", 8000);
+  ExpectShortByTheDrops(true);  // (b's events are filtered in the kernel, its drops too)
   EXPECT_EQ(GroupCount(dir_.File("live.json"), b.name(), "read", "D2C"), 0u);
 }
 
@@ -212,7 +251,17 @@ TEST_P(LiveCommandTest, BySizeSplitsTheRowsAndEqualsTheOfflineReport) {
       "for g in d[\"groups\"] if g[\"phase\"]==\"D2C\")))' " +
       dir_.File("live.json"));
   ASSERT_EQ(d2c.exit_code, 0) << d2c.err;
-  EXPECT_EQ(d2c.out, "read 4K=6000 write 64K=1500\n");
+  // Those two classes alone, each short of fio's count by nothing but the completions perf
+  // dropped (none with ftrace).
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(d2c.out, m, std::regex("read 4K=(\\d+) write 64K=(\\d+)\n")))
+      << d2c.out;
+  const uint64_t small = std::stoull(m[1]), big = std::stoull(m[2]);
+  EXPECT_LE(small, 6000u);
+  EXPECT_LE(big, 1500u);
+  EXPECT_EQ((6000 - std::min<uint64_t>(small, 6000)) + (1500 - std::min<uint64_t>(big, 1500)),
+            drops_)
+      << d2c.out;
 }
 
 TEST_P(LiveCommandTest, CountStopsAfterThatManyIntervalsTheLastMarkedFinal) {

@@ -39,12 +39,15 @@ TEST(RecordingHostTest, ANamedVersionIsKeptAsItIsAndMissingPartsStayEmpty) {
   EXPECT_TRUE(h.host.empty());
   EXPECT_TRUE(h.kernel.empty());
   EXPECT_TRUE(h.known());
-  // A short uname gives what it has; a mix of formats names no tool for a bare version.
-  h = RecordingHostOf("perf.data+trace.dat", Info{{"uname", "Linux db7"}, {"recorded by", "3.1"}});
+  // A short uname gives what it has. Several files of both kinds: the header is the first
+  // file's, whose kind comes first.
+  h = RecordingHostOf("trace.dat+perf.data", Info{{"uname", "Linux db7"}, {"recorded by", "3.1"}});
   EXPECT_EQ(h.host, "db7");
   EXPECT_TRUE(h.kernel.empty());
   EXPECT_TRUE(h.arch.empty());
-  EXPECT_EQ(h.recorder, "3.1");
+  EXPECT_EQ(h.recorder, "trace-cmd 3.1");
+  h = RecordingHostOf("perf.data+trace.dat", Info{{"perf_version", "6.1.187"}});
+  EXPECT_EQ(h.recorder, "perf 6.1.187");
 }
 
 TEST(RecordingHostTest, AFileThatSaysNothingIsNotKnown) {

@@ -290,6 +290,30 @@ TEST(ReportFormatTest, EmptyReportIsValidJson) {
   EXPECT_EQ(j["groups"].items.size(), 0u);
 }
 
+// The recording's host and tool come from the file's header, whatever bytes it holds: printable
+// on the terminal, escaped in JSON, and the line left out when the file says nothing.
+TEST(ReportFormatTest, RecordedOnIsPrintableInTextEscapedInJsonAndOnlyWhereKnown) {
+  LatencyReport r = SampleReport();
+  r.recorded_on = {"db\x1b[2J7", "6.1.0", "", "perf 6.1\n"};
+  const std::string text = FormatReport(r, OutputFormat::kText, TimeUnit::kUs);
+  EXPECT_EQ(Lines(text)[1], "recorded on db?[2J7 (Linux 6.1.0) by perf 6.1?") << text;
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  Json j;
+  const std::string json = FormatReport(r, OutputFormat::kJson, TimeUnit::kUs);
+  ASSERT_TRUE(JsonParser(json).Parse(&j)) << json;
+  EXPECT_EQ(j["input"]["recorded_on"]["host"].text, "db\x1b[2J7");
+  EXPECT_EQ(j["input"]["recorded_on"]["arch"].type, Json::kNull);
+  EXPECT_EQ(j["input"]["recorded_on"]["recorder"].text, "perf 6.1\n");
+  r.recorded_on = RecordingHost();
+  EXPECT_EQ(FormatReport(r, OutputFormat::kText, TimeUnit::kUs).find("\nrecorded "),
+            std::string::npos);
+  Json unknown;
+  ASSERT_TRUE(JsonParser(FormatReport(r, OutputFormat::kJson, TimeUnit::kUs)).Parse(&unknown));
+  for (const char* key : {"host", "kernel", "arch", "recorder"}) {
+    EXPECT_EQ(unknown["input"]["recorded_on"][key].type, Json::kNull) << key;
+  }
+}
+
 TEST(ReportFormatTest, TextShowsTableHistogramsCompletenessAndWarnings) {
   std::string text = FormatReport(SampleReport(), OutputFormat::kText, TimeUnit::kUs);
   std::vector<std::string> lines = Lines(text);

@@ -146,13 +146,15 @@ struct RecordingHost {
   std::string host;
   std::string kernel;    // the release, "6.18.44"
   std::string arch;      // "x86_64"
-  std::string recorder;  // "perf 6.1.123", "trace-cmd 3.1.6", "iotrace 0.1"
+  std::string recorder;  // "perf 6.1.187", "trace-cmd 3.1.6 not-a-git-repo", "iotrace 0.1.0"
   bool known() const {
     return !host.empty() || !kernel.empty() || !arch.empty() || !recorder.empty();
   }
 };
-// `file_format`: FileFormat()'s, which names the tool when the version alone is given (perf and
-// trace-cmd write a bare version number; iotrace writes its name before it).
+// `file_format`: FileFormat()'s (several files': the first one's), which names the tool when the
+// version starts with a digit (perf and trace-cmd write their version without their name;
+// iotrace writes its name before it). The strings are the file's, unchecked: whoever prints
+// them to a terminal makes them printable.
 RecordingHost RecordingHostOf(std::string_view file_format,
                               const std::vector<std::pair<std::string, std::string>>& info);
 
