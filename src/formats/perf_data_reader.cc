@@ -525,10 +525,16 @@ class PerfDataReader final : public TraceReader {
       return b;
     }
 
-    // A new block's memory, carved from chunks. Once a file of many CPUs (kBatchFromCpus, as
-    // Batching counts them) has kBatchFromBlocks blocks, chunks of kHugeBlockChunkBytes in huge
-    // pages (where the kernel gives them): a heap allocation of its own each, the 1,300 blocks of
-    // a 256-CPU perf.data's far runs were ~2,400 first touches of fresh 4 KiB pages, ~10 us each
+    // Many runs far at once in a file of many CPUs (the header's, or those met in the data so
+    // far, whichever is more): kBatchFromBlocks blocks made, kBatchFromCpus CPUs.
+    bool ManyFarRuns() const {
+      return blocks_made_ >= kBatchFromBlocks &&
+             std::max<size_t>(r_->nr_cpus_, spans_size_) >= kBatchFromCpus;
+    }
+
+    // A new block's memory, carved from chunks. Once ManyFarRuns, chunks of kHugeBlockChunkBytes in
+    // huge pages (where the kernel gives them): a heap allocation of its own each, the 1,300 blocks
+    // of a 256-CPU perf.data's far runs were ~2,400 first touches of fresh 4 KiB pages, ~10 us each
     // on this VM, in the thread that merges (fd.h, MapHugeAnonymous); 0.386-0.397 -> 0.367-0.378
     // s. Before that, chunks of kBlockChunkBytes in 4 KiB pages, touched as the blocks are used,
     // as the heap's were: a few CPUs' file without round marks keeps ~1,000 runs far, and a huge
@@ -543,9 +549,8 @@ class PerfDataReader final : public TraceReader {
 #else
       bytes = (bytes + 63) / 64 * 64;
       if (chunk_left_ < bytes) {
-        const bool many = std::max<size_t>(r_->nr_cpus_, spans_size_) >= kBatchFromCpus &&
-                          blocks_made_ >= kBatchFromBlocks;
-        const uint64_t size = std::max(many ? kHugeBlockChunkBytes : kBlockChunkBytes, bytes);
+        const uint64_t size =
+            std::max(ManyFarRuns() ? kHugeBlockChunkBytes : kBlockChunkBytes, bytes);
         absl::StatusOr<UniqueMapping> chunk = MapHugeAnonymous(size);
         if (!chunk.ok()) {
           // No mapping to be had: the heap (which throws, as it did before, when it has none).
@@ -575,10 +580,8 @@ class PerfDataReader final : public TraceReader {
         // double what they hold (the bounded-memory test read 9.16 MiB against its 9 MiB bound;
         // 6.3 without). Not "round marks seen": a 256-CPU file's first mark may come after
         // most of its data (3 M events: 257 of 320 MB), and with it most of the far reads.
-        // (The CPUs: the header's, or those met in the data so far, whichever is more.)
-        if (batch_failed_ || !r_->options_.batch_far_reads ||
-            std::max<size_t>(r_->nr_cpus_, spans_size_) < kBatchFromCpus ||
-            blocks_made_ < kBatchFromBlocks || far_block_room_ > kMinAutoFarBlock) {
+        if (batch_failed_ || !r_->options_.batch_far_reads || !ManyFarRuns() ||
+            far_block_room_ > kMinAutoFarBlock) {
           return false;
         }
         absl::StatusOr<std::unique_ptr<BatchReader>> b = BatchReader::Create(kBatchDepth);

@@ -1,8 +1,7 @@
 // Cells that more than one formatter of this stage writes (report_format, live_view,
-// diff_format): CSV
-// quoting, JSON strings and numbers, and the cells of a summary CSV row, so that a number reads
-// the same in `iotrace report` and `iotrace live`; and the text view's lines wrapped at 80
-// columns.
+// diff_format): CSV quoting, JSON strings and numbers, and the cells of a summary CSV row, so
+// that a number reads the same in `iotrace report` and `iotrace live`; names made printable and
+// where a file was recorded; and the text view's lines wrapped at 80 columns.
 #ifndef IOTRACE_SRC_OUTPUT_FORMAT_CELLS_H_
 #define IOTRACE_SRC_OUTPUT_FORMAT_CELLS_H_
 
@@ -32,8 +31,8 @@ std::string Printable(std::string_view s);
 
 // Where and by what a file was recorded (LatencyReport::recorded_on): after "recorded", "on vm
 // (Linux 6.18.44 x86_64) by perf 6.1.187", each part left out where the file does not say and
-// made Printable; and
-// as a JSON object {"host", "kernel", "arch", "recorder"}, null where it does not.
+// made Printable; and as a JSON object {"host", "kernel", "arch", "recorder"}, null where it
+// does not.
 std::string RecordedOnText(const RecordingHost& h);
 std::string JsonRecordedOn(const RecordingHost& h);
 

@@ -48,6 +48,9 @@ class FileRingTest : public ::testing::TestWithParam<bool> {
   // it, changes a guard.
   static constexpr size_t kGuard = 4096;
   static uint8_t GuardByte(size_t i) { return static_cast<uint8_t>(0xa5 ^ (i * 131)); }
+  static uint8_t* Share(uint8_t* base, int ring, size_t stride) {
+    return base + kGuard + ring * stride;
+  }
   static void FillGuards(uint8_t* base, int rings, size_t stride) {
     for (int r = 0; r <= rings; ++r) {
       for (size_t i = 0; i < kGuard; ++i) base[r * stride + i] = GuardByte(i);
@@ -235,7 +238,7 @@ TEST_P(FileRingTest, RingsSideBySideInTheCallersMemory) {
   for (int i = 0; i < kRings; ++i) {
     const uint64_t begin = static_cast<uint64_t>(i) << 20;
     auto made = FileRing::Create(fd_.get(), begin, begin + (1 << 20), kCapacity, kCapacity / 2,
-                                 kSpan, base + kGuard + i * stride);
+                                 kSpan, Share(base, i, stride));
     ASSERT_TRUE(made.ok()) << made.status();
     rings.push_back(std::move(*made));
     if (GetParam()) ASSERT_TRUE(rings.back().StartReadAhead());
@@ -248,8 +251,7 @@ TEST_P(FileRingTest, RingsSideBySideInTheCallersMemory) {
       rings[i].Release(pos[i]);
       ASSERT_GE(rings[i].Fill(pos[i], size), size);
       const uint8_t* at = rings[i].At(pos[i]);
-      ASSERT_TRUE(at >= base + kGuard + i * stride &&
-                  at + size <= base + kGuard + i * stride + each)
+      ASSERT_TRUE(at >= Share(base, i, stride) && at + size <= Share(base, i, stride) + each)
           << "ring " << i << " reads outside its share";
       ASSERT_TRUE(Same(rings[i], pos[i], size)) << "ring " << i << " at " << pos[i];
       pos[i] += size;
@@ -263,7 +265,7 @@ TEST_P(FileRingTest, RingsSideBySideInTheCallersMemory) {
   }
   EXPECT_GT(rings[1].capacity(), kCapacity);
   const uint8_t* moved = rings[1].At(held);
-  EXPECT_FALSE(moved >= base && moved < base + kGuard + kRings * stride)
+  EXPECT_FALSE(moved >= base && moved < Share(base, kRings, stride))
       << "a grown ring left the memory";
   for (uint64_t p = held; p < held + 4 * kCapacity; p += 1000) {
     ASSERT_TRUE(Same(rings[1], p, 1000)) << "the grown ring's record at " << p;
@@ -297,7 +299,7 @@ TEST_P(FileRingTest, GroupedRingsReadTheirOwnBytesInFewCalls) {
   for (int i = 0; i < kRings; ++i) {
     const uint64_t begin = i * kStretch;
     auto made = FileRing::Create(fd_.get(), begin, begin + kStretch, kCapacity, kCapacity / 2,
-                                 kSpan, base + kGuard + i * stride);
+                                 kSpan, Share(base, i, stride));
     ASSERT_TRUE(made.ok()) << made.status();
     rings.push_back(std::move(*made));
     // With the parameter, every third ring reads ahead on a thread: the group leaves it alone.
@@ -318,8 +320,7 @@ TEST_P(FileRingTest, GroupedRingsReadTheirOwnBytesInFewCalls) {
       ++fills;
       const uint8_t* at = rings[i].At(pos[i]);
       if (rings[i].capacity() == kCapacity) {
-        ASSERT_TRUE(at >= base + kGuard + i * stride &&
-                    at + size <= base + kGuard + i * stride + each)
+        ASSERT_TRUE(at >= Share(base, i, stride) && at + size <= Share(base, i, stride) + each)
             << "ring " << i << " reads outside its share";
       }
       ASSERT_TRUE(Same(rings[i], pos[i], size)) << "ring " << i << " at " << pos[i];
