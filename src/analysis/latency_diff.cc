@@ -1,9 +1,11 @@
 #include "iotrace/analysis/latency_diff.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <span>
 #include <string_view>
 #include <tuple>
 
@@ -75,10 +77,10 @@ KsResult KsOfCounts(const std::vector<uint64_t>& a, const std::vector<uint64_t>&
 }
 
 // The grid of bucket lower bounds that `lists` use, sorted.
-std::vector<uint64_t> GridOf(const std::vector<const std::vector<LatencyBucket>*>& lists) {
+std::vector<uint64_t> GridOf(std::span<const std::span<const LatencyBucket>> lists) {
   std::vector<uint64_t> grid;
-  for (const auto* l : lists) {
-    for (const LatencyBucket& b : *l) grid.push_back(b.lo_ns);
+  for (std::span<const LatencyBucket> l : lists) {
+    for (const LatencyBucket& b : l) grid.push_back(b.lo_ns);
   }
   std::sort(grid.begin(), grid.end());
   grid.erase(std::unique(grid.begin(), grid.end()), grid.end());
@@ -89,7 +91,7 @@ size_t GridIndex(const std::vector<uint64_t>& grid, uint64_t lo) {
   return static_cast<size_t>(std::lower_bound(grid.begin(), grid.end(), lo) - grid.begin());
 }
 
-uint64_t CountOf(const std::vector<LatencyBucket>& buckets) {
+uint64_t CountOf(std::span<const LatencyBucket> buckets) {
   uint64_t n = 0;
   for (const LatencyBucket& b : buckets) n += b.count;
   return n;
@@ -265,8 +267,9 @@ double ChooseBlockSeconds(double duration_a_s, double duration_b_s) {
   return std::max(shorter / 10, 1e-6);
 }
 
-KsResult KsStatistic(const std::vector<LatencyBucket>& a, const std::vector<LatencyBucket>& b) {
-  const std::vector<uint64_t> grid = GridOf({&a, &b});
+KsResult KsStatistic(std::span<const LatencyBucket> a, std::span<const LatencyBucket> b) {
+  const std::array<std::span<const LatencyBucket>, 2> lists = {a, b};
+  const std::vector<uint64_t> grid = GridOf(lists);
   std::vector<uint64_t> ca(grid.size()), cb(grid.size());
   for (const LatencyBucket& x : a) ca[GridIndex(grid, x.lo_ns)] += x.count;
   for (const LatencyBucket& x : b) cb[GridIndex(grid, x.lo_ns)] += x.count;
@@ -292,16 +295,16 @@ double KsPValueBlocks(const std::vector<std::vector<LatencyBucket>>& blocks_a,
                       const std::vector<std::vector<LatencyBucket>>& blocks_b, int resamples,
                       uint64_t seed) {
   if (blocks_a.empty() || blocks_b.empty()) return 1;
-  std::vector<const std::vector<LatencyBucket>*> all;
-  for (const auto& b : blocks_a) all.push_back(&b);
-  for (const auto& b : blocks_b) all.push_back(&b);
+  std::vector<std::span<const LatencyBucket>> all;
+  for (const auto& b : blocks_a) all.emplace_back(b);
+  for (const auto& b : blocks_b) all.emplace_back(b);
   const std::vector<uint64_t> grid = GridOf(all);
   // Each block as (grid index, count) pairs, and the pooled counts.
   std::vector<std::vector<std::pair<uint32_t, uint64_t>>> cells(all.size());
   std::vector<uint64_t> sizes(all.size(), 0);
   std::vector<uint64_t> pooled(grid.size(), 0);
   for (size_t i = 0; i < all.size(); ++i) {
-    for (const LatencyBucket& b : *all[i]) {
+    for (const LatencyBucket& b : all[i]) {
       const size_t g = GridIndex(grid, b.lo_ns);
       cells[i].emplace_back(static_cast<uint32_t>(g), b.count);
       pooled[g] += b.count;

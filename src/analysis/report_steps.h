@@ -46,9 +46,10 @@ struct LossTally {
   std::array<uint64_t, kLossKindCount> unknown_by{};
 };
 
-// The summary and buckets of one histogram (the builder's groups, LiveWindow's).
+// The summary and buckets of one histogram (the builder's groups, LiveWindow's); the buckets in
+// `arena` while it has room.
 LatencyGroup MakeGroup(const Histogram& h, uint32_t dev, const std::string& device, BlockOp op,
-                       Phase phase);
+                       Phase phase, const std::shared_ptr<PopulatedArena>& arena = nullptr);
 
 // The builder's report, with what the reader knows of the file.
 LatencyReport FinishReport(LatencyReportBuilder& builder, const TraceReader& reader,

@@ -93,7 +93,7 @@ LogAxis LatencyDecades(uint64_t lo_ns, uint64_t hi_ns) {
   return axis;
 }
 
-Rows RowsOf(const std::vector<LatencyBucket>& buckets) {
+Rows RowsOf(std::span<const LatencyBucket> buckets) {
   Rows rows;
   for (const LatencyBucket& b : buckets) {
     const int row = SvgRowOf(b.lo_ns);

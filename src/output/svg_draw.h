@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <ostream>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -51,7 +52,7 @@ LogAxis LatencyDecades(uint64_t lo_ns, uint64_t hi_ns);
 
 // Heatmap rows of buckets (sorted by latency): (row, count), by row (SvgRowOf).
 using Rows = std::vector<std::pair<int, uint64_t>>;
-Rows RowsOf(const std::vector<LatencyBucket>& buckets);
+Rows RowsOf(std::span<const LatencyBucket> buckets);
 
 // One heatmap column: the intervals merged into it.
 struct Column {

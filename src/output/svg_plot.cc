@@ -367,8 +367,8 @@ uint64_t SvgRowLow(int key) {
   return (uint64_t{1} << e) + (q << (e - 2));
 }
 
-uint64_t BucketPercentile(const std::vector<LatencyBucket>& buckets, uint64_t count,
-                          uint64_t min_ns, uint64_t max_ns, double p) {
+uint64_t BucketPercentile(std::span<const LatencyBucket> buckets, uint64_t count, uint64_t min_ns,
+                          uint64_t max_ns, double p) {
   if (count == 0) return 0;
   if (!(p > 0)) return min_ns;
   if (p >= 100) return max_ns;

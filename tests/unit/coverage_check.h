@@ -28,7 +28,7 @@
 namespace iotrace::testing {
 
 // The histograms of a report, by device x op x phase.
-using Buckets = std::map<std::tuple<uint32_t, BlockOp, Phase>, std::vector<LatencyBucket>>;
+using Buckets = std::map<std::tuple<uint32_t, BlockOp, Phase>, LatencyBuckets>;
 
 inline Buckets BucketsOf(const LatencyReport& r) {
   Buckets out;

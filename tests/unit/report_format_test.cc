@@ -28,7 +28,7 @@ LatencyGroup Group(uint32_t dev, std::string device, BlockOp op, Phase phase,
   g.device = std::move(device);
   g.op = op;
   g.phase = phase;
-  g.buckets = std::move(buckets);
+  g.buckets.assign(buckets.begin(), buckets.end());
   for (const LatencyBucket& b : g.buckets) g.summary.count += b.count;
   g.summary.min_ns = g.buckets.front().lo_ns;
   g.summary.max_ns = g.buckets.back().hi_ns - 1;

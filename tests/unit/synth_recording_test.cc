@@ -6,8 +6,10 @@
 
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "gtest/gtest.h"
 #include "iotrace/analysis/latency_report.h"
@@ -40,8 +42,9 @@ class SynthRecordingTest : public ::testing::TestWithParam<bool> {
 
   // Writes the recording, reports it with one thread and with the default (auto) threads,
   // and checks both against the generator's counts.
-  // `plan` (if given): how the default threads read it.
-  void CheckReport(const SynthOptions& o, SynthExpected* expected, std::string* plan = nullptr) {
+  // `plan` (if given): how the default threads read it; `last` (if given): that report.
+  void CheckReport(const SynthOptions& o, SynthExpected* expected, std::string* plan = nullptr,
+                   LatencyReport* last = nullptr) {
     const std::string path = dir_ + (o.trace_dat ? "/s.dat" : "/s.data");
     const absl::Status written = WriteSynthRecording(path, o, expected);
     ASSERT_TRUE(written.ok()) << written;
@@ -81,6 +84,7 @@ class SynthRecordingTest : public ::testing::TestWithParam<bool> {
       EXPECT_EQ(got, want);
       EXPECT_EQ(c.match.completes_without_issue, 0u);
       EXPECT_EQ(c.match.negative_latency, 0u);
+      if (last != nullptr) *last = *std::move(report);
     }
   }
 
@@ -154,6 +158,55 @@ TEST_P(SynthRecordingTest, PerfDataIsCutWhereARoundBegins) {
     EXPECT_EQ(one_round, "two ranges");  // (trace.dat has no rounds)
   } else {
     EXPECT_EQ(one_round, "one pass: the reader cannot read time ranges");
+  }
+}
+
+// A report of many devices makes its rows' buckets in arenas faulted in at once (one for each
+// thread that makes rows), of their exact size; the rows are what they would be on the heap.
+TEST_P(SynthRecordingTest, ManyDevicesRowsKeepTheirBucketsInArenasOfTheirSize) {
+  SynthOptions o = Options();
+  o.cpus = 4;
+  o.devices = 128;  // x 2 ops x 3 phases: 768 rows, two threads' worth
+  o.in_flight = 256;
+  o.events = 60'000;
+  SynthExpected e;
+  LatencyReport r;
+  CheckReport(o, &e, nullptr, &r);
+  ASSERT_GE(r.groups.size(), 600u);
+  std::map<const PopulatedArena*, size_t> bytes_in;
+  for (const LatencyGroup& g : r.groups) {
+    const std::shared_ptr<PopulatedArena>& arena = g.buckets.get_allocator().arena();
+    ASSERT_NE(arena, nullptr) << g.dev;
+    bytes_in[arena.get()] += g.buckets.size() * sizeof(LatencyBucket);
+#if !defined(__SANITIZE_ADDRESS__)
+    EXPECT_TRUE(arena->Owns(g.buckets.data()));
+#endif
+    uint64_t n = 0;
+    for (size_t i = 0; i < g.buckets.size(); ++i) {
+      n += g.buckets[i].count;
+      EXPECT_LT(g.buckets[i].lo_ns, g.buckets[i].hi_ns);
+      if (i > 0) EXPECT_LE(g.buckets[i - 1].hi_ns, g.buckets[i].lo_ns);
+    }
+    EXPECT_EQ(n, g.summary.count);
+  }
+  EXPECT_LE(bytes_in.size(), 2u);
+  for (const auto& [arena, bytes] : bytes_in) {
+    EXPECT_GE(arena->capacity(), bytes);
+    EXPECT_LT(arena->capacity(), bytes + 4096);  // its size rounded to a page, no more
+#if !defined(__SANITIZE_ADDRESS__)
+    EXPECT_EQ(arena->used(), bytes);
+#endif
+  }
+  // A copy's rows are on the heap and outlive the report; a row moved out keeps its arena.
+  const LatencyReport copy = r;
+  LatencyGroup kept = std::move(r.groups.back());
+  r = LatencyReport();
+  EXPECT_EQ(copy.groups.front().buckets.get_allocator().arena(), nullptr);
+  const LatencyGroup& same = copy.groups.back();
+  ASSERT_EQ(kept.buckets.size(), same.buckets.size());
+  for (size_t i = 0; i < kept.buckets.size(); ++i) {
+    EXPECT_EQ(kept.buckets[i].lo_ns, same.buckets[i].lo_ns);
+    EXPECT_EQ(kept.buckets[i].count, same.buckets[i].count);
   }
 }
 

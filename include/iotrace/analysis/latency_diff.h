@@ -7,6 +7,7 @@
 #define IOTRACE_ANALYSIS_LATENCY_DIFF_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,7 +53,7 @@ struct KsResult {
   int direction = 0;  // +1: B's values are larger where the CDFs differ most
 };
 // Over the buckets' upper bounds (both histograms share Histogram's bucket bounds).
-KsResult KsStatistic(const std::vector<LatencyBucket>& a, const std::vector<LatencyBucket>& b);
+KsResult KsStatistic(std::span<const LatencyBucket> a, std::span<const LatencyBucket> b);
 // The asymptotic two-sample KS p-value (Kolmogorov's series with Stephens' small-sample
 // correction), for samples of na and nb independent draws.
 double KsPValueIid(double d, uint64_t na, uint64_t nb);

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "iotrace/analysis/match_stats.h"
+#include "iotrace/base/arena.h"
 #include "iotrace/event/block_event.h"
 #include "iotrace/formats/coverage.h"
 #include "iotrace/formats/trace_reader.h"
@@ -154,6 +155,11 @@ struct LatencyBucket {
   uint64_t count = 0;
 };
 
+// A row's buckets. A report's rows are made with their buckets in an arena faulted in at once
+// (PopulatedArena: 1024 devices' 0.84 M buckets were ~4,400 first touches of fresh pages); a
+// row built elsewhere, or copied, has them on the heap.
+using LatencyBuckets = std::vector<LatencyBucket, ArenaAllocator<LatencyBucket>>;
+
 // One histogram: a device x op x phase (in the whole file, or in one interval).
 struct LatencyGroup {
   uint32_t dev = 0;
@@ -165,7 +171,7 @@ struct LatencyGroup {
   std::string by;
   uint64_t by_order = 0;
   LatencySummary summary;
-  std::vector<LatencyBucket> buckets;  // non-empty buckets, increasing
+  LatencyBuckets buckets;              // non-empty buckets, increasing
   bool incomplete = false;             // its phase has a warning (inputs were lost)
   // The file's data does not cover the whole recording on every CPU (see CoverageReport): the
   // histogram holds only the requests wholly inside what is covered, and `outside_coverage` of

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <ostream>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,8 +43,8 @@ uint64_t SvgRowLow(int key);
 // The value at percentile `p` (0..100) of non-empty buckets, as Histogram::ValueAtPercentile
 // reads it: the middle of the bucket holding the sample of rank ceil(p/100 * count), clamped to
 // [min_ns, max_ns].
-uint64_t BucketPercentile(const std::vector<LatencyBucket>& buckets, uint64_t count,
-                          uint64_t min_ns, uint64_t max_ns, double p);
+uint64_t BucketPercentile(std::span<const LatencyBucket> buckets, uint64_t count, uint64_t min_ns,
+                          uint64_t max_ns, double p);
 
 void WriteSvgReport(const LatencyReport& report, const SvgPlotOptions& options, std::ostream& out);
 
