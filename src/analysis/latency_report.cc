@@ -366,7 +366,7 @@ void LatencyReportBuilder::AddLoss(LossRecord::Kind kind, int32_t cpu, int32_t e
 
 LatencyReportBuilder::DeviceSlot& LatencyReportBuilder::NewSlot(uint64_t key) {
   // First sample of a device (x class): resolve the --dev filter once (reads sysfs).
-  auto s = std::make_unique<DeviceSlot>();
+  ArenaPool<DeviceSlot>::Ptr s = slot_pool_.Make();
   const uint32_t dev = static_cast<uint32_t>(key);
   s->key = key;
   s->dev = dev;
@@ -385,7 +385,7 @@ LatencyReportBuilder::Group* LatencyReportBuilder::GroupFor(DeviceSlot& slot, Bl
                                                             Phase phase) {
   Group*& g = slot.groups[static_cast<int>(op)][static_cast<int>(phase)];
   if (g == nullptr) {
-    auto ng = std::make_unique<Group>(arena_);
+    ArenaPool<Group>::Ptr ng = group_pool_.Make(arena_);
     ng->dev = slot.dev;
     ng->klass = slot.klass;
     ng->op = op;
@@ -752,7 +752,7 @@ void LatencyReportBuilder::FinishHistograms(const ReadStats& reader_stats, Laten
   }
   r.groups.reserve(r.groups.size() + groups_.size());
   for (size_t i = 0; i < groups_.size(); ++i) {
-    const std::unique_ptr<Group>& g = groups_[i];
+    const ArenaPool<Group>::Ptr& g = groups_[i];
     const std::string& device = devices[i];
     if (shown(*g)) {
       r.groups.push_back(std::move(totals[i]));

@@ -50,9 +50,11 @@ RequestMatcher::Device& RequestMatcher::NewDevice(uint32_t dev) {
   // The only allocations the matcher makes after construction.
   if (devices_.size() % kDeviceChunk == 0) {
     device_chunks_.push_back(std::make_unique<Device[]>(kDeviceChunk));
+    flush_arena_ = PopulatedArena::Create(kDeviceChunk * options_.flush_depth * sizeof(FlushSlot));
   }
   Device& d = device_chunks_.back()[devices_.size() % kDeviceChunk];
   d.stats.dev = dev;
+  d.flushes = decltype(d.flushes)(ArenaAllocator<FlushSlot>(flush_arena_));
   d.flushes.reserve(options_.flush_depth);
   devices_.push_back(&d);
   device_index_.Insert(dev, &d);
@@ -451,7 +453,7 @@ void RequestMatcher::DropFlushes() {
 }
 
 void RequestMatcher::OnFlush(Device& d, const BlockEvent& e) {
-  std::vector<FlushSlot>& fifo = d.flushes;
+  auto& fifo = d.flushes;
   // Expire stale flushes (their completion was lost) so they do not shift the pairing forever.
   while (!fifo.empty() && e.ts > fifo.front().last_ts &&
          e.ts - fifo.front().last_ts > options_.expiry_ns) {

@@ -87,7 +87,10 @@ bool RequestMatcher::State::operator==(const State& other) const {
 RequestMatcher::FlushList RequestMatcher::SortedFlushes() const {
   FlushList flushes;
   for (const auto& d : devices_) {
-    if (!d->flushes.empty()) flushes.emplace_back(d->stats.dev, d->flushes);
+    if (!d->flushes.empty()) {
+      flushes.emplace_back(d->stats.dev,
+                           std::vector<FlushSlot>(d->flushes.begin(), d->flushes.end()));
+    }
   }
   std::sort(flushes.begin(), flushes.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });

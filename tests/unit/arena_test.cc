@@ -116,5 +116,39 @@ TEST(ArenaAllocatorTest, SwapTakesTheAllocatorsAlong) {
   EXPECT_EQ(arena->Owns(b.data()), kArenaUsed);
 }
 
+// An object that counts its constructions and destructions, a cache line aligned.
+struct alignas(64) Counted {
+  explicit Counted(int* alive, uint64_t v) : alive(alive), value(v) { ++*alive; }
+  ~Counted() { --*alive; }
+  int* alive;
+  uint64_t value;
+  uint8_t pad[100] = {};
+};
+
+TEST(ArenaPoolTest, MakesAlignedObjectsSideBySideAndDestroysEachOnce) {
+  int alive = 0;
+  {
+    ArenaPool<Counted> pool;
+    std::vector<ArenaPool<Counted>::Ptr> objects;
+    // Past several chunks (8, 16, ... 1024 objects, then 1024 a chunk).
+    for (uint64_t i = 0; i < 3000; ++i) objects.push_back(pool.Make(&alive, i));
+    EXPECT_EQ(alive, 3000);
+    for (uint64_t i = 0; i < objects.size(); ++i) {
+      ASSERT_EQ(objects[i]->value, i);
+      ASSERT_EQ(reinterpret_cast<uintptr_t>(objects[i].get()) % 64, 0u);
+      if (i > 0 && kArenaUsed && !objects[i].get_deleter().heap) {
+        // Each object its own memory (a chunk's next object lies past the one before).
+        const auto* before = objects[i - 1].get();
+        ASSERT_TRUE(objects[i].get() >= before + 1 || objects[i].get() + 1 <= before);
+      }
+    }
+    objects.resize(1000);  // destroyed in the pool's lifetime
+    EXPECT_EQ(alive, 1000);
+    objects.clear();
+    EXPECT_EQ(alive, 0);
+  }
+  EXPECT_EQ(alive, 0);
+}
+
 }  // namespace
 }  // namespace iotrace

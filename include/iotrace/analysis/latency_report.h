@@ -22,6 +22,7 @@
 #include "iotrace/analysis/pairing_placement.h"
 #include "iotrace/analysis/report.h"
 #include "iotrace/analysis/request_matcher.h"
+#include "iotrace/base/arena.h"
 #include "iotrace/base/fd.h"
 #include "iotrace/base/pointer_index.h"
 #include "iotrace/base/spsc_queue.h"
@@ -350,8 +351,10 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
 
   // The groups' whole-run histograms (before groups_: it outlives them).
   HistogramArena arena_;
-  std::vector<std::unique_ptr<Group>> groups_;
-  std::vector<std::unique_ptr<DeviceSlot>> slots_;
+  ArenaPool<Group> group_pool_;  // (before groups_: it outlives them)
+  std::vector<ArenaPool<Group>::Ptr> groups_;
+  ArenaPool<DeviceSlot> slot_pool_;  // (before slots_: it outlives them)
+  std::vector<ArenaPool<DeviceSlot>::Ptr> slots_;
   PointerIndex<DeviceSlot> slot_index_;  // slots_ by key
 
   static constexpr size_t kMaxLossRows = 4096;

@@ -13,11 +13,14 @@
 #ifndef IOTRACE_BASE_ARENA_H_
 #define IOTRACE_BASE_ARENA_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <new>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "iotrace/base/fd.h"
 
@@ -100,6 +103,50 @@ class ArenaAllocator {
 
  private:
   std::shared_ptr<PopulatedArena> arena_;
+};
+
+// Objects of one type made side by side in PopulatedArenas of growing size (kFirst objects,
+// then twice as many each time, up to kMost), each handed out in a unique_ptr that destroys it.
+// The memory goes with the pool, which must outlive the objects. (A report of 1024 devices
+// makes 6,144 groups: in heap allocations of their own, ~1,100 first touches of fresh pages.)
+template <typename T>
+class ArenaPool {
+ public:
+  // Destroys the object; frees it only where it came from the heap (no arena to be had).
+  struct Destroy {
+    bool heap = false;
+    void operator()(T* p) const {
+      if (heap) {
+        delete p;
+      } else {
+        p->~T();
+      }
+    }
+  };
+  using Ptr = std::unique_ptr<T, Destroy>;
+
+  static constexpr size_t kFirst = 8;
+  static constexpr size_t kMost = 1024;
+
+  template <typename... Args>
+  Ptr Make(Args&&... args) {
+#if defined(__SANITIZE_ADDRESS__)  // (each object apart, so that overruns are caught)
+    return Ptr(new T(std::forward<Args>(args)...), Destroy{true});
+#else
+    void* at = chunks_.empty() ? nullptr : chunks_.back()->Take(sizeof(T), alignof(T));
+    if (at == nullptr) {
+      next_ = next_ == 0 ? kFirst : std::min(2 * next_, kMost);
+      chunks_.push_back(PopulatedArena::Create(next_ * sizeof(T) + alignof(T)));
+      at = chunks_.back()->Take(sizeof(T), alignof(T));
+    }
+    if (at == nullptr) return Ptr(new T(std::forward<Args>(args)...), Destroy{true});
+    return Ptr(new (at) T(std::forward<Args>(args)...), Destroy{false});
+#endif
+  }
+
+ private:
+  std::vector<std::shared_ptr<PopulatedArena>> chunks_;
+  size_t next_ = 0;  // objects in the last chunk
 };
 
 }  // namespace iotrace
