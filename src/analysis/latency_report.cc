@@ -725,7 +725,7 @@ void LatencyReportBuilder::FinishHistograms(const ReadStats& reader_stats, Laten
   std::vector<std::string> devices(groups_.size());
   for (size_t i = 0; i < groups_.size(); ++i) devices[i] = names_.Label(groups_[i]->dev);
   // The rows of the whole run, made first: from kTwoThreadGroups groups on, with a second CPU,
-  // the later half on a second thread (1024 devices: 6,144 rows, 0.85 M buckets, 20 MB, most
+  // the later half on a second thread (1024 devices: 6,144 rows, 0.84 M buckets, 20 MB, most
   // of the report's time after the reading). From kArenaGroups groups on, each thread's rows
   // keep their buckets in an arena of their exact size, faulted in at once (arena.h: 20 MB of
   // fresh heap pages were ~4,400 faults, 44 -> 30 ms on two threads).

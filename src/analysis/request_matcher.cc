@@ -50,7 +50,10 @@ RequestMatcher::Device& RequestMatcher::NewDevice(uint32_t dev) {
   // The only allocations the matcher makes after construction.
   if (devices_.size() % kDeviceChunk == 0) {
     device_chunks_.push_back(std::make_unique<Device[]>(kDeviceChunk));
-    flush_arena_ = PopulatedArena::Create(kDeviceChunk * options_.flush_depth * sizeof(FlushSlot));
+    // Faulted in at once from the second chunk on: a file of a few devices keeps the FIFOs'
+    // pages untouched until used, as the heap did.
+    flush_arena_ = PopulatedArena::Create(kDeviceChunk * options_.flush_depth * sizeof(FlushSlot),
+                                          /*populate=*/!devices_.empty());
   }
   Device& d = device_chunks_.back()[devices_.size() % kDeviceChunk];
   d.stats.dev = dev;

@@ -2,21 +2,20 @@
 
 #include <sys/mman.h>
 
-#include <cerrno>
-
 namespace iotrace {
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14
 #endif
 
-std::shared_ptr<PopulatedArena> PopulatedArena::Create(size_t bytes) {
+std::shared_ptr<PopulatedArena> PopulatedArena::Create(size_t bytes, bool populate) {
   std::shared_ptr<PopulatedArena> arena(new PopulatedArena());
-  if (bytes == 0) return arena;
+  if (bytes == 0 || IOTRACE_ASAN) return arena;  // holds nothing: the heap serves every allocation
   absl::StatusOr<UniqueMapping> memory = MapHugeAnonymous(bytes);
-  if (!memory.ok()) return arena;  // holds nothing: the heap serves every allocation
+  if (!memory.ok()) return arena;
   // One call for every page (a kernel before 5.14 says EINVAL: the pages fault in as touched).
-  arena->populated_ = ::madvise(memory->addr(), memory->size(), MADV_POPULATE_WRITE) == 0;
+  arena->populated_ =
+      populate && ::madvise(memory->addr(), memory->size(), MADV_POPULATE_WRITE) == 0;
   arena->begin_ = arena->next_ = reinterpret_cast<uintptr_t>(memory->addr());
   arena->end_ = arena->begin_ + memory->size();
   arena->memory_ = *std::move(memory);

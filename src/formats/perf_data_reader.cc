@@ -25,6 +25,7 @@
 #include "iotrace/base/fd.h"
 #include "iotrace/base/file_ring.h"
 #include "iotrace/base/prefetch.h"
+#include "iotrace/base/sanitizers.h"
 #include "iotrace/base/status.h"
 #include "iotrace/formats/perf_data.h"
 #include "iotrace/formats/perf_data_recover.h"
@@ -543,7 +544,7 @@ class PerfDataReader final : public TraceReader {
     // stream. Under AddressSanitizer each block is an allocation of its own, so that a write
     // past a block is caught, not taken for the next block's bytes.
     uint8_t* NewBlock(uint64_t bytes) {
-#if defined(__SANITIZE_ADDRESS__)
+#if IOTRACE_ASAN
       heap_blocks_.push_back(std::make_unique<uint8_t[]>(bytes));
       return heap_blocks_.back().get();
 #else

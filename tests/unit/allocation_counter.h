@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "iotrace/base/sanitizers.h"
+
 namespace iotrace::test {
 
 inline std::atomic<uint64_t> g_allocations{0};
@@ -41,7 +43,7 @@ class ScopedAllocationCount {
 
 // At the top of a test that counts allocations: skips under AddressSanitizer (it owns the
 // allocator, nothing is counted in that build); elsewhere fails when counting does not work.
-#if defined(__SANITIZE_ADDRESS__)
+#if IOTRACE_ASAN
 #define IOTRACE_REQUIRE_ALLOCATION_COUNTER() \
   GTEST_SKIP() << "AddressSanitizer owns operator new: allocations are not counted in this build"
 #else
@@ -50,7 +52,7 @@ class ScopedAllocationCount {
       << "operator new is not the counting one: another file of the binary replaces it"
 #endif
 
-#if !defined(__SANITIZE_ADDRESS__)
+#if !IOTRACE_ASAN
 [[gnu::weak]] void* operator new(std::size_t size) {
   iotrace::test::g_allocations.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;

@@ -157,7 +157,7 @@ struct LatencyBucket {
 
 // A row's buckets. A report's rows are made with their buckets in an arena faulted in at once
 // (PopulatedArena: 1024 devices' 0.84 M buckets were ~4,400 first touches of fresh pages); a
-// row built elsewhere, or copied, has them on the heap.
+// row built elsewhere, or copy-constructed, has them on the heap (ArenaAllocator).
 using LatencyBuckets = std::vector<LatencyBucket, ArenaAllocator<LatencyBucket>>;
 
 // One histogram: a device x op x phase (in the whole file, or in one interval).

@@ -9,7 +9,9 @@
 // PopulatedArena hands out what it was made with, in order, and never reuses it: it is freed
 // whole when the last ArenaAllocator that points at it goes (containers keep their allocator,
 // so a vector whose elements live in the arena keeps the arena alive). Past its size, and where
-// no memory could be mapped, the allocator takes from the heap as std::allocator does.
+// no memory could be mapped, the allocator takes from the heap as std::allocator does. Under
+// AddressSanitizer (sanitizers.h) nothing is taken from an arena, so that every allocation
+// keeps its redzones.
 #ifndef IOTRACE_BASE_ARENA_H_
 #define IOTRACE_BASE_ARENA_H_
 
@@ -23,23 +25,26 @@
 #include <vector>
 
 #include "iotrace/base/fd.h"
+#include "iotrace/base/sanitizers.h"
 
 namespace iotrace {
 
 class PopulatedArena {
  public:
-  // An arena of `bytes`, its pages faulted in now (huge pages where the kernel gives them). An
-  // arena that holds nothing (every allocation from the heap) when none could be mapped.
-  static std::shared_ptr<PopulatedArena> Create(size_t bytes);
+  // An arena of `bytes` (rounded up to whole pages), its pages faulted in now when `populate`
+  // (huge pages where the kernel gives them), else as they are first touched. An arena that
+  // holds nothing (every allocation from the heap) when none could be mapped, and under
+  // AddressSanitizer.
+  static std::shared_ptr<PopulatedArena> Create(size_t bytes, bool populate = true);
 
   PopulatedArena(const PopulatedArena&) = delete;
   PopulatedArena& operator=(const PopulatedArena&) = delete;
 
-  // `bytes` aligned to `align` (a power of two, at most 64), or nullptr when they do not fit.
+  // `bytes` (at least 1) aligned to `align` (a power of two), or nullptr when they do not fit.
   // One thread at a time.
   void* Take(size_t bytes, size_t align) {
     const uintptr_t at = (next_ + align - 1) & ~(uintptr_t{align} - 1);
-    if (at < next_ || at > end_ || bytes > end_ - at) return nullptr;
+    if (bytes == 0 || at < next_ || at > end_ || bytes > end_ - at) return nullptr;
     next_ = at + bytes;
     return reinterpret_cast<void*>(at);
   }
@@ -62,8 +67,9 @@ class PopulatedArena {
 };
 
 // An allocator for standard containers: from `arena` while it has room, else from the heap.
-// Copies of a container do not use the arena (select_on_container_copy_construction), so only
-// what was built in place holds it; moves and swaps take the allocator along.
+// A copy-constructed container does not use the arena (select_on_container_copy_construction);
+// moves and swaps take the allocator along, and a container copy-assigned to keeps its own. A
+// moved allocator is copied (the one moved from still holds the arena, as C++20 asks).
 template <typename T>
 class ArenaAllocator {
  public:
@@ -76,16 +82,16 @@ class ArenaAllocator {
   ArenaAllocator() noexcept = default;
   explicit ArenaAllocator(std::shared_ptr<PopulatedArena> arena) noexcept
       : arena_(std::move(arena)) {}
+  ArenaAllocator(const ArenaAllocator&) noexcept = default;
+  ArenaAllocator& operator=(const ArenaAllocator&) noexcept = default;
   template <typename U>
   ArenaAllocator(const ArenaAllocator<U>& other) noexcept : arena_(other.arena()) {}
 
   T* allocate(size_t n) {
     static_assert(alignof(T) <= 64);
-#if !defined(__SANITIZE_ADDRESS__)  // (each allocation apart, so that overruns are caught)
     if (arena_ != nullptr && n <= SIZE_MAX / sizeof(T)) {
       if (void* p = arena_->Take(n * sizeof(T), alignof(T))) return static_cast<T*>(p);
     }
-#endif
     return std::allocator<T>().allocate(n);
   }
   void deallocate(T* p, size_t n) noexcept {
@@ -109,10 +115,12 @@ class ArenaAllocator {
 // then twice as many each time, up to kMost), each handed out in a unique_ptr that destroys it.
 // The memory goes with the pool, which must outlive the objects. (A report of 1024 devices
 // makes 6,144 groups: in heap allocations of their own, ~1,100 first touches of fresh pages.)
+// Where no arena can be had (no memory mapped; AddressSanitizer), each object is its own heap
+// allocation.
 template <typename T>
 class ArenaPool {
  public:
-  // Destroys the object; frees it only where it came from the heap (no arena to be had).
+  // Destroys the object; frees it only where it came from the heap.
   struct Destroy {
     bool heap = false;
     void operator()(T* p) const {
@@ -128,25 +136,32 @@ class ArenaPool {
   static constexpr size_t kFirst = 8;
   static constexpr size_t kMost = 1024;
 
+  ArenaPool() = default;
+  ArenaPool(const ArenaPool&) = delete;
+  ArenaPool& operator=(const ArenaPool&) = delete;
+
   template <typename... Args>
   Ptr Make(Args&&... args) {
-#if defined(__SANITIZE_ADDRESS__)  // (each object apart, so that overruns are caught)
-    return Ptr(new T(std::forward<Args>(args)...), Destroy{true});
-#else
     void* at = chunks_.empty() ? nullptr : chunks_.back()->Take(sizeof(T), alignof(T));
-    if (at == nullptr) {
+    if (at == nullptr && !heap_only_) {
       next_ = next_ == 0 ? kFirst : std::min(2 * next_, kMost);
-      chunks_.push_back(PopulatedArena::Create(next_ * sizeof(T) + alignof(T)));
-      at = chunks_.back()->Take(sizeof(T), alignof(T));
+      std::shared_ptr<PopulatedArena> chunk =
+          PopulatedArena::Create(next_ * sizeof(T) + alignof(T));
+      at = chunk->Take(sizeof(T), alignof(T));
+      if (at == nullptr) {
+        heap_only_ = true;  // (not asked again for every object)
+      } else {
+        chunks_.push_back(std::move(chunk));
+      }
     }
     if (at == nullptr) return Ptr(new T(std::forward<Args>(args)...), Destroy{true});
     return Ptr(new (at) T(std::forward<Args>(args)...), Destroy{false});
-#endif
   }
 
  private:
   std::vector<std::shared_ptr<PopulatedArena>> chunks_;
   size_t next_ = 0;  // objects in the last chunk
+  bool heap_only_ = false;
 };
 
 }  // namespace iotrace
