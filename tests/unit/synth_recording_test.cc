@@ -178,7 +178,7 @@ TEST_P(SynthRecordingTest, ManyDevicesRowsKeepTheirBucketsInArenasOfTheirSize) {
   ASSERT_GE(r.groups.size(), 600u);
   std::map<const PopulatedArena*, size_t> bytes_in;
   for (const LatencyGroup& g : r.groups) {
-    const std::shared_ptr<PopulatedArena>& arena = g.buckets.get_allocator().arena();
+    const std::shared_ptr<PopulatedArena> arena = g.buckets.get_allocator().arena();
     ASSERT_NE(arena, nullptr) << g.dev;
     bytes_in[arena.get()] += g.buckets.size() * sizeof(LatencyBucket);
 #if !IOTRACE_ASAN
