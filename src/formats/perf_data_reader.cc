@@ -92,7 +92,8 @@ class PerfDataReader final : public TraceReader {
   }
   const ReadStats& stats() const override { return stats_; }
   void set_read_ahead(bool on) override { read_ahead_ = on; }
-  std::optional<TraceTimeSpan> TimeSpan() const override;
+  std::optional<TraceTimeSpan> TimeSpan() const override { return TimeSpanFrom(0.5); }
+  std::optional<TraceTimeSpan> TimeSpanFrom(double fraction) const override;
   // Comm records are not collected (CommOf stays what ReadAll found).
   absl::Status ReadRange(EventSink* sink, const TimeRange& range, RangeReadResult* out) override {
     return Read<true>(sink, range, out);
@@ -1468,7 +1469,7 @@ std::optional<uint64_t> PerfDataReader::BoundaryNear(uint64_t from, uint64_t* ti
   return std::nullopt;
 }
 
-std::optional<TraceTimeSpan> PerfDataReader::TimeSpan() const {
+std::optional<TraceTimeSpan> PerfDataReader::TimeSpanFrom(double fraction) const {
   // Records are not in time order, and their boundaries are not marked: a record boundary near
   // the middle is found by looking for a long chain of sound records (RangesUnfit then checks
   // that the earlier range's scan met a record there), the first and last times by the same
@@ -1484,8 +1485,10 @@ std::optional<TraceTimeSpan> PerfDataReader::TimeSpan() const {
   span.data_bytes = data_end_ - data_begin_;
   uint64_t t = 0;
   if (!BoundaryNear(data_begin_, &span.first_ts, buf).has_value()) return std::nullopt;
-  const std::optional<uint64_t> middle =
-      BoundaryNear(data_begin_ + (data_end_ - data_begin_) / 2, &span.middle_ts, buf);
+  if (!(fraction > 0 && fraction < 1)) return std::nullopt;
+  const uint64_t from =
+      data_begin_ + static_cast<uint64_t>(static_cast<double>(data_end_ - data_begin_) * fraction);
+  const std::optional<uint64_t> middle = BoundaryNear(from, &span.middle_ts, buf);
   if (!middle.has_value() ||
       !BoundaryNear(data_end_ - std::min<uint64_t>(data_end_ - data_begin_, 1 << 19), &t, buf)) {
     return std::nullopt;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -161,6 +162,45 @@ TEST_P(SynthRecordingTest, PerfDataIsCutWhereARoundBegins) {
   } else {
     EXPECT_EQ(one_round, "one pass: the reader cannot read time ranges");
   }
+}
+
+// A reader's split looked for from a share of the data other than the middle (a plan moves
+// perf.data's earlier, so that the two ranges read as much): a round mark and its times from
+// there, earlier than the middle's; trace.dat, whose ranges start anywhere, has none. The report
+// still reads the file as two ranges, exactly.
+TEST_P(SynthRecordingTest, TheSplitIsFoundFromEarlierInTheDataWhenAsked) {
+  SynthOptions o = Options();
+  o.cpus = 16;
+  o.devices = 4;
+  o.in_flight = 256;
+  o.events = 300'000;
+  o.step_ns = 10'000;        // 3 s of trace time
+  o.wake_bytes = 256 << 10;  // rounds of ~4 MiB: late_ns, and so the priming, a good share
+  SynthExpected e;
+  std::string plan;
+  CheckReport(o, &e, &plan);
+  EXPECT_EQ(plan.rfind("two ranges", 0), 0u) << plan;
+  auto reader = OpenTraceReader(dir_ + (o.trace_dat ? "/s.dat" : "/s.data"));
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  const std::optional<TraceTimeSpan> middle = (*reader)->TimeSpan();
+  ASSERT_TRUE(middle.has_value());
+  const std::optional<TraceTimeSpan> earlier = (*reader)->TimeSpanFrom(0.3);
+  if (o.trace_dat) {
+    EXPECT_FALSE(earlier.has_value());
+    return;
+  }
+  ASSERT_TRUE(earlier.has_value());
+  EXPECT_EQ(earlier->first_ts, middle->first_ts);
+  EXPECT_EQ(earlier->last_ts, middle->last_ts);
+  EXPECT_LT(earlier->split_position, middle->split_position);
+  EXPECT_LT(earlier->middle_ts, middle->middle_ts);
+  EXPECT_GT(earlier->middle_ts, earlier->first_ts);
+  const double at =
+      static_cast<double>(earlier->split_position) / static_cast<double>(middle->split_position);
+  EXPECT_GT(at, 0.4);  // a round (~4 MiB of ~30) past 30% of the data, against past 50%
+  EXPECT_LT(at, 0.9);
+  EXPECT_FALSE((*reader)->TimeSpanFrom(0.0).has_value());
+  EXPECT_FALSE((*reader)->TimeSpanFrom(1.0).has_value());
 }
 
 // A report of many devices makes its rows' buckets in arenas faulted in at once (one for each

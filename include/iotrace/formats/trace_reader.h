@@ -87,7 +87,7 @@ struct TimeRange {
 // Where the file's records lie in time, for choosing where to cut it (TimeSpan).
 struct TraceTimeSpan {
   uint64_t first_ts = 0;
-  uint64_t middle_ts = 0;  // about half of the record bytes lie before it
+  uint64_t middle_ts = 0;  // about half of the record bytes lie before it (see TimeSpanFrom)
   uint64_t last_ts = 0;
   uint64_t data_bytes = 0;
   // perf.data: a record boundary near the middle of the data, where records from middle_ts on
@@ -190,6 +190,11 @@ class TraceReader {
   // Reading in time ranges, on several threads at once: readers that can say so, and give the
   // file's time span (nullopt when they cannot, or the file has no records).
   virtual std::optional<TraceTimeSpan> TimeSpan() const { return std::nullopt; }
+  // TimeSpan with its split position looked for from `fraction` (0 < fraction < 1) of the data
+  // on, not from the middle: readers whose ranges start where a round begins (perf.data), so
+  // that a plan can put the later range's start where both ranges read as much. nullopt from
+  // readers whose ranges may start anywhere.
+  virtual std::optional<TraceTimeSpan> TimeSpanFrom(double fraction) const { return std::nullopt; }
   // Delivers the records of `range` to `sink` (see TimeRange). Safe to call from several threads
   // at once, each with its own sink; not together with ReadAll. stats() is left alone.
   virtual absl::Status ReadRange(EventSink* sink, const TimeRange& range, RangeReadResult* out) {
