@@ -42,6 +42,15 @@ class SynthRecordingTest : public ::testing::TestWithParam<bool> {
     o.formats_dir = std::string(IOTRACE_FIXTURES) + "/formats/6.18";
     return o;
   }
+  // Options() of a recording's shape: CPUs, devices, requests in flight, events, and the time
+  // between two events (ns).
+  SynthOptions Shaped(uint32_t cpus, uint32_t devices, uint64_t in_flight, uint64_t events,
+                      uint64_t step_ns) const {
+    SynthOptions o = Options();
+    std::tie(o.cpus, o.devices, o.in_flight, o.events, o.step_ns) =
+        std::make_tuple(cpus, devices, in_flight, events, step_ns);
+    return o;
+  }
 
   // Writes the recording, reports it with one thread and with the default (auto) threads,
   // and checks both against the generator's counts.
@@ -143,12 +152,7 @@ TEST_P(SynthRecordingTest, ManyCpusWithSkewedClocks) {
 // many-CPU machine writes (here the whole file), one pass from the start, not two ranges read
 // and then found unfit.
 TEST_P(SynthRecordingTest, PerfDataIsCutWhereARoundBegins) {
-  SynthOptions o = Options();
-  o.cpus = 4;
-  o.devices = 2;
-  o.in_flight = 64;
-  o.events = 60'000;
-  o.step_ns = 40'000;  // 2.4 s of trace time
+  SynthOptions o = Shaped(4, 2, 64, 60'000, 40'000);  // 2.4 s of trace time
   o.wake_bytes = 16 << 10;
   SynthExpected e;
   std::string short_rounds, one_round;
@@ -169,12 +173,7 @@ TEST_P(SynthRecordingTest, PerfDataIsCutWhereARoundBegins) {
 // there, earlier than the middle's; trace.dat, whose ranges start anywhere, has none. The report
 // still reads the file as two ranges, exactly.
 TEST_P(SynthRecordingTest, TheSplitIsFoundFromEarlierInTheDataWhenAsked) {
-  SynthOptions o = Options();
-  o.cpus = 16;
-  o.devices = 4;
-  o.in_flight = 256;
-  o.events = 300'000;
-  o.step_ns = 10'000;        // 3 s of trace time
+  SynthOptions o = Shaped(16, 4, 256, 300'000, 10'000);  // 3 s of trace time
   o.wake_bytes = 256 << 10;  // rounds of ~4 MiB: late_ns, and so the priming, a good share
   SynthExpected e;
   std::string plan;
