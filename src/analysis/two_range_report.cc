@@ -122,22 +122,19 @@ std::optional<SplitPlan> PlanSplit(TraceReader& reader, const ReportOptions& opt
   const uint64_t max_prime = SecondsToNs(options.expiry_s) + 1'000'000'000;
   // The priming of a plan cut at `s`: twice a round's time at least (perf.data), since the
   // later range primes from half the priming before the cut, past what the records before its
-  // start may reach; nullopt (and why) where `s` leaves nothing to cut at.
+  // start may reach; nullopt where `s` leaves nothing to cut at, and why in `why` unless null.
   auto priming = [&](const TraceTimeSpan& s, std::string* why) -> std::optional<uint64_t> {
-    if (!(s.first_ts < s.middle_ts && s.middle_ts < s.last_ts)) {
-      *why = "one pass: no time to cut at";
+    auto none = [why](const char* reason) -> std::optional<uint64_t> {
+      if (why != nullptr) *why = reason;
       return std::nullopt;
+    };
+    if (!(s.first_ts < s.middle_ts && s.middle_ts < s.last_ts)) {
+      return none("one pass: no time to cut at");
     }
     const uint64_t prime = std::clamp<uint64_t>(
         std::max((s.last_ts - s.first_ts) / 64, 2 * s.late_ns), 20'000'000, max_prime);
-    if (2 * s.late_ns > max_prime) {
-      *why = "one pass: rounds longer than the priming may be";
-      return std::nullopt;
-    }
-    if (s.last_ts - s.middle_ts <= prime) {
-      *why = "one pass: no time to cut at";
-      return std::nullopt;
-    }
+    if (2 * s.late_ns > max_prime) return none("one pass: rounds longer than the priming may be");
+    if (s.last_ts - s.middle_ts <= prime) return none("one pass: no time to cut at");
     return prime;
   };
   std::optional<uint64_t> prime = priming(*span, why_not);
@@ -152,10 +149,9 @@ std::optional<SplitPlan> PlanSplit(TraceReader& reader, const ReportOptions& opt
     const double shift =
         0.75 * static_cast<double>(*prime) / static_cast<double>(span->last_ts - span->first_ts);
     if (shift > kMinRebalance) {
-      std::string why;
       std::optional<TraceTimeSpan> earlier = reader.TimeSpanFrom(std::max(0.25, 0.5 - shift));
       std::optional<uint64_t> earlier_prime;
-      if (earlier.has_value()) earlier_prime = priming(*earlier, &why);
+      if (earlier.has_value()) earlier_prime = priming(*earlier, /*why=*/nullptr);
       if (earlier_prime.has_value() && earlier->middle_ts < span->middle_ts) {
         span = earlier;
         prime = earlier_prime;

@@ -21,11 +21,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "iotrace/base/arena.h"
 #include "iotrace/base/batch_read.h"
 #include "iotrace/base/fd.h"
 #include "iotrace/base/file_ring.h"
 #include "iotrace/base/prefetch.h"
-#include "iotrace/base/sanitizers.h"
 #include "iotrace/base/status.h"
 #include "iotrace/formats/perf_data.h"
 #include "iotrace/formats/perf_data_recover.h"
@@ -542,32 +542,25 @@ class PerfDataReader final : public TraceReader {
     // as the heap's were: a few CPUs' file without round marks keeps ~1,000 runs far, and a huge
     // page rounding up its blocks took the bounded-memory test from 6.1 to 8.0 of its 9 MiB; a
     // file whose far path reads a record or two needs no 2 MiB. Blocks live as long as the
-    // stream. Under AddressSanitizer each block is an allocation of its own, so that a write
-    // past a block is caught, not taken for the next block's bytes.
+    // stream. Under AddressSanitizer each block is an allocation of its own (the arenas hold
+    // nothing), so that a write past a block is caught, not taken for the next block's bytes.
     uint8_t* NewBlock(uint64_t bytes) {
-#if IOTRACE_ASAN
+      void* b = block_chunks_.empty() ? nullptr : block_chunks_.back()->Take(bytes, 64);
+      if (b == nullptr && !heap_blocks_only_) {
+        std::shared_ptr<PopulatedArena> chunk = PopulatedArena::Create(
+            std::max(ManyFarRuns() ? kHugeBlockChunkBytes : kBlockChunkBytes, bytes),
+            /*populate=*/false);
+        b = chunk->Take(bytes, 64);
+        if (b == nullptr) {
+          heap_blocks_only_ = true;  // no mapping to be had, or AddressSanitizer
+        } else {
+          block_chunks_.push_back(std::move(chunk));
+        }
+      }
+      if (b != nullptr) return static_cast<uint8_t*>(b);
+      // The heap (which throws, as it did before, when it has none).
       heap_blocks_.push_back(std::make_unique<uint8_t[]>(bytes));
       return heap_blocks_.back().get();
-#else
-      bytes = (bytes + 63) / 64 * 64;
-      if (chunk_left_ < bytes) {
-        const uint64_t size =
-            std::max(ManyFarRuns() ? kHugeBlockChunkBytes : kBlockChunkBytes, bytes);
-        absl::StatusOr<UniqueMapping> chunk = MapHugeAnonymous(size);
-        if (!chunk.ok()) {
-          // No mapping to be had: the heap (which throws, as it did before, when it has none).
-          heap_blocks_.push_back(std::make_unique<uint8_t[]>(bytes));
-          return heap_blocks_.back().get();
-        }
-        chunk_next_ = static_cast<uint8_t*>(chunk->addr());
-        chunk_left_ = size;
-        block_chunks_.push_back(*std::move(chunk));
-      }
-      uint8_t* b = chunk_next_;
-      chunk_next_ += bytes;
-      chunk_left_ -= bytes;
-      return b;
-#endif
     }
 
     // Whether `run` reads with blocks ahead: from kBatchFromBlocks blocks in the pool (many runs
@@ -726,10 +719,9 @@ class PerfDataReader final : public TraceReader {
     bool auto_far_blocks_ = false;
     static constexpr uint64_t kBlockChunkBytes = uint64_t{256} << 10;
     static constexpr uint64_t kHugeBlockChunkBytes = uint64_t{2} << 20;
-    std::vector<UniqueMapping> block_chunks_;
+    std::vector<std::shared_ptr<PopulatedArena>> block_chunks_;  // touched as used
     std::vector<std::unique_ptr<uint8_t[]>> heap_blocks_;
-    uint8_t* chunk_next_ = nullptr;  // the last chunk's free bytes
-    uint64_t chunk_left_ = 0;
+    bool heap_blocks_only_ = false;
     size_t blocks_made_ = 0;
     std::vector<uint8_t*> free_blocks_;
     // Blocks read ahead (see RunBytes), by RunBytes::ahead; reads made together.
@@ -768,6 +760,14 @@ class PerfDataReader final : public TraceReader {
   // `from`) and between the two. False when two marks are not found there.
   bool RoundsAfter(uint64_t from, uint64_t* after_first, uint64_t* max_before_first,
                    uint64_t* max_between, uint8_t* buf) const;
+  // The file's first and last sample times as TimeSpanFrom's looks at both ends found them,
+  // kept for its next call (the split plan asks again from earlier in the file); the file does
+  // not change under a reader.
+  struct Ends {
+    uint64_t first_ts = 0;
+    uint64_t last_ts = 0;
+  };
+  mutable std::optional<Ends> ends_;
   // Where TimeSpan's looks read the file: kScanBufferBytes, enough for either look.
   static constexpr size_t kScanChunk = size_t{1} << 20;
   static constexpr size_t kScanBufferBytes = size_t{2} << 20;
@@ -1481,18 +1481,24 @@ std::optional<TraceTimeSpan> PerfDataReader::TimeSpanFrom(double fraction) const
   absl::StatusOr<UniqueMapping> scan = MapHugeAnonymous(kScanBufferBytes);
   if (!scan.ok()) return std::nullopt;
   uint8_t* buf = static_cast<uint8_t*>(scan->addr());
+  if (!(fraction > 0 && fraction < 1)) return std::nullopt;
   TraceTimeSpan span;
   span.data_bytes = data_end_ - data_begin_;
-  uint64_t t = 0;
-  if (!BoundaryNear(data_begin_, &span.first_ts, buf).has_value()) return std::nullopt;
-  if (!(fraction > 0 && fraction < 1)) return std::nullopt;
+  if (!ends_.has_value()) {
+    Ends ends;
+    if (!BoundaryNear(data_begin_, &ends.first_ts, buf).has_value() ||
+        !BoundaryNear(data_end_ - std::min<uint64_t>(data_end_ - data_begin_, 1 << 19),
+                      &ends.last_ts, buf)
+             .has_value()) {
+      return std::nullopt;
+    }
+    ends_ = ends;
+  }
+  span.first_ts = ends_->first_ts;
   const uint64_t from =
       data_begin_ + static_cast<uint64_t>(static_cast<double>(data_end_ - data_begin_) * fraction);
   const std::optional<uint64_t> middle = BoundaryNear(from, &span.middle_ts, buf);
-  if (!middle.has_value() ||
-      !BoundaryNear(data_end_ - std::min<uint64_t>(data_end_ - data_begin_, 1 << 19), &t, buf)) {
-    return std::nullopt;
-  }
+  if (!middle.has_value()) return std::nullopt;
   // Cut where a round begins: the records before it reach past the largest time met in the
   // round it ends (the drains before the middle, not looked at, came earlier) by about the time
   // of a round, which the cut must lie beyond. With as many rings drained a round as a busy
@@ -1504,7 +1510,7 @@ std::optional<TraceTimeSpan> PerfDataReader::TimeSpanFrom(double fraction) const
   span.split_position = round_start;
   span.middle_ts = before;
   span.late_ns = between > before ? between - before : 0;
-  span.last_ts = t;  // about the end: within the last half MiB of records
+  span.last_ts = ends_->last_ts;  // about the end: within the last half MiB of records
   return span;
 }
 

@@ -200,6 +200,16 @@ TEST_P(SynthRecordingTest, TheSplitIsFoundFromEarlierInTheDataWhenAsked) {
   EXPECT_LT(at, 0.9);
   EXPECT_FALSE((*reader)->TimeSpanFrom(0.0).has_value());
   EXPECT_FALSE((*reader)->TimeSpanFrom(1.0).has_value());
+  // The ends are looked at once a reader and kept: a reader asked from 30% first finds the same.
+  auto fresh = OpenTraceReader(dir_ + "/s.data");
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  const std::optional<TraceTimeSpan> first_asked = (*fresh)->TimeSpanFrom(0.3);
+  ASSERT_TRUE(first_asked.has_value());
+  EXPECT_EQ(first_asked->first_ts, earlier->first_ts);
+  EXPECT_EQ(first_asked->last_ts, earlier->last_ts);
+  EXPECT_EQ(first_asked->middle_ts, earlier->middle_ts);
+  EXPECT_EQ(first_asked->split_position, earlier->split_position);
+  EXPECT_EQ(first_asked->late_ns, earlier->late_ns);
 }
 
 // A report of many devices makes its rows' buckets in arenas faulted in at once (one for each
