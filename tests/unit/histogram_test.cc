@@ -415,3 +415,82 @@ TEST(HistogramTest, HistogramsInAnArenaCountAsStandaloneOnes) {
 
 }  // namespace
 }  // namespace iotrace
+
+namespace iotrace {
+namespace {
+
+// The counts of histograms in an arena are windows of the lines in use and some room: a
+// histogram whose values lie in one or two lines takes two lines, not the kBucketCount bytes of one
+// of its own; one whose values move out of its window, down or up, takes a window twice as large
+// and keeps every count (the carried ones too), as a histogram of its own counts them.
+TEST(HistogramTest, HistogramsInAnArenaHoldWindowsThatGrowWithTheirValues) {
+  HistogramArena arena;
+  std::vector<std::unique_ptr<Histogram>> narrow;
+  for (int h = 0; h < 1000; ++h) {
+    narrow.push_back(std::make_unique<Histogram>(arena));
+    for (uint64_t v = 40'000; v < 40'000 + 64 * 512; v += 512) narrow.back()->Record(v + h);
+  }
+  EXPECT_EQ(arena.window_bytes(), 1000u * 128);
+  EXPECT_EQ(narrow[5]->window_capacity(), 128u);
+  EXPECT_EQ(narrow[5]->count(), 64u);
+  EXPECT_EQ(narrow[5]->CountAt(Histogram::BucketIndex(40'005)), 1u);
+
+  Histogram& h = *narrow[0];
+  Histogram plain;
+  for (uint64_t v = 40'000; v < 40'000 + 64 * 512; v += 512) plain.Record(v);
+  auto both = [&](uint64_t v, uint64_t n) {
+    for (uint64_t i = 0; i < n; ++i) {
+      h.Record(v);
+      plain.Record(v);
+    }
+  };
+  both(40'000, 700);  // carries, in the first window
+  const size_t before = arena.window_bytes();
+  both(300, 3);  // far below: a window of its own, the room below
+  EXPECT_GT(arena.window_bytes(), before);
+  const size_t down = h.window_capacity();
+  EXPECT_GE(down, 256u);
+  both(5'000'000'000, 2);  // far above
+  EXPECT_GT(h.window_capacity(), down);
+  h.RecordN(7, 300);  // below again, carried at once
+  plain.RecordN(7, 300);
+  both(41'000, 1);  // inside: no new window
+  const size_t settled = arena.window_bytes();
+  both(1'000'000, 1);
+  EXPECT_EQ(arena.window_bytes(), settled);
+  for (size_t i = 0; i < Histogram::kBucketCount; ++i) {
+    ASSERT_EQ(h.CountAt(i), plain.CountAt(i)) << i;
+  }
+  EXPECT_GT(h.CountAt(Histogram::BucketIndex(40'000)), 255u);
+  EXPECT_EQ(h.CountAt(Histogram::BucketIndex(7)), 300u);
+  for (double p : {1.0, 10.0, 50.0, 90.0, 99.0, 99.9}) {
+    EXPECT_EQ(h.ValueAtPercentile(p), plain.ValueAtPercentile(p)) << p;
+  }
+  EXPECT_EQ(h.NonEmptyBuckets(), plain.NonEmptyBuckets());
+
+  // Merged into, and assigned to, an arena histogram's window grows as the other's span needs.
+  Histogram& m = *narrow[1];
+  Histogram plain_m;
+  for (uint64_t v = 40'000; v < 40'000 + 64 * 512; v += 512) plain_m.Record(v + 1);
+  m.Merge(plain);
+  plain_m.Merge(plain);
+  for (size_t i = 0; i < Histogram::kBucketCount; ++i) {
+    ASSERT_EQ(m.CountAt(i), plain_m.CountAt(i)) << i;
+  }
+  Histogram& a = *narrow[2];
+  a = plain;
+  for (size_t i = 0; i < Histogram::kBucketCount; ++i) ASSERT_EQ(a.CountAt(i), plain.CountAt(i));
+  Histogram one;
+  one.Record(123);
+  a = one;  // narrower again: in the window it has
+  EXPECT_EQ(a.count(), 1u);
+  EXPECT_EQ(a.CountAt(Histogram::BucketIndex(40'000)), 0u);
+  EXPECT_EQ(a.CountAt(Histogram::BucketIndex(123)), 1u);
+  a.Reset();
+  a.Record(40'000);
+  EXPECT_EQ(a.CountAt(Histogram::BucketIndex(40'000)), 1u);
+  EXPECT_EQ(a.CountAt(Histogram::BucketIndex(123)), 0u);
+}
+
+}  // namespace
+}  // namespace iotrace

@@ -3,12 +3,18 @@
 // from it is within 1/128 (0.8%) of the exact value. Exact count, min, max and sum.
 //
 // A bucket's count is a byte, with what passes 255 carried into a 64-bit array used only by
-// histograms that had such a bucket. Both are allocated whole and uninitialized, and only the
-// cache lines between the lowest and the highest value seen are zeroed and used. A report of a
-// thousand devices x ops x phases touches its histograms at random, a sample at a time: with
-// 8-byte counts a histogram's few hundred samples over 700 buckets were spread over 6 KiB and
-// two or three pages, a cache and TLB miss each (bench/README.md, "report at scale"); in bytes
-// they are 700 bytes, and a busy histogram pays a carry once per 256 samples of a bucket.
+// histograms that had such a bucket. Only the cache lines between the lowest and the highest
+// value seen are zeroed and used. A report of a thousand devices x ops x phases touches its
+// histograms at random, a sample at a time: with 8-byte counts a histogram's few hundred
+// samples over 700 buckets were spread over 6 KiB and two or three pages, a cache and TLB miss
+// each (bench/README.md, "report at scale"); in bytes they are 700 bytes, and a busy histogram
+// pays a carry once per 256 samples of a bucket.
+//
+// A histogram of its own holds all its counts' bytes. One in a HistogramArena holds a window of
+// them, the lines in use and some room, side by side with the other histograms' windows, and
+// takes a window twice as large when a value falls outside (the old one is left in the arena).
+// The 6,144 histograms of a 1024-device report use 2.3 MB of lines: whole, their counts were
+// 15.7 MB a thread, fresh memory that this VM clears at ~1.5 ms a MB (bench/README.md).
 #ifndef IOTRACE_ANALYSIS_HISTOGRAM_H_
 #define IOTRACE_ANALYSIS_HISTOGRAM_H_
 
@@ -21,31 +27,40 @@
 #include <utility>
 #include <vector>
 
-#include "iotrace/base/fd.h"
+#include "iotrace/base/arena.h"
 #include "iotrace/base/prefetch.h"
 
 namespace iotrace {
 
 class Histogram;
 
-// Storage for histograms that live no longer than it (a report's groups): their counts side by
-// side, in huge pages where the kernel gives them, so that thousands of histograms touched at
-// random share a few TLB entries; their carries apart (address space until a count passes
-// 255). A histogram of its own allocates both together: a page of its own for every histogram.
+// Storage for histograms that live no longer than it (a report's groups): their windows of
+// counts side by side (in huge pages where the kernel gives them, so that thousands of
+// histograms touched at random share a few TLB entries, touched as used); their carries apart
+// (address space until a count passes 255).
 class HistogramArena {
  public:
   HistogramArena() = default;
   HistogramArena(const HistogramArena&) = delete;
   HistogramArena& operator=(const HistogramArena&) = delete;
 
+  // Bytes of windows handed out (for tests and measurements).
+  size_t window_bytes() const { return window_bytes_; }
+
  private:
   friend class Histogram;
-  // Counts and carries for one more histogram; {nullptr, nullptr} when no memory was mapped.
-  std::pair<uint8_t*, uint64_t*> Take();
+  // Carries for one more histogram (kBucketCount); nullptr when no memory could be had.
+  uint64_t* TakeCarries();
+  // `bytes` (whole lines) for a window of counts, 64-byte aligned: from the arena's chunks, or
+  // from the heap (kept here) where none can be mapped and under AddressSanitizer.
+  uint8_t* TakeWindow(size_t bytes);
 
-  std::vector<UniqueMapping> counts_;  // chunks of `capacity_` histograms' counts
+  std::vector<std::shared_ptr<PopulatedArena>> windows_;
+  std::vector<std::unique_ptr<uint8_t[]>> heap_windows_;
+  bool heap_windows_only_ = false;
+  size_t window_bytes_ = 0;
   std::vector<std::unique_ptr<uint64_t[]>> carries_;
-  size_t capacity_ = 0;  // histograms in the last chunk
+  size_t capacity_ = 0;  // histograms' carries in the last chunk
   size_t taken_ = 0;     // of them
 };
 
@@ -63,6 +78,8 @@ class alignas(64) Histogram {
   Histogram() { OwnStorage(); }
   // Counts kept in `arena`, which must outlive the histogram (and its copies do not use it).
   explicit Histogram(HistogramArena& arena);
+  // Bytes of counts the histogram holds room for (kBucketCount for one of its own).
+  size_t window_capacity() const { return cap_; }
   Histogram(const Histogram& other) : Histogram() { *this = other; }
   Histogram& operator=(const Histogram& other);
 
@@ -85,8 +102,14 @@ class alignas(64) Histogram {
   // The hot path: a clz, a shift, one range check, a byte incremented, four updates.
   void Record(uint64_t ns) {
     const size_t index = BucketIndex(std::min(ns, kMaxTrackable));
-    if (index - lo_ >= span_) [[unlikely]] Widen(index, index + 1);  // wraps below lo_
-    if (++low()[index] == 0) [[unlikely]] Carry(index, 1);
+    const size_t at = index - lo_;
+    if (at >= span_) [[unlikely]] {  // (wraps below lo_)
+      Widen(index, index + 1);
+      if (++low_[index - lo_] == 0) [[unlikely]]
+        Carry(index, 1);
+    } else if (++low_[at] == 0) [[unlikely]] {
+      Carry(index, 1);
+    }
     ++count_;
     sum_ += ns;
     min_ = std::min(min_, ns);
@@ -96,10 +119,12 @@ class alignas(64) Histogram {
   // Records `n` samples of the same value.
   void RecordN(uint64_t ns, uint64_t n);
   // Asks for the line of counts that Record(ns) will write, ahead of it (a report of a thousand
-  // devices records its samples a few samples after it knows them: LatencyReportBuilder). The
-  // counts are allocated whole, so the line exists even outside the buckets in use.
+  // devices records its samples a few samples after it knows them: LatencyReportBuilder). A
+  // value outside the buckets in use asks for a line that may not be the histogram's (a
+  // prefetch does not fault), and Record then widens.
   void PrefetchBucket(uint64_t ns) const {
-    Prefetch(low_ + BucketIndex(std::min(ns, kMaxTrackable)));
+    Prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(low_) +
+                                           (BucketIndex(std::min(ns, kMaxTrackable)) - lo_)));
   }
 
   uint64_t count() const { return count_; }
@@ -149,15 +174,17 @@ class alignas(64) Histogram {
   // The low bytes of the counts, then the carries (count >> 8), in one allocation.
   static constexpr size_t kStorageWords = kBucketCount / 8 + kBucketCount;
   void OwnStorage();
-  uint8_t* low() const { return low_; }
+  // The low byte of the count of bucket `index` (in use).
+  uint8_t& Low(size_t index) const { return low_[index - lo_]; }
   uint64_t* high() const { return high_; }
   // The count of bucket `index` (in use).
   uint64_t CountIn(size_t index) const {
-    return low()[index] + (carried_lines_ != 0 ? high()[index] << 8 : 0);
+    return Low(index) + (carried_lines_ != 0 ? high()[index] << 8 : 0);
   }
   template <bool kCarried>
   void WalkPercentiles(std::span<const double> ps, std::span<uint64_t> out) const;
-  // Zeroes the buckets of [first, last) not in use yet (whole cache lines), and uses them.
+  // Zeroes the buckets of [first, last) not in use yet (whole cache lines), and uses them; a
+  // histogram in an arena takes a larger window where they do not fit in its own.
   void Widen(size_t first, size_t last);
   // Adds `carries` x 256 to bucket `index` (in use), whose byte holds the low 8 bits; the
   // carries of the buckets in use are zeroed at the first.
@@ -165,12 +192,13 @@ class alignas(64) Histogram {
   // Adds `n` to bucket `index` (in use).
   void AddAt(size_t index, uint64_t n);
 
-  // Buckets [lo_, lo_ + span_) are in use (zeroed, then counted), their carries too once any
-  // bucket carried (carried_lines_: a bit for each line of 64 buckets that did, for the
-  // percentiles); the others were never written. What Record reads and writes comes first and
-  // fills the class's first cache line (alignas(64)): a report of a thousand devices records
-  // into its histograms at random, and a header over two lines cost a miss more a sample.
-  uint8_t* low_ = nullptr;  // kBucketCount counts' low bytes
+  // Buckets [lo_, lo_ + span_) are in use (zeroed, then counted: bucket i's low byte at
+  // low_[i - lo_]), their carries too once any bucket carried (carried_lines_: a bit for each
+  // line of 64 buckets that did, for the percentiles); the others were never written. What
+  // Record reads and writes comes first and fills the class's first cache line (alignas(64)): a
+  // report of a thousand devices records into its histograms at random, and a header over two
+  // lines cost a miss more a sample.
+  uint8_t* low_ = nullptr;  // the count of bucket lo_ (in window_)
   size_t lo_ = 0;
   size_t span_ = 0;
   uint64_t count_ = 0;
@@ -178,8 +206,14 @@ class alignas(64) Histogram {
   uint64_t min_ = std::numeric_limits<uint64_t>::max();
   uint64_t max_ = 0;
   uint64_t clamped_ = 0;
-  uint64_t* high_ = nullptr;  // kBucketCount carries
+  uint64_t* high_ = nullptr;  // kBucketCount carries, by bucket
   uint64_t carried_lines_ = 0;
+  // Room for the counts of buckets [base_, base_ + cap_), whole lines: all of them for a
+  // histogram of its own, a window in the arena's memory (none before the first value) else.
+  uint8_t* window_ = nullptr;
+  size_t base_ = 0;
+  size_t cap_ = 0;
+  HistogramArena* arena_ = nullptr;
   std::unique_ptr<uint64_t[]> storage_;  // nullptr in an arena
 };
 
