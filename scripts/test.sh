@@ -14,5 +14,23 @@ cd build
 # took 904 s in a slow phase of this VM, the kill test 59 + 79 s of it).
 # IOTRACE_KILL_RUNS=20 for the full run.
 export IOTRACE_KILL_RUNS="${IOTRACE_KILL_RUNS:-5}"
+# Every test's scratch files go into directories of this run, removed at the end whatever
+# happened: a test that crashed (an abort, a sanitizer's report, a timeout) never ran its own
+# cleanup. A loop device a crashed live test left on a file there is detached first.
+IOTRACE_TEST_TMPDIR="$(mktemp -d "${TMPDIR:-/tmp}/iotrace-tests.XXXXXX")"
+IOTRACE_TEST_SHMDIR="$IOTRACE_TEST_TMPDIR"
+if [ -w /dev/shm ]; then IOTRACE_TEST_SHMDIR="$(mktemp -d /dev/shm/iotrace-tests.XXXXXX)"; fi
+export IOTRACE_TEST_TMPDIR IOTRACE_TEST_SHMDIR
+export TMPDIR="$IOTRACE_TEST_TMPDIR"  # the scripts' and benchmarks' temp files too
+remove_test_dirs() {
+  local dev file
+  while read -r dev file; do
+    case "$file" in
+      "$IOTRACE_TEST_TMPDIR"/* | "$IOTRACE_TEST_SHMDIR"/*) losetup -d "$dev" || true ;;
+    esac
+  done < <(losetup -n -l -O NAME,BACK-FILE 2>/dev/null || true)
+  rm -rf "$IOTRACE_TEST_TMPDIR" "$IOTRACE_TEST_SHMDIR"
+}
+trap remove_test_dirs EXIT
 # Side by side where they may be: the live tests and the HTTP server's run alone (RUN_SERIAL).
 ctest --output-on-failure --timeout 600 -j"$(nproc)" "$@"

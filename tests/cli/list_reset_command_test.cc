@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "../unit/test_files.h"
 #include "fixtures.h"
 #include "gtest/gtest.h"
 
@@ -40,7 +41,8 @@ Result RunIotrace(const std::string& args) {
 class FakeTracefsCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/iotrace_probes_cli_XXXXXX";
+    std::string tmpl_path = test::TestTmpDir() + "/iotrace_probes_cli_XXXXXX";
+    char* tmpl = tmpl_path.data();
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     root_ = tmpl;
     std::string available;

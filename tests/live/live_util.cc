@@ -17,6 +17,8 @@
 #include <regex>
 #include <sstream>
 
+#include "../unit/test_files.h"
+
 namespace iotrace::live {
 namespace {
 
@@ -86,7 +88,8 @@ CommandResult RunCmd(const std::vector<std::string>& argv) {
 CommandResult Sh(const std::string& command) { return RunCmd({"/bin/sh", "-c", command}); }
 
 TempDir::TempDir() {
-  char tmpl[] = "/tmp/iotrace_live_XXXXXX";
+  std::string tmpl_path = test::TestTmpDir() + "/iotrace_live_XXXXXX";
+  char* tmpl = tmpl_path.data();
   if (mkdtemp(tmpl) != nullptr) path_ = tmpl;
 }
 
@@ -101,7 +104,8 @@ TempDir::~TempDir() {
 }
 
 ScratchLoop::ScratchLoop(const std::string& scheduler, uint64_t size_mb) {
-  char tmpl[] = "/tmp/iotrace_loop_XXXXXX";
+  std::string tmpl_path = test::TestTmpDir() + "/iotrace_loop_XXXXXX";
+  char* tmpl = tmpl_path.data();
   int fd = mkstemp(tmpl);
   if (fd < 0) {
     error_ = "mkstemp failed";

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "../unit/test_files.h"
 #include "gtest/gtest.h"
 #include "iotrace/base/fd.h"
 #include "iotrace/event/event_format.h"
@@ -137,7 +138,8 @@ TEST(PerfDataWriterLiveTest, RealRingBytesReadBackLikePerfScriptWithEveryEventAc
   }
 
   // A scratch loop device with mq-deadline, so that inserts happen.
-  char image[] = "/tmp/perfdata-live-XXXXXX";
+  std::string image_path = test::TestTmpDir() + "/perfdata-live-XXXXXX";
+  char* image = image_path.data();
   int ifd = mkstemp(image);
   ASSERT_GE(ifd, 0);
   ::close(ifd);
@@ -153,7 +155,7 @@ TEST(PerfDataWriterLiveTest, RealRingBytesReadBackLikePerfScriptWithEveryEventAc
   const uint32_t minor =
       static_cast<uint32_t>(std::stoul(dev_numbers->substr(dev_numbers->find(':') + 1)));
 
-  s.output = "/tmp/perfdata-live-" + std::to_string(getpid()) + ".data";
+  s.output = test::TestTmpDir() + "/perfdata-live-" + std::to_string(getpid()) + ".data";
   auto writer = PerfDataWriter::Create(s.output, specs, meta, ThisMachine({"live"}));
   ASSERT_TRUE(writer.ok()) << writer.status();
 

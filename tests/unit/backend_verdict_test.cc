@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "iotrace/base/fd.h"
 #include "iotrace/capture/backend_check.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -22,7 +23,8 @@ constexpr char kNoTracefs[] = "/nonexistent-tracefs";
 class BackendVerdictTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/iotrace_verdict_XXXXXX";
+    std::string dir_path = test::TestTmpDir() + "/iotrace_verdict_XXXXXX";
+    char* dir = dir_path.data();
     ASSERT_NE(mkdtemp(dir), nullptr);
     dir_ = dir;
     path_ = dir_ + "/state/backend-verdict";

@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "iotrace/event/event_format.h"
 #include "iotrace/formats/tracing_data.h"
+#include "test_files.h"
 
 namespace iotrace::testing {
 
@@ -54,7 +55,8 @@ struct Loss {
 class BlockTraceDat {
  public:
   BlockTraceDat() {
-    char tmpl[] = "/tmp/iotrace_split_test.XXXXXX";
+    std::string tmpl_path = test::TestTmpDir() + "/iotrace_split_test.XXXXXX";
+    char* tmpl = tmpl_path.data();
     dir_ = mkdtemp(tmpl);
     meta_.header_page = HeaderPageText(4096);
     meta_.header_event = ReadFixtureFile("formats/6.18/events/header_event");

@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <array>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -24,6 +24,7 @@
 #include "iotrace/formats/external_formats.h"
 #include "iotrace/formats/trace_reader.h"
 #include "iotrace/formats/trace_reader_open.h"
+#include "test_files.h"
 
 namespace iotrace::testing {
 
@@ -141,7 +142,8 @@ inline CutsChecked CheckCuts(const std::string& intact_path, const ReportOptions
       data_start = bytes.size() - std::min<size_t>(bytes.size(), span->data_bytes);
     }
   }
-  const std::string path = "/tmp/iotrace_coverage_test_" + std::to_string(getpid()) + ".cut";
+  const std::string path =
+      test::TestTmpDir() + "/iotrace_coverage_test_" + std::to_string(getpid()) + ".cut";
   int read = 0, left_out = 0, before_data = 0;
   for (size_t cut : cuts) {
     SCOPED_TRACE(intact_path + " cut at " + std::to_string(cut) + " of " +

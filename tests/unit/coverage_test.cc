@@ -3,6 +3,8 @@
 // CPU's data covers, exactly the intact file's samples that lie wholly in it; events lost in
 // the middle of one CPU's data leave out exactly the samples across that stretch; every paired
 // sample is either in a histogram or counted as outside coverage.
+#include "iotrace/formats/coverage.h"
+
 #include <unistd.h>
 
 #include <cstdint>
@@ -19,12 +21,12 @@
 #include "block_trace_dat.h"
 #include "coverage_check.h"
 #include "fixtures.h"
-#include "perf_data_test_builder.h"
 #include "gtest/gtest.h"
 #include "iotrace/analysis/latency_report.h"
-#include "iotrace/formats/coverage.h"
 #include "iotrace/formats/trace_reader.h"
 #include "iotrace/formats/trace_reader_open.h"
+#include "perf_data_test_builder.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -204,7 +206,8 @@ TEST(CoverageTest, AnUnfinishedPerfDataEndsEveryCpuAtItsLastRecord) {
     return v;
   };
   const uint64_t data_offset = u64(40), data_size = u64(48);
-  const std::string path = "/tmp/iotrace_coverage_unfinished_" + std::to_string(getpid()) + ".data";
+  const std::string path =
+      test::TestTmpDir() + "/iotrace_coverage_unfinished_" + std::to_string(getpid()) + ".data";
   const std::string intact_path = std::string(IOTRACE_FIXTURES) + "/golden/iotrace_mq.data";
   std::optional<LatencyReport> intact = Report(intact_path);
   ASSERT_TRUE(intact.has_value());
@@ -368,7 +371,8 @@ TEST(CoverageTest, IntervalsWhoseEverySampleWasLeftOutStillAddUp) {
 TEST(CoverageTest, APerfLossTimedAfterTheSampleThatFollowsItStillCoversTheLostStretch) {
   test::BlockSetup setup = test::LoadBlockSetup();
   auto specs = test::BlockSpecs(setup, 2);
-  const std::string path = "/tmp/iotrace_coverage_lost_" + std::to_string(getpid()) + ".data";
+  const std::string path =
+      test::TestTmpDir() + "/iotrace_coverage_lost_" + std::to_string(getpid()) + ".data";
   auto w = PerfDataWriter::Create(path, specs, setup.meta, test::TestHost());
   ASSERT_TRUE(w.ok());
   const perf_event_attr attr = specs[0].attr;
@@ -419,7 +423,8 @@ TEST(CoverageTest, APerfLossTimedAfterTheSampleThatFollowsItStillCoversTheLostSt
 TEST(CoverageTest, AnIdleCpuOfACutPerfDataIsCoveredUpToTheRoundMarks) {
   test::BlockSetup setup = test::LoadBlockSetup();
   auto specs = test::BlockSpecs(setup, 3);
-  const std::string path = "/tmp/iotrace_coverage_idle_" + std::to_string(getpid()) + ".data";
+  const std::string path =
+      test::TestTmpDir() + "/iotrace_coverage_idle_" + std::to_string(getpid()) + ".data";
   auto w = PerfDataWriter::Create(path, specs, setup.meta, test::TestHost());
   ASSERT_TRUE(w.ok());
   const perf_event_attr attr = specs[0].attr;

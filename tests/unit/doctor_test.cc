@@ -9,6 +9,7 @@
 
 #include "fixtures.h"
 #include "gtest/gtest.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -80,7 +81,8 @@ TEST(DescribeBlockLayoutTest, SeesAnOlderLayoutAndMissingEvents) {
 class FakeSysBlock : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/iotrace_probes_sysblock_XXXXXX";
+    std::string tmpl_path = test::TestTmpDir() + "/iotrace_probes_sysblock_XXXXXX";
+    char* tmpl = tmpl_path.data();
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     root_ = tmpl;
     Dev("vda", "254:0", "536870912", "none [mq-deadline] kyber bfq", "1");

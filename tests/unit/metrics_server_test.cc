@@ -25,6 +25,7 @@
 #include "iotrace/base/atomic_file.h"
 #include "iotrace/base/fd.h"
 #include "iotrace/base/status.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -544,7 +545,8 @@ TEST(MetricsServerTest, CurlScrapes) {
 class AtomicFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/iotrace_atomic_file_test.XXXXXX";
+    std::string tmpl_path = test::TestTmpDir() + "/iotrace_atomic_file_test.XXXXXX";
+    char* tmpl = tmpl_path.data();
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
   }

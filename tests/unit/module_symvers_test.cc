@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -68,7 +69,8 @@ TEST(ModuleSymversTest, CountsMalformedLines) {
 }
 
 TEST(ModuleSymversTest, FindsTheFileForAReleaseBuildDirFirst) {
-  char tmpl[] = "/tmp/iotrace_probes_modules_XXXXXX";
+  std::string tmpl_path = test::TestTmpDir() + "/iotrace_probes_modules_XXXXXX";
+  char* tmpl = tmpl_path.data();
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string root = tmpl;
   EXPECT_EQ(ModuleSymvers::FindForRelease("6.1.0-test", root), "");

@@ -24,6 +24,7 @@
 #include "iotrace/output/report_format.h"
 #include "perf_data_test_builder.h"
 #include "synthetic_trace.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -127,7 +128,8 @@ TEST(MultiTraceReaderTest, APerfDataAndATraceDatReadAsOneRecording) {
     setup.formats[i] = *parsed;
   }
   auto specs = test::BlockSpecs(setup, 2, 3);
-  const std::string early = "/tmp/iotrace_multi_" + std::to_string(getpid()) + ".data";
+  const std::string early =
+      test::TestTmpDir() + "/iotrace_multi_" + std::to_string(getpid()) + ".data";
   auto w = PerfDataWriter::Create(early, specs, setup.meta, test::TestHost());
   ASSERT_TRUE(w.ok()) << w.status();
   const int index_of[] = {2, 0, 1};  // insert, issue, complete (RqEvent::kind)

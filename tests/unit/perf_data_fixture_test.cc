@@ -19,6 +19,7 @@
 #include "iotrace/formats/trace_reader.h"
 #include "iotrace/formats/trace_reader_open.h"
 #include "perf_data_test_builder.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -241,8 +242,7 @@ TEST_P(PerfDataFixtureTest, EveryTruncationOfTheRealFileIsAnErrorWithAHintOrSays
   std::string bytes = test::ReadFixtureFile(std::string("perf/") + GetParam() + ".data");
   ASSERT_GT(bytes.size(), 1000u);
   // tmpfs when there is one: thousands of rewrites of one file.
-  const std::string dir = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-  const std::string path = dir + "/iotrace-perfdata-fx-" + std::to_string(getpid());
+  const std::string path = test::ScratchPath("iotrace-perfdata-fx", GetParam());
   std::mt19937 rng(99);
   // Every length is too slow on a 150 KB file with formats to parse; cover the header, the
   // attrs and the end byte by byte, and the middle at random.

@@ -13,6 +13,7 @@
 #include "iotrace/formats/perf_data_reader.h"
 #include "iotrace/formats/perf_data_writer.h"
 #include "perf_data_test_builder.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -35,7 +36,8 @@ class PerfDataLayoutTest : public ::testing::TestWithParam<LayoutCase> {
   void SetUp() override {
     setup_ = test::LoadBlockSetup();
     ASSERT_GE(setup_.formats.size(), 2u);
-    path_ = "/tmp/iotrace-perfdata-l-" + std::to_string(getpid()) + "-" + GetParam().name;
+    path_ = test::TestTmpDir() + "/iotrace-perfdata-l-" + std::to_string(getpid()) + "-" +
+            GetParam().name;
   }
   void TearDown() override { ::unlink(path_.c_str()); }
 
@@ -176,7 +178,7 @@ class PerfDataSkipTest : public ::testing::Test {
   void SetUp() override {
     setup_ = test::LoadBlockSetup();
     ASSERT_GE(setup_.formats.size(), 2u);
-    path_ = "/tmp/iotrace-perfdata-s-" + std::to_string(getpid());
+    path_ = test::TestTmpDir() + "/iotrace-perfdata-s-" + std::to_string(getpid());
   }
   void TearDown() override { ::unlink(path_.c_str()); }
 
@@ -310,7 +312,7 @@ std::string WithAttrSize(const std::string& file, size_t attr_bytes) {
 }
 
 TEST(PerfDataAttrSizeTest, ReadsAttrsWrittenByOlderAndNewerPerf) {
-  const std::string path = "/tmp/iotrace-perfdata-as-" + std::to_string(getpid());
+  const std::string path = test::TestTmpDir() + "/iotrace-perfdata-as-" + std::to_string(getpid());
   test::SyntheticOptions o;
   o.samples = 50;
   std::vector<test::ExpectedEvent> expected;

@@ -14,6 +14,7 @@
 #include "iotrace/formats/perf_data_reader.h"
 #include "iotrace/formats/perf_data_writer.h"
 #include "perf_data_test_builder.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -53,7 +54,7 @@ class PerfDataPerfScriptTest : public ::testing::Test {
     if (::access(kPerf, X_OK) != 0) GTEST_SKIP() << kPerf << " is not installed (linux-perf)";
     setup_ = test::LoadBlockSetup();
     ASSERT_GE(setup_.formats.size(), 2u);
-    path_ = "/tmp/iotrace-perfdata-ps-" + std::to_string(getpid());
+    path_ = test::TestTmpDir() + "/iotrace-perfdata-ps-" + std::to_string(getpid());
   }
   void TearDown() override { ::unlink(path_.c_str()); }
 

@@ -69,8 +69,10 @@ class PerfDataRecoverTest : public ::testing::Test {
     ::unlink(finished_path_.c_str());
     ::unlink(path_.c_str());
   }
-  const std::string finished_path_ = "/tmp/iotrace-recover-done-" + std::to_string(getpid());
-  const std::string path_ = "/tmp/iotrace-recover-test-" + std::to_string(getpid());
+  const std::string finished_path_ =
+      test::TestTmpDir() + "/iotrace-recover-done-" + std::to_string(getpid());
+  const std::string path_ =
+      test::TestTmpDir() + "/iotrace-recover-test-" + std::to_string(getpid());
   std::string finished_;
 };
 

@@ -12,6 +12,7 @@
 #include "iotrace/formats/perf_data_reader.h"
 #include "iotrace/formats/perf_data_writer.h"
 #include "perf_data_test_builder.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -22,7 +23,7 @@ using test::PerfRecordBuilder;
 using test::SampleFields;
 
 std::string TempPath(const std::string& name) {
-  return "/tmp/iotrace-perfdata-" + std::to_string(getpid()) + "-" + name;
+  return test::TestTmpDir() + "/iotrace-perfdata-" + std::to_string(getpid()) + "-" + name;
 }
 
 class PerfDataRoundTripTest : public ::testing::Test {

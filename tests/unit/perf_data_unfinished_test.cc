@@ -12,6 +12,7 @@
 #include "iotrace/formats/trace_reader.h"
 #include "iotrace/formats/trace_reader_open.h"
 #include "perf_data_test_builder.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -47,7 +48,8 @@ class UnfinishedPerfDataTest : public ::testing::Test {
     return r;
   }
 
-  const std::string path_ = "/tmp/iotrace-unfinished-test-" + std::to_string(getpid());
+  const std::string path_ =
+      test::TestTmpDir() + "/iotrace-unfinished-test-" + std::to_string(getpid());
 };
 
 TEST_F(UnfinishedPerfDataTest, IotracesKilledRecordingIsReadAndSaysSo) {

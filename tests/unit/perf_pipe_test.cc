@@ -12,6 +12,7 @@
 #include "iotrace/formats/perf_data.h"
 #include "iotrace/formats/trace_reader.h"
 #include "iotrace/formats/trace_reader_open.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -21,7 +22,7 @@ class PerfPipeTest : public ::testing::Test {
   void SetUp() override {
     bytes_ = test::ReadFixture("perf/block-pipe.data");
     ASSERT_GT(bytes_.size(), 1000u);
-    path_ = "/tmp/iotrace-pipe-test-" + std::to_string(getpid());
+    path_ = test::TestTmpDir() + "/iotrace-pipe-test-" + std::to_string(getpid());
   }
   void TearDown() override { ::unlink(path_.c_str()); }
 

@@ -8,6 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "iotrace/base/status.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -281,7 +282,8 @@ TEST_F(ProbeKallsymsTest, SkipsRangeChecksWhenAddressesAreHidden) {
 }
 
 TEST(ProbeSupportTest, KprobeOnKernelWithoutKprobeEventsGivesOneClearError) {
-  char tmpl[] = "/tmp/iotrace_probes_fake_XXXXXX";
+  std::string tmpl_path = test::TestTmpDir() + "/iotrace_probes_fake_XXXXXX";
+  char* tmpl = tmpl_path.data();
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string root = tmpl;
   std::ofstream(root + "/uprobe_events") << "";
@@ -310,7 +312,8 @@ TEST(ProbeSupportTest, KprobeOnKernelWithoutKprobeEventsGivesOneClearError) {
 }
 
 TEST(DynamicProbesTest, KprobeFailsUpFrontWithoutTouchingAFakeTracefs) {
-  char tmpl[] = "/tmp/iotrace_probes_fake_XXXXXX";
+  std::string tmpl_path = test::TestTmpDir() + "/iotrace_probes_fake_XXXXXX";
+  char* tmpl = tmpl_path.data();
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string root = tmpl;
   fs::create_directories(root + "/events");

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "iotrace/formats/trace_reader.h"
 #include "iotrace/formats/trace_reader_open.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -27,7 +28,8 @@ class CountingSink : public EventSink {
 
 std::string CopyFixture(const std::string& relative, const std::string& name) {
   const std::string bytes = test::ReadFixture(relative);
-  std::string path = "/tmp/iotrace-shrink-" + std::to_string(getpid()) + "-" + name;
+  std::string path =
+      test::TestTmpDir() + "/iotrace-shrink-" + std::to_string(getpid()) + "-" + name;
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
 }

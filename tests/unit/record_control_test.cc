@@ -11,6 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "iotrace/base/status.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -90,7 +91,8 @@ TEST(ControlLineBufferTest, AnEndlessLineIsCutNotGrown) {
 class ControlChannelTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/iotrace_control_XXXXXX";
+    std::string tmpl_path = test::TestTmpDir() + "/iotrace_control_XXXXXX";
+    char* tmpl = tmpl_path.data();
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     ctl_ = dir_ + "/ctl";

@@ -30,6 +30,7 @@
 #include "iotrace/formats/trace_reader_open.h"
 #include "iotrace/output/report_format.h"
 #include "perf_data_test_builder.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -445,7 +446,8 @@ std::vector<Ev> PerfWorkload(uint32_t seed) {
 class SplitPerfDataTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/iotrace_split_perf_test.XXXXXX";
+    std::string tmpl_path = test::TestTmpDir() + "/iotrace_split_perf_test.XXXXXX";
+    char* tmpl = tmpl_path.data();
     dir_ = mkdtemp(tmpl);
   }
   void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -27,7 +28,8 @@ TEST(PidInIotraceNameTest, TakesTheLastNumberOfAnIotraceName) {
 class StaleTracefsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/iotrace_stale_XXXXXX";
+    std::string tmpl_path = test::TestTmpDir() + "/iotrace_stale_XXXXXX";
+    char* tmpl = tmpl_path.data();
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     root_ = tmpl;
     tracefs_ = root_ + "/tracing";

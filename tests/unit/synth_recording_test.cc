@@ -19,6 +19,7 @@
 #include "iotrace/event/block_event.h"
 #include "iotrace/formats/trace_reader_open.h"
 #include "iotrace/sys/cpus.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -30,7 +31,8 @@ using bench::SynthOptions;
 class SynthRecordingTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/iotrace_synth_test.XXXXXX";
+    std::string tmpl_path = test::TestTmpDir() + "/iotrace_synth_test.XXXXXX";
+    char* tmpl = tmpl_path.data();
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
   }

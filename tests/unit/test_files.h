@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -28,11 +29,32 @@ inline void Spit(const std::filesystem::path& path, std::string_view bytes) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-// A scratch file's path, unique to this process: PREFIX-PID-NAME in tmpfs when there is one
-// (the disk-full sweeps write thousands of small files), else in /tmp.
+// Where the tests' scratch files and directories go: $IOTRACE_TEST_TMPDIR when it is set, else
+// /tmp. scripts/test.sh makes one directory for its run and removes it at the end, whatever
+// happened: a test that crashed (an abort, a sanitizer's report) never ran its own cleanup.
+inline const std::string& TestTmpDir() {
+  static const std::string dir = [] {
+    const char* d = std::getenv("IOTRACE_TEST_TMPDIR");
+    return std::string(d != nullptr && *d != '\0' ? d : "/tmp");
+  }();
+  return dir;
+}
+
+// Where small scratch files rewritten thousands of times go: $IOTRACE_TEST_SHMDIR when set
+// (scripts/test.sh's directory for the run in tmpfs), else tmpfs when there is one (the
+// disk-full sweeps), else TestTmpDir().
+inline const std::string& TestShmDir() {
+  static const std::string dir = [] {
+    const char* d = std::getenv("IOTRACE_TEST_SHMDIR");
+    if (d != nullptr && *d != '\0') return std::string(d);
+    return ::access("/dev/shm", W_OK) == 0 ? std::string("/dev/shm") : TestTmpDir();
+  }();
+  return dir;
+}
+
+// A scratch file's path, unique to this process: PREFIX-PID-NAME in TestShmDir().
 inline std::string ScratchPath(const std::string& prefix, const std::string& name) {
-  static const std::string dir = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-  return dir + "/" + prefix + "-" + std::to_string(getpid()) + "-" + name;
+  return TestShmDir() + "/" + prefix + "-" + std::to_string(getpid()) + "-" + name;
 }
 
 // Writes `n` bytes to `path` whose values depend on their offsets (each 8 bytes a hash of their

@@ -16,6 +16,7 @@
 #include "iotrace/formats/trace_dat_reader.h"
 #include "iotrace/formats/trace_dat_writer.h"
 #include "iotrace/formats/trace_reader.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -37,7 +38,8 @@ class CountingSink : public EventSink {
 class TraceDatCorruptTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/iotrace_tracedat_corrupt_test.XXXXXX";
+    std::string tmpl_path = test::TestTmpDir() + "/iotrace_tracedat_corrupt_test.XXXXXX";
+    char* tmpl = tmpl_path.data();
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     path_ = dir_ + "/t.dat";

@@ -17,6 +17,7 @@
 #include "iotrace/base/status.h"
 #include "iotrace/formats/trace_dat_reader.h"
 #include "iotrace/formats/trace_reader.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -150,7 +151,8 @@ class CompressedFixture : public ::testing::Test {
   void SetUp() override {
     bytes_ = test::ReadFixture("tracedat/dd_v7_zstd.dat");
     ASSERT_FALSE(bytes_.empty());
-    char tmpl[] = "/tmp/iotrace_inflate_test.XXXXXX";
+    std::string tmpl_path = test::TestTmpDir() + "/iotrace_inflate_test.XXXXXX";
+    char* tmpl = tmpl_path.data();
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     // The per-CPU data is one chunk of one page: [count 1][csize][usize 4096][zstd frame]; the

@@ -21,8 +21,8 @@
 #include "iotrace/base/status.h"
 #include "iotrace/formats/trace_dat_writer.h"
 #include "iotrace/formats/trace_reader_open.h"
+#include "test_files.h"
 #include "trace_dat_test_util.h"
-
 
 namespace iotrace {
 namespace {
@@ -115,7 +115,8 @@ TEST(TraceDatReaderTest, MissingFileIsAnErrorNamingIt) {
 class SyntheticFile {
  public:
   explicit SyntheticFile(int cpus = 2) {
-    char tmpl[] = "/tmp/iotrace_tracedat_reader_test.XXXXXX";
+    std::string tmpl_path = test::TestTmpDir() + "/iotrace_tracedat_reader_test.XXXXXX";
+    char* tmpl = tmpl_path.data();
     dir_ = mkdtemp(tmpl);
     meta_.header_page = testing::HeaderPageText(4096);
     meta_.header_event = ReadFixtureFile("formats/6.18/events/header_event");

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "iotrace/formats/trace_dat_reader.h"
 #include "iotrace/formats/trace_dat_recover.h"
+#include "test_files.h"
 #include "trace_dat_test_util.h"
 
 namespace iotrace {
@@ -33,7 +34,8 @@ using testing::RunTraceCmdReport;
 class TempDir {
  public:
   TempDir() {
-    char tmpl[] = "/tmp/iotrace_tracedat_test.XXXXXX";
+    std::string tmpl_path = test::TestTmpDir() + "/iotrace_tracedat_test.XXXXXX";
+    char* tmpl = tmpl_path.data();
     path_ = mkdtemp(tmpl);
   }
   ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }

@@ -11,6 +11,7 @@
 #include "fixtures.h"
 #include "gtest/gtest.h"
 #include "iotrace/base/status.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -29,7 +30,8 @@ void WriteFile(const fs::path& p, const std::string& text) {
 class FakeTracefs : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/iotrace_fake_tracefs_XXXXXX";
+    std::string tmpl_path = test::TestTmpDir() + "/iotrace_fake_tracefs_XXXXXX";
+    char* tmpl = tmpl_path.data();
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     root_ = tmpl;
     std::string available;
@@ -110,7 +112,8 @@ TEST(FindTracefsTest, OverrideWithoutEventsDirIsAnError) {
 }
 
 TEST(FindTracefsTest, NotMountedButInTheKernelGivesTheMountCommand) {
-  char tmpl[] = "/tmp/iotrace_fake_proc_XXXXXX";
+  std::string tmpl_path = test::TestTmpDir() + "/iotrace_fake_proc_XXXXXX";
+  char* tmpl = tmpl_path.data();
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   fs::path proc = tmpl;
   WriteFile(proc / "mounts", "proc /proc proc rw 0 0\nsysfs /sys sysfs rw 0 0\n");
