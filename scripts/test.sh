@@ -16,21 +16,34 @@ cd build
 export IOTRACE_KILL_RUNS="${IOTRACE_KILL_RUNS:-5}"
 # Every test's scratch files go into directories of this run, removed at the end whatever
 # happened: a test that crashed (an abort, a sanitizer's report, a timeout) never ran its own
-# cleanup. A loop device a crashed live test left on a file there is detached first.
+# cleanup. A loop device or mount a crashed live test left there goes first. With
+# IOTRACE_KEEP_FAILED set, a failed run keeps them (the live tests keep a failed test's files).
+IOTRACE_TEST_SHMDIR=""
+remove_test_dirs() {
+  local rc=$? dir dev file target
+  set +e
+  for dir in "$IOTRACE_TEST_TMPDIR" "$IOTRACE_TEST_SHMDIR"; do
+    [ -n "$dir" ] || continue
+    dir="$(realpath -e "$dir" 2>/dev/null)" || continue
+    while read -r dev file; do
+      case "$file" in "$dir"/*) losetup -d "$dev" ;; esac
+    done < <(losetup -n -l -O NAME,BACK-FILE 2>/dev/null)
+    if [ "$rc" -ne 0 ] && [ -n "${IOTRACE_KEEP_FAILED:-}" ]; then
+      echo "test.sh: kept the run's scratch files in $dir" >&2
+      continue
+    fi
+    while read -r target; do
+      case "$target" in "$dir"/*) umount -l "$target" ;; esac
+    done < <(findmnt -rn -o TARGET 2>/dev/null | sort -r)
+    rm -rf --one-file-system "$dir"
+  done
+  exit "$rc"
+}
 IOTRACE_TEST_TMPDIR="$(mktemp -d "${TMPDIR:-/tmp}/iotrace-tests.XXXXXX")"
+trap remove_test_dirs EXIT
 IOTRACE_TEST_SHMDIR="$IOTRACE_TEST_TMPDIR"
 if [ -w /dev/shm ]; then IOTRACE_TEST_SHMDIR="$(mktemp -d /dev/shm/iotrace-tests.XXXXXX)"; fi
 export IOTRACE_TEST_TMPDIR IOTRACE_TEST_SHMDIR
 export TMPDIR="$IOTRACE_TEST_TMPDIR"  # the scripts' and benchmarks' temp files too
-remove_test_dirs() {
-  local dev file
-  while read -r dev file; do
-    case "$file" in
-      "$IOTRACE_TEST_TMPDIR"/* | "$IOTRACE_TEST_SHMDIR"/*) losetup -d "$dev" || true ;;
-    esac
-  done < <(losetup -n -l -O NAME,BACK-FILE 2>/dev/null || true)
-  rm -rf "$IOTRACE_TEST_TMPDIR" "$IOTRACE_TEST_SHMDIR"
-}
-trap remove_test_dirs EXIT
 # Side by side where they may be: the live tests and the HTTP server's run alone (RUN_SERIAL).
 ctest --output-on-failure --timeout 600 -j"$(nproc)" "$@"

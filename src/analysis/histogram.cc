@@ -2,7 +2,7 @@
 
 #include <cmath>
 #include <cstring>
-#include <tuple>
+#include <new>
 
 namespace iotrace {
 
@@ -36,22 +36,16 @@ uint64_t* HistogramArena::TakeCarries() {
 
 uint8_t* HistogramArena::TakeWindow(size_t bytes) {
   window_bytes_ += bytes;
-  void* at = windows_.empty() ? nullptr : windows_.back()->Take(bytes, kLine);
-  if (at == nullptr && !heap_windows_only_) {
-    std::shared_ptr<PopulatedArena> chunk = PopulatedArena::Create(
-        std::max(windows_.empty() ? kFirstWindows : kWindows, bytes), /*populate=*/false);
-    at = chunk->Take(bytes, kLine);
-    if (at == nullptr) {
-      heap_windows_only_ = true;  // no mapping to be had, or AddressSanitizer
-    } else {
-      windows_.push_back(std::move(chunk));
-    }
-  }
+  void* at = windows_.Take(bytes, kLine,
+                           [this] { return windows_.chunks() == 0 ? kFirstWindows : kWindows; });
   if (at != nullptr) return static_cast<uint8_t*>(at);
-  // Its own allocation, aligned as the arena's are.
-  heap_windows_.push_back(std::make_unique<uint8_t[]>(bytes + kLine));
-  const auto p = reinterpret_cast<uintptr_t>(heap_windows_.back().get());
-  return reinterpret_cast<uint8_t*>((p + kLine - 1) & ~uintptr_t{kLine - 1});
+  heap_windows_.emplace_back(
+      static_cast<uint8_t*>(::operator new[](bytes, std::align_val_t{kLine})));
+  return heap_windows_.back().get();
+}
+
+void HistogramArena::AlignedDelete::operator()(uint8_t* p) const {
+  ::operator delete[](p, std::align_val_t{kLine});
 }
 
 Histogram::Histogram(HistogramArena& arena) {

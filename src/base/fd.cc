@@ -36,8 +36,8 @@ absl::StatusOr<UniqueMapping> MapHugeAnonymous(size_t size) {
   if (end > aligned + keep) ::munmap(reinterpret_cast<void*>(aligned + keep), end - aligned - keep);
   void* at = reinterpret_cast<void*>(aligned);
   // A hint (without THP, plain pages), for the whole huge pages of what is kept only: of the
-  // pages `size` is rounded up to, not of `size` itself (an arena's chunk of histograms, a few
-  // hundred bytes short of 2 MiB, got none).
+  // pages `size` is rounded up to, not of `size` itself (a mapping a few hundred bytes short of
+  // 2 MiB would get none).
   const size_t whole = keep & ~(kHuge - 1);
   if (whole > 0) ::madvise(at, whole, MADV_HUGEPAGE);
   return UniqueMapping(at, keep);

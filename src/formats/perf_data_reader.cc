@@ -545,18 +545,8 @@ class PerfDataReader final : public TraceReader {
     // stream. Under AddressSanitizer each block is an allocation of its own (the arenas hold
     // nothing), so that a write past a block is caught, not taken for the next block's bytes.
     uint8_t* NewBlock(uint64_t bytes) {
-      void* b = block_chunks_.empty() ? nullptr : block_chunks_.back()->Take(bytes, 64);
-      if (b == nullptr && !heap_blocks_only_) {
-        std::shared_ptr<PopulatedArena> chunk = PopulatedArena::Create(
-            std::max(ManyFarRuns() ? kHugeBlockChunkBytes : kBlockChunkBytes, bytes),
-            /*populate=*/false);
-        b = chunk->Take(bytes, 64);
-        if (b == nullptr) {
-          heap_blocks_only_ = true;  // no mapping to be had, or AddressSanitizer
-        } else {
-          block_chunks_.push_back(std::move(chunk));
-        }
-      }
+      void* b = block_chunks_.Take(
+          bytes, 64, [this] { return ManyFarRuns() ? kHugeBlockChunkBytes : kBlockChunkBytes; });
       if (b != nullptr) return static_cast<uint8_t*>(b);
       // The heap (which throws, as it did before, when it has none).
       heap_blocks_.push_back(std::make_unique<uint8_t[]>(bytes));
@@ -719,9 +709,8 @@ class PerfDataReader final : public TraceReader {
     bool auto_far_blocks_ = false;
     static constexpr uint64_t kBlockChunkBytes = uint64_t{256} << 10;
     static constexpr uint64_t kHugeBlockChunkBytes = uint64_t{2} << 20;
-    std::vector<std::shared_ptr<PopulatedArena>> block_chunks_;  // touched as used
+    ArenaChunks block_chunks_{/*populate=*/false};  // touched as used
     std::vector<std::unique_ptr<uint8_t[]>> heap_blocks_;
-    bool heap_blocks_only_ = false;
     size_t blocks_made_ = 0;
     std::vector<uint8_t*> free_blocks_;
     // Blocks read ahead (see RunBytes), by RunBytes::ahead; reads made together.
@@ -1475,13 +1464,13 @@ std::optional<TraceTimeSpan> PerfDataReader::TimeSpanFrom(double fraction) const
   // that the earlier range's scan met a record there), the first and last times by the same
   // look near both ends.
   if (data_end_ - data_begin_ < (uint64_t{1} << 20)) return std::nullopt;
+  if (!(fraction > 0 && fraction < 1)) return std::nullopt;
   // One buffer for every look, in huge pages: buffers of their own each (zeroed, 4 KiB pages
   // touched for the first time) cost a 3 M-event perf.data's look 7-9 ms on this VM, and one
   // whose rounds are longer than the look (256 CPUs) 16 ms.
   absl::StatusOr<UniqueMapping> scan = MapHugeAnonymous(kScanBufferBytes);
   if (!scan.ok()) return std::nullopt;
   uint8_t* buf = static_cast<uint8_t*>(scan->addr());
-  if (!(fraction > 0 && fraction < 1)) return std::nullopt;
   TraceTimeSpan span;
   span.data_bytes = data_end_ - data_begin_;
   if (!ends_.has_value()) {

@@ -41,10 +41,8 @@ Result RunIotrace(const std::string& args) {
 class FakeTracefsCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl_path = test::TestTmpDir() + "/iotrace_probes_cli_XXXXXX";
-    char* tmpl = tmpl_path.data();
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    root_ = test::MakeTempDir("iotrace_probes_cli_");
+    ASSERT_FALSE(root_.empty()) << "mkdtemp in " << test::TestTmpDir();
     std::string available;
     for (const char* ev : {"block_rq_issue", "block_rq_insert", "block_rq_complete"}) {
       std::string format = test::ReadBlockFormat(ev);

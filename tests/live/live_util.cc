@@ -87,11 +87,7 @@ CommandResult RunCmd(const std::vector<std::string>& argv) {
 
 CommandResult Sh(const std::string& command) { return RunCmd({"/bin/sh", "-c", command}); }
 
-TempDir::TempDir() {
-  std::string tmpl_path = test::TestTmpDir() + "/iotrace_live_XXXXXX";
-  char* tmpl = tmpl_path.data();
-  if (mkdtemp(tmpl) != nullptr) path_ = tmpl;
-}
+TempDir::TempDir() { path_ = test::MakeTempDir("iotrace_live_"); }
 
 TempDir::~TempDir() {
   if (path_.empty()) return;

@@ -23,13 +23,11 @@ constexpr char kNoTracefs[] = "/nonexistent-tracefs";
 class BackendVerdictTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string dir_path = test::TestTmpDir() + "/iotrace_verdict_XXXXXX";
-    char* dir = dir_path.data();
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
+    dir_ = test::MakeTempDir("iotrace_verdict_");
+    ASSERT_FALSE(dir_.empty()) << "mkdtemp in " << test::TestTmpDir();
     path_ = dir_ + "/state/backend-verdict";
   }
-  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
+  void TearDown() override { test::RemoveTree(dir_); }
 
   // A verdict for this machine now, as a check would have kept it.
   static KeptVerdict Current() {

@@ -55,9 +55,8 @@ struct Loss {
 class BlockTraceDat {
  public:
   BlockTraceDat() {
-    std::string tmpl_path = test::TestTmpDir() + "/iotrace_split_test.XXXXXX";
-    char* tmpl = tmpl_path.data();
-    dir_ = mkdtemp(tmpl);
+    dir_ = test::MakeTempDir("iotrace_split_test.");
+    if (dir_.empty()) ADD_FAILURE() << "mkdtemp in " << test::TestTmpDir();
     meta_.header_page = HeaderPageText(4096);
     meta_.header_event = ReadFixtureFile("formats/6.18/events/header_event");
     for (const char* name :
@@ -67,7 +66,7 @@ class BlockTraceDat {
       formats_.push_back(*ParseEventFormat("block", text));
     }
   }
-  ~BlockTraceDat() { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  ~BlockTraceDat() { test::RemoveTree(dir_); }
 
   // Writes `events` (any order); `missed_page`: the CPU 0 page starting at that index says the
   // kernel overwrote events before it (-1: none); `backwards_page`: that CPU 1 page starts

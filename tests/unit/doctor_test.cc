@@ -81,10 +81,8 @@ TEST(DescribeBlockLayoutTest, SeesAnOlderLayoutAndMissingEvents) {
 class FakeSysBlock : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl_path = test::TestTmpDir() + "/iotrace_probes_sysblock_XXXXXX";
-    char* tmpl = tmpl_path.data();
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    root_ = test::MakeTempDir("iotrace_probes_sysblock_");
+    ASSERT_FALSE(root_.empty()) << "mkdtemp in " << test::TestTmpDir();
     Dev("vda", "254:0", "536870912", "none [mq-deadline] kyber bfq", "1");
     Dev("loop4", "7:4", "2048", "[none] mq-deadline", "0");
     Dev("loop5", "7:5", "0", "[none] mq-deadline", "1");  // unattached: left out

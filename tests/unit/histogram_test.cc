@@ -413,12 +413,6 @@ TEST(HistogramTest, HistogramsInAnArenaCountAsStandaloneOnes) {
   }
 }
 
-}  // namespace
-}  // namespace iotrace
-
-namespace iotrace {
-namespace {
-
 // The counts of histograms in an arena are windows of the lines in use and some room: a
 // histogram whose values lie in one or two lines takes two lines, not the kBucketCount bytes of one
 // of its own; one whose values move out of its window, down or up, takes a window twice as large
@@ -444,14 +438,15 @@ TEST(HistogramTest, HistogramsInAnArenaHoldWindowsThatGrowWithTheirValues) {
       plain.Record(v);
     }
   };
-  both(40'000, 700);  // carries, in the first window
+  both(40'000, 700);  // carries, in the first window: lines [640, 768)
   const size_t before = arena.window_bytes();
-  both(300, 3);  // far below: a window of its own, the room below
-  EXPECT_GT(arena.window_bytes(), before);
-  const size_t down = h.window_capacity();
-  EXPECT_GE(down, 256u);
-  both(5'000'000'000, 2);  // far above
-  EXPECT_GT(h.window_capacity(), down);
+  // Far below (bucket 203, line 192): more than twice the window is needed, a window of just
+  // that, [192, 768).
+  both(300, 3);
+  EXPECT_EQ(arena.window_bytes(), before + 576);
+  EXPECT_EQ(h.window_capacity(), 576u);
+  both(5'000'000'000, 2);  // far above: [192, 1792) needed, 1,600 bytes
+  EXPECT_EQ(h.window_capacity(), 1600u);
   h.RecordN(7, 300);  // below again, carried at once
   plain.RecordN(7, 300);
   both(41'000, 1);  // inside: no new window
@@ -490,6 +485,21 @@ TEST(HistogramTest, HistogramsInAnArenaHoldWindowsThatGrowWithTheirValues) {
   a.Record(40'000);
   EXPECT_EQ(a.CountAt(Histogram::BucketIndex(40'000)), 1u);
   EXPECT_EQ(a.CountAt(Histogram::BucketIndex(123)), 0u);
+
+  // A value a line below a two-line window: twice the window, the room on the side the value
+  // went out at ([512, 768)), so that the next line down needs no other.
+  Histogram& g = *narrow[3];
+  ASSERT_EQ(g.window_capacity(), 128u);
+  const size_t at_start = arena.window_bytes();
+  g.Record(Histogram::BucketLow(600));  // line 576
+  EXPECT_EQ(g.window_capacity(), 256u);
+  EXPECT_EQ(arena.window_bytes(), at_start + 256);
+  g.Record(Histogram::BucketLow(520));  // line 512: in the window
+  EXPECT_EQ(arena.window_bytes(), at_start + 256);
+  EXPECT_EQ(g.CountAt(600), 1u);
+  EXPECT_EQ(g.CountAt(520), 1u);
+  EXPECT_EQ(g.count(), 66u);
+  EXPECT_EQ(g.CountAt(Histogram::BucketIndex(40'003)), 1u);
 }
 
 }  // namespace

@@ -545,12 +545,10 @@ TEST(MetricsServerTest, CurlScrapes) {
 class AtomicFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl_path = test::TestTmpDir() + "/iotrace_atomic_file_test.XXXXXX";
-    char* tmpl = tmpl_path.data();
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = test::MakeTempDir("iotrace_atomic_file_test.");
+    ASSERT_FALSE(dir_.empty()) << "mkdtemp in " << test::TestTmpDir();
   }
-  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  void TearDown() override { test::RemoveTree(dir_); }
 
   std::vector<std::string> Entries() const {
     std::vector<std::string> names;

@@ -69,10 +69,8 @@ TEST(ModuleSymversTest, CountsMalformedLines) {
 }
 
 TEST(ModuleSymversTest, FindsTheFileForAReleaseBuildDirFirst) {
-  std::string tmpl_path = test::TestTmpDir() + "/iotrace_probes_modules_XXXXXX";
-  char* tmpl = tmpl_path.data();
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string root = tmpl;
+  const std::string root = test::MakeTempDir("iotrace_probes_modules_");
+  ASSERT_FALSE(root.empty()) << "mkdtemp in " << test::TestTmpDir();
   EXPECT_EQ(ModuleSymvers::FindForRelease("6.1.0-test", root), "");
   fs::create_directories(root + "/6.1.0-test/build");
   std::ofstream(root + "/6.1.0-test/Module.symvers") << "";

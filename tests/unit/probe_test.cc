@@ -282,10 +282,8 @@ TEST_F(ProbeKallsymsTest, SkipsRangeChecksWhenAddressesAreHidden) {
 }
 
 TEST(ProbeSupportTest, KprobeOnKernelWithoutKprobeEventsGivesOneClearError) {
-  std::string tmpl_path = test::TestTmpDir() + "/iotrace_probes_fake_XXXXXX";
-  char* tmpl = tmpl_path.data();
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string root = tmpl;
+  const std::string root = test::MakeTempDir("iotrace_probes_fake_");
+  ASSERT_FALSE(root.empty()) << "mkdtemp in " << test::TestTmpDir();
   std::ofstream(root + "/uprobe_events") << "";
   std::ofstream(root + "/dynamic_events") << "";
   ProbeSupport support = DetectProbeSupport(root);
@@ -312,10 +310,8 @@ TEST(ProbeSupportTest, KprobeOnKernelWithoutKprobeEventsGivesOneClearError) {
 }
 
 TEST(DynamicProbesTest, KprobeFailsUpFrontWithoutTouchingAFakeTracefs) {
-  std::string tmpl_path = test::TestTmpDir() + "/iotrace_probes_fake_XXXXXX";
-  char* tmpl = tmpl_path.data();
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string root = tmpl;
+  const std::string root = test::MakeTempDir("iotrace_probes_fake_");
+  ASSERT_FALSE(root.empty()) << "mkdtemp in " << test::TestTmpDir();
   fs::create_directories(root + "/events");
   std::ofstream(root + "/uprobe_events") << "";
   DynamicProbeOptions opt;

@@ -91,10 +91,8 @@ TEST(ControlLineBufferTest, AnEndlessLineIsCutNotGrown) {
 class ControlChannelTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl_path = test::TestTmpDir() + "/iotrace_control_XXXXXX";
-    char* tmpl = tmpl_path.data();
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = test::MakeTempDir("iotrace_control_");
+    ASSERT_FALSE(dir_.empty()) << "mkdtemp in " << test::TestTmpDir();
     ctl_ = dir_ + "/ctl";
     ack_ = dir_ + "/ack";
     ASSERT_EQ(mkfifo(ctl_.c_str(), 0600), 0);

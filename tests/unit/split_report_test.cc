@@ -446,11 +446,10 @@ std::vector<Ev> PerfWorkload(uint32_t seed) {
 class SplitPerfDataTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl_path = test::TestTmpDir() + "/iotrace_split_perf_test.XXXXXX";
-    char* tmpl = tmpl_path.data();
-    dir_ = mkdtemp(tmpl);
+    dir_ = test::MakeTempDir("iotrace_split_perf_test.");
+    if (dir_.empty()) ADD_FAILURE() << "mkdtemp in " << test::TestTmpDir();
   }
-  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  void TearDown() override { test::RemoveTree(dir_); }
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
   std::string dir_;
 };

@@ -28,10 +28,8 @@ TEST(PidInIotraceNameTest, TakesTheLastNumberOfAnIotraceName) {
 class StaleTracefsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl_path = test::TestTmpDir() + "/iotrace_stale_XXXXXX";
-    char* tmpl = tmpl_path.data();
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    root_ = test::MakeTempDir("iotrace_stale_");
+    ASSERT_FALSE(root_.empty()) << "mkdtemp in " << test::TestTmpDir();
     tracefs_ = root_ + "/tracing";
     procfs_ = root_ + "/proc";
     for (const char* inst : {"iotrace_4194304", "iotrace_100", "iotrace_200", "iotrace_check_300",

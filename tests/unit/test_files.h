@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace iotrace::test {
@@ -30,12 +31,16 @@ inline void Spit(const std::filesystem::path& path, std::string_view bytes) {
 }
 
 // Where the tests' scratch files and directories go: $IOTRACE_TEST_TMPDIR when it is set, else
-// /tmp. scripts/test.sh makes one directory for its run and removes it at the end, whatever
-// happened: a test that crashed (an abort, a sanitizer's report) never ran its own cleanup.
+// $TMPDIR, else /tmp. scripts/test.sh makes one directory for its run and removes it at the
+// end, whatever happened: a test that crashed (an abort, a sanitizer's report) never ran its
+// own cleanup.
 inline const std::string& TestTmpDir() {
   static const std::string dir = [] {
-    const char* d = std::getenv("IOTRACE_TEST_TMPDIR");
-    return std::string(d != nullptr && *d != '\0' ? d : "/tmp");
+    for (const char* name : {"IOTRACE_TEST_TMPDIR", "TMPDIR"}) {
+      const char* d = std::getenv(name);
+      if (d != nullptr && *d != '\0') return std::string(d);
+    }
+    return std::string("/tmp");
   }();
   return dir;
 }
@@ -50,6 +55,18 @@ inline const std::string& TestShmDir() {
     return ::access("/dev/shm", W_OK) == 0 ? std::string("/dev/shm") : TestTmpDir();
   }();
   return dir;
+}
+
+// A new directory TestTmpDir()/PREFIXxxxxxx (mkdtemp); "" when it cannot be made.
+inline std::string MakeTempDir(const std::string& prefix) {
+  std::string path = TestTmpDir() + "/" + prefix + "XXXXXX";
+  return ::mkdtemp(path.data()) != nullptr ? path : std::string();
+}
+
+// Removes `path` and everything under it, quietly (a test's scratch directory).
+inline void RemoveTree(const std::string& path) {
+  std::error_code ec;
+  if (!path.empty()) std::filesystem::remove_all(path, ec);
 }
 
 // A scratch file's path, unique to this process: PREFIX-PID-NAME in TestShmDir().

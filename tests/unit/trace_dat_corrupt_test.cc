@@ -38,10 +38,8 @@ class CountingSink : public EventSink {
 class TraceDatCorruptTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl_path = test::TestTmpDir() + "/iotrace_tracedat_corrupt_test.XXXXXX";
-    char* tmpl = tmpl_path.data();
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = test::MakeTempDir("iotrace_tracedat_corrupt_test.");
+    ASSERT_FALSE(dir_.empty()) << "mkdtemp in " << test::TestTmpDir();
     path_ = dir_ + "/t.dat";
     meta_.header_page = testing::HeaderPageText(4096);
     meta_.header_event = ReadFixtureFile("formats/6.18/events/header_event");
@@ -50,7 +48,7 @@ class TraceDatCorruptTest : public ::testing::Test {
     ASSERT_TRUE(complete.ok()) << complete.status();
     complete_ = *complete;
   }
-  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  void TearDown() override { test::RemoveTree(dir_); }
 
   // A valid v6 file (TraceDatWriter) with meta_'s formats and one page of `events` events on
   // each of `cpus` CPUs.

@@ -151,10 +151,8 @@ class CompressedFixture : public ::testing::Test {
   void SetUp() override {
     bytes_ = test::ReadFixture("tracedat/dd_v7_zstd.dat");
     ASSERT_FALSE(bytes_.empty());
-    std::string tmpl_path = test::TestTmpDir() + "/iotrace_inflate_test.XXXXXX";
-    char* tmpl = tmpl_path.data();
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = test::MakeTempDir("iotrace_inflate_test.");
+    ASSERT_FALSE(dir_.empty()) << "mkdtemp in " << test::TestTmpDir();
     // The per-CPU data is one chunk of one page: [count 1][csize][usize 4096][zstd frame]; the
     // metadata sections are single blocks of other sizes.
     size_t usize = bytes_.find(U32(4096) + "\x28\xb5\x2f\xfd");
@@ -162,7 +160,7 @@ class CompressedFixture : public ::testing::Test {
     frame_ = usize + 4;
     ASSERT_EQ(bytes_.substr(frame_ - 12, 4), U32(1));
   }
-  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  void TearDown() override { test::RemoveTree(dir_); }
 
   std::string Write(const std::string& content) {
     std::string path = dir_ + "/f" + std::to_string(n_++) + ".dat";

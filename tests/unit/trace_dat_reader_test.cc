@@ -115,9 +115,8 @@ TEST(TraceDatReaderTest, MissingFileIsAnErrorNamingIt) {
 class SyntheticFile {
  public:
   explicit SyntheticFile(int cpus = 2) {
-    std::string tmpl_path = test::TestTmpDir() + "/iotrace_tracedat_reader_test.XXXXXX";
-    char* tmpl = tmpl_path.data();
-    dir_ = mkdtemp(tmpl);
+    dir_ = test::MakeTempDir("iotrace_tracedat_reader_test.");
+    if (dir_.empty()) ADD_FAILURE() << "mkdtemp in " << test::TestTmpDir();
     meta_.header_page = testing::HeaderPageText(4096);
     meta_.header_event = ReadFixtureFile("formats/6.18/events/header_event");
     meta_.event_formats.push_back({"block", test::ReadBlockFormat("block_rq_issue")});
@@ -125,7 +124,7 @@ class SyntheticFile {
     pages_.resize(cpus);
     stats_.resize(cpus);
   }
-  ~SyntheticFile() { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  ~SyntheticFile() { test::RemoveTree(dir_); }
 
   // A payload whose sector says which event it is.
   std::string Payload(uint64_t sector, int cpu) const {

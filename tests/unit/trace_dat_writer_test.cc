@@ -34,11 +34,10 @@ using testing::RunTraceCmdReport;
 class TempDir {
  public:
   TempDir() {
-    std::string tmpl_path = test::TestTmpDir() + "/iotrace_tracedat_test.XXXXXX";
-    char* tmpl = tmpl_path.data();
-    path_ = mkdtemp(tmpl);
+    path_ = test::MakeTempDir("iotrace_tracedat_test.");
+    if (path_.empty()) ADD_FAILURE() << "mkdtemp in " << test::TestTmpDir();
   }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
+  ~TempDir() { test::RemoveTree(path_); }
   std::string File(const std::string& name) const { return path_ + "/" + name; }
 
  private:

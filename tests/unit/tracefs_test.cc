@@ -30,10 +30,8 @@ void WriteFile(const fs::path& p, const std::string& text) {
 class FakeTracefs : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl_path = test::TestTmpDir() + "/iotrace_fake_tracefs_XXXXXX";
-    char* tmpl = tmpl_path.data();
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    root_ = test::MakeTempDir("iotrace_fake_tracefs_");
+    ASSERT_FALSE(root_.empty()) << "mkdtemp in " << test::TestTmpDir();
     std::string available;
     for (const char* ev : {"block_rq_insert", "block_rq_issue", "block_rq_complete",
                            "block_rq_requeue", "block_rq_merge", "block_bio_queue"}) {
@@ -112,10 +110,8 @@ TEST(FindTracefsTest, OverrideWithoutEventsDirIsAnError) {
 }
 
 TEST(FindTracefsTest, NotMountedButInTheKernelGivesTheMountCommand) {
-  std::string tmpl_path = test::TestTmpDir() + "/iotrace_fake_proc_XXXXXX";
-  char* tmpl = tmpl_path.data();
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  fs::path proc = tmpl;
+  fs::path proc = test::MakeTempDir("iotrace_fake_proc_");
+  ASSERT_FALSE(proc.empty()) << "mkdtemp in " << test::TestTmpDir();
   WriteFile(proc / "mounts", "proc /proc proc rw 0 0\nsysfs /sys sysfs rw 0 0\n");
   WriteFile(proc / "filesystems", "nodev\tsysfs\nnodev\ttracefs\n\text4\n");
   auto dir = FindTracefs("", proc);

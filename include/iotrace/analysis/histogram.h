@@ -24,7 +24,6 @@
 #include <limits>
 #include <memory>
 #include <span>
-#include <utility>
 #include <vector>
 
 #include "iotrace/base/arena.h"
@@ -49,15 +48,18 @@ class HistogramArena {
 
  private:
   friend class Histogram;
-  // Carries for one more histogram (kBucketCount); nullptr when no memory could be had.
+  // Carries for one more histogram (kBucketCount), uninitialized.
   uint64_t* TakeCarries();
   // `bytes` (whole lines) for a window of counts, 64-byte aligned: from the arena's chunks, or
-  // from the heap (kept here) where none can be mapped and under AddressSanitizer.
+  // from the heap (kept here, each window exactly its size, so that AddressSanitizer sees a
+  // write past it) where none can be mapped and under AddressSanitizer.
   uint8_t* TakeWindow(size_t bytes);
 
-  std::vector<std::shared_ptr<PopulatedArena>> windows_;
-  std::vector<std::unique_ptr<uint8_t[]>> heap_windows_;
-  bool heap_windows_only_ = false;
+  struct AlignedDelete {
+    void operator()(uint8_t* p) const;
+  };
+  ArenaChunks windows_{/*populate=*/false};
+  std::vector<std::unique_ptr<uint8_t[], AlignedDelete>> heap_windows_;
   size_t window_bytes_ = 0;
   std::vector<std::unique_ptr<uint64_t[]>> carries_;
   size_t capacity_ = 0;  // histograms' carries in the last chunk

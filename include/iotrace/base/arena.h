@@ -111,6 +111,42 @@ class ArenaAllocator {
   std::shared_ptr<PopulatedArena> arena_;
 };
 
+// Memory taken in order from PopulatedArenas made as they are needed: the chunks of a pool
+// (ArenaPool), a report's histogram windows, perf.data's far blocks. Once no arena can be had
+// (no memory mapped; AddressSanitizer, where arenas hold nothing), Take says so for good and
+// the caller takes each allocation from the heap.
+class ArenaChunks {
+ public:
+  explicit ArenaChunks(bool populate) : populate_(populate) {}
+  ArenaChunks(const ArenaChunks&) = delete;
+  ArenaChunks& operator=(const ArenaChunks&) = delete;
+
+  // `bytes` (at least 1) aligned to `align` (a power of two, at most a page) from the last
+  // arena, else from a new one of next_chunk_bytes() bytes (or `bytes`, if more); nullptr when
+  // none can be had. next_chunk_bytes is called only when an arena is made.
+  template <typename SizeFn>
+  void* Take(size_t bytes, size_t align, SizeFn next_chunk_bytes) {
+    void* at = chunks_.empty() ? nullptr : chunks_.back()->Take(bytes, align);
+    if (at != nullptr || heap_only_) return at;
+    std::shared_ptr<PopulatedArena> chunk =
+        PopulatedArena::Create(std::max<size_t>(next_chunk_bytes(), bytes), populate_);
+    at = chunk->Take(bytes, align);
+    if (at == nullptr) {
+      heap_only_ = true;  // (not asked again for every allocation)
+    } else {
+      chunks_.push_back(std::move(chunk));
+    }
+    return at;
+  }
+  // Arenas made so far.
+  size_t chunks() const { return chunks_.size(); }
+
+ private:
+  std::vector<std::shared_ptr<PopulatedArena>> chunks_;
+  bool populate_;
+  bool heap_only_ = false;
+};
+
 // Objects of one type made side by side in PopulatedArenas of growing size (kFirst objects,
 // then twice as many each time, up to kMost), each handed out in a unique_ptr that destroys it.
 // The memory goes with the pool, which must outlive the objects. (A report of 1024 devices
@@ -142,26 +178,17 @@ class ArenaPool {
 
   template <typename... Args>
   Ptr Make(Args&&... args) {
-    void* at = chunks_.empty() ? nullptr : chunks_.back()->Take(sizeof(T), alignof(T));
-    if (at == nullptr && !heap_only_) {
+    void* at = chunks_.Take(sizeof(T), alignof(T), [this] {
       next_ = next_ == 0 ? kFirst : std::min(2 * next_, kMost);
-      std::shared_ptr<PopulatedArena> chunk =
-          PopulatedArena::Create(next_ * sizeof(T) + alignof(T));
-      at = chunk->Take(sizeof(T), alignof(T));
-      if (at == nullptr) {
-        heap_only_ = true;  // (not asked again for every object)
-      } else {
-        chunks_.push_back(std::move(chunk));
-      }
-    }
+      return next_ * sizeof(T);
+    });
     if (at == nullptr) return Ptr(new T(std::forward<Args>(args)...), Destroy{true});
     return Ptr(new (at) T(std::forward<Args>(args)...), Destroy{false});
   }
 
  private:
-  std::vector<std::shared_ptr<PopulatedArena>> chunks_;
+  ArenaChunks chunks_{/*populate=*/true};
   size_t next_ = 0;  // objects in the last chunk
-  bool heap_only_ = false;
 };
 
 }  // namespace iotrace
