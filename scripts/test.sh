@@ -44,6 +44,7 @@ trap remove_test_dirs EXIT
 IOTRACE_TEST_SHMDIR="$IOTRACE_TEST_TMPDIR"
 if [ -w /dev/shm ]; then IOTRACE_TEST_SHMDIR="$(mktemp -d /dev/shm/iotrace-tests.XXXXXX)"; fi
 export IOTRACE_TEST_TMPDIR IOTRACE_TEST_SHMDIR
-export TMPDIR="$IOTRACE_TEST_TMPDIR"  # the scripts' and benchmarks' temp files too
+# The scripts' and benchmarks' temp files too, and GoogleTest's testing::TempDir().
+export TMPDIR="$IOTRACE_TEST_TMPDIR" TEST_TMPDIR="$IOTRACE_TEST_TMPDIR"
 # Side by side where they may be: the live tests and the HTTP server's run alone (RUN_SERIAL).
 ctest --output-on-failure --timeout 600 -j"$(nproc)" "$@"

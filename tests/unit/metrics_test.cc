@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "iotrace/analysis/metrics_tap.h"
 #include "iotrace/output/prometheus_format.h"
+#include "test_files.h"
 
 namespace iotrace {
 namespace {
@@ -330,8 +331,17 @@ TEST(MetricsTest, TextFormatLeavesOutEmptyFamilies) {
 }
 
 // Splits the delimited stream (varint length, message) and decodes each message with protoc.
-std::vector<std::string> DecodeWithProtoc(const std::string& stream, const std::string& dir) {
+std::vector<std::string> DecodeWithProtoc(const std::string& stream) {
   std::vector<std::string> decoded;
+  const std::string dir = test::MakeTempDir("metrics_protobuf_");
+  if (dir.empty()) {
+    ADD_FAILURE() << "mkdtemp in " << test::TestTmpDir();
+    return decoded;
+  }
+  struct RemoveDir {
+    const std::string& dir;
+    ~RemoveDir() { test::RemoveTree(dir); }
+  } remove_dir{dir};
   size_t pos = 0;
   while (pos < stream.size()) {
     uint64_t length = 0;
@@ -368,10 +378,7 @@ TEST(MetricsTest, ProtobufDecodesWithThePublishedSchema) {
   if (std::system("protoc --version >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "protoc is not installed (Debian: protobuf-compiler; scripts/install-deps.sh)";
   }
-  const std::string dir = testing::TempDir() + "/metrics_protobuf";
-  std::filesystem::create_directories(dir);
-  const std::vector<std::string> families =
-      DecodeWithProtoc(PrometheusProtobuf(SmallSnapshot()), dir);
+  const std::vector<std::string> families = DecodeWithProtoc(PrometheusProtobuf(SmallSnapshot()));
   ASSERT_EQ(families.size(), 10u);
 
   const std::string& h = families[0];
@@ -430,8 +437,6 @@ TEST(MetricsTest, ProtobufMarksAnEmptyNativeHistogramWithANoOpSpan) {
   if (std::system("protoc --version >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "protoc is not installed (Debian: protobuf-compiler; scripts/install-deps.sh)";
   }
-  const std::string dir = testing::TempDir() + "/metrics_protobuf_empty";
-  std::filesystem::create_directories(dir);
   MetricsSnapshot m;
   LatencySeries s;
   s.device = "loop0";
@@ -441,7 +446,7 @@ TEST(MetricsTest, ProtobufMarksAnEmptyNativeHistogramWithANoOpSpan) {
   s.classic[0] = 2;
   s.native.zero_count = 2;  // two 0 ns latencies: no positive bucket
   m.latency.push_back(s);
-  const std::vector<std::string> families = DecodeWithProtoc(PrometheusProtobuf(m), dir);
+  const std::vector<std::string> families = DecodeWithProtoc(PrometheusProtobuf(m));
   ASSERT_FALSE(families.empty());
   EXPECT_NE(families[0].find("zero_count: 2\n    positive_span {\n      offset: 0\n"
                              "      length: 0\n    }\n  }\n"),
