@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <new>
 
 namespace iotrace {
 
@@ -36,16 +35,8 @@ uint64_t* HistogramArena::TakeCarries() {
 
 uint8_t* HistogramArena::TakeWindow(size_t bytes) {
   window_bytes_ += bytes;
-  void* at = windows_.Take(bytes, kLine,
-                           [this] { return windows_.chunks() == 0 ? kFirstWindows : kWindows; });
-  if (at != nullptr) return static_cast<uint8_t*>(at);
-  heap_windows_.emplace_back(
-      static_cast<uint8_t*>(::operator new[](bytes, std::align_val_t{kLine})));
-  return heap_windows_.back().get();
-}
-
-void HistogramArena::AlignedDelete::operator()(uint8_t* p) const {
-  ::operator delete[](p, std::align_val_t{kLine});
+  return static_cast<uint8_t*>(windows_.Allocate(
+      bytes, kLine, [this] { return windows_.chunks() == 0 ? kFirstWindows : kWindows; }));
 }
 
 Histogram::Histogram(HistogramArena& arena) {

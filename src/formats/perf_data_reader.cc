@@ -545,12 +545,8 @@ class PerfDataReader final : public TraceReader {
     // stream. Under AddressSanitizer each block is an allocation of its own (the arenas hold
     // nothing), so that a write past a block is caught, not taken for the next block's bytes.
     uint8_t* NewBlock(uint64_t bytes) {
-      void* b = block_chunks_.Take(
-          bytes, 64, [this] { return ManyFarRuns() ? kHugeBlockChunkBytes : kBlockChunkBytes; });
-      if (b != nullptr) return static_cast<uint8_t*>(b);
-      // The heap (which throws, as it did before, when it has none).
-      heap_blocks_.push_back(std::make_unique<uint8_t[]>(bytes));
-      return heap_blocks_.back().get();
+      return static_cast<uint8_t*>(block_chunks_.Allocate(
+          bytes, 64, [this] { return ManyFarRuns() ? kHugeBlockChunkBytes : kBlockChunkBytes; }));
     }
 
     // Whether `run` reads with blocks ahead: from kBatchFromBlocks blocks in the pool (many runs
@@ -710,7 +706,6 @@ class PerfDataReader final : public TraceReader {
     static constexpr uint64_t kBlockChunkBytes = uint64_t{256} << 10;
     static constexpr uint64_t kHugeBlockChunkBytes = uint64_t{2} << 20;
     ArenaChunks block_chunks_{/*populate=*/false};  // touched as used
-    std::vector<std::unique_ptr<uint8_t[]>> heap_blocks_;
     size_t blocks_made_ = 0;
     std::vector<uint8_t*> free_blocks_;
     // Blocks read ahead (see RunBytes), by RunBytes::ahead; reads made together.
@@ -1486,7 +1481,8 @@ std::optional<TraceTimeSpan> PerfDataReader::TimeSpanFrom(double fraction) const
   span.first_ts = ends_->first_ts;
   const uint64_t from =
       data_begin_ + static_cast<uint64_t>(static_cast<double>(data_end_ - data_begin_) * fraction);
-  const std::optional<uint64_t> middle = BoundaryNear(from, &span.middle_ts, buf);
+  uint64_t chain_ts = 0;  // (the round's times below are what the plan uses)
+  const std::optional<uint64_t> middle = BoundaryNear(from, &chain_ts, buf);
   if (!middle.has_value()) return std::nullopt;
   // Cut where a round begins: the records before it reach past the largest time met in the
   // round it ends (the drains before the middle, not looked at, came earlier) by about the time

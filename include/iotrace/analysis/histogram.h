@@ -50,16 +50,10 @@ class HistogramArena {
   friend class Histogram;
   // Carries for one more histogram (kBucketCount), uninitialized.
   uint64_t* TakeCarries();
-  // `bytes` (whole lines) for a window of counts, 64-byte aligned: from the arena's chunks, or
-  // from the heap (kept here, each window exactly its size, so that AddressSanitizer sees a
-  // write past it) where none can be mapped and under AddressSanitizer.
+  // `bytes` (whole lines) for a window of counts, 64-byte aligned (ArenaChunks::Allocate).
   uint8_t* TakeWindow(size_t bytes);
 
-  struct AlignedDelete {
-    void operator()(uint8_t* p) const;
-  };
   ArenaChunks windows_{/*populate=*/false};
-  std::vector<std::unique_ptr<uint8_t[], AlignedDelete>> heap_windows_;
   size_t window_bytes_ = 0;
   std::vector<std::unique_ptr<uint64_t[]>> carries_;
   size_t capacity_ = 0;  // histograms' carries in the last chunk
@@ -104,14 +98,10 @@ class alignas(64) Histogram {
   // The hot path: a clz, a shift, one range check, a byte incremented, four updates.
   void Record(uint64_t ns) {
     const size_t index = BucketIndex(std::min(ns, kMaxTrackable));
-    const size_t at = index - lo_;
-    if (at >= span_) [[unlikely]] {  // (wraps below lo_)
-      Widen(index, index + 1);
-      if (++low_[index - lo_] == 0) [[unlikely]]
-        Carry(index, 1);
-    } else if (++low_[at] == 0) [[unlikely]] {
+    if (index - lo_ >= span_) [[unlikely]]
+      Widen(index, index + 1);  // wraps below lo_
+    if (++Low(index) == 0) [[unlikely]]
       Carry(index, 1);
-    }
     ++count_;
     sum_ += ns;
     min_ = std::min(min_, ns);

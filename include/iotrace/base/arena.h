@@ -113,8 +113,9 @@ class ArenaAllocator {
 
 // Memory taken in order from PopulatedArenas made as they are needed: the chunks of a pool
 // (ArenaPool), a report's histogram windows, perf.data's far blocks. Once no arena can be had
-// (no memory mapped; AddressSanitizer, where arenas hold nothing), Take says so for good and
-// the caller takes each allocation from the heap.
+// (no memory mapped; AddressSanitizer, where arenas hold nothing), Take says so for good:
+// Allocate then takes each allocation from the heap and keeps it, a pool's Make makes each
+// object its own heap allocation.
 class ArenaChunks {
  public:
   explicit ArenaChunks(bool populate) : populate_(populate) {}
@@ -138,11 +139,24 @@ class ArenaChunks {
     }
     return at;
   }
+  // Take, or where no arena can be had a heap allocation of exactly `bytes` (AddressSanitizer
+  // sees a write past it) kept here: never nullptr. For memory that lives as long as this.
+  template <typename SizeFn>
+  void* Allocate(size_t bytes, size_t align, SizeFn next_chunk_bytes) {
+    if (void* at = Take(bytes, align, next_chunk_bytes)) return at;
+    heap_.emplace_back(::operator new (bytes, std::align_val_t{align}), AlignedDelete{align});
+    return heap_.back().get();
+  }
   // Arenas made so far.
   size_t chunks() const { return chunks_.size(); }
 
  private:
+  struct AlignedDelete {
+    size_t align;
+    void operator()(void* p) const { ::operator delete (p, std::align_val_t{align}); }
+  };
   std::vector<std::shared_ptr<PopulatedArena>> chunks_;
+  std::vector<std::unique_ptr<void, AlignedDelete>> heap_;
   bool populate_;
   bool heap_only_ = false;
 };
