@@ -1,11 +1,13 @@
 #include "iotrace/sys/device_names.h"
 
+#include <dirent.h>
+
 #include <fstream>
 #include <sstream>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "iotrace/event/block_dev.h"
@@ -15,9 +17,31 @@ namespace iotrace {
 DeviceNames::DeviceNames(std::string sysfs_root, std::string procfs_root)
     : sysfs_root_(std::move(sysfs_root)), procfs_root_(std::move(procfs_root)) {}
 
+bool DeviceNames::MayBeInSysfs(uint32_t dev) {
+  const auto now = std::chrono::steady_clock::now();
+  const bool fresh = listings_ != 0 && now - listed_at_ < kRelistAfter;
+  if (fresh || (listed_.has_value() && listed_->contains(dev))) {
+    return !listed_.has_value() || listed_->contains(dev);
+  }
+  listed_at_ = now;
+  ++listings_;
+  listed_.reset();
+  DIR* dir = ::opendir((sysfs_root_ + "/dev/block").c_str());
+  if (dir == nullptr) return true;  // nothing listed: the uevent file says
+  absl::flat_hash_set<uint32_t> devs;
+  while (const dirent* e = ::readdir(dir)) {
+    uint32_t numbers = 0;
+    if (ParseDevNumbers(e->d_name, &numbers)) devs.insert(numbers);
+  }
+  ::closedir(dir);
+  listed_ = std::move(devs);
+  return listed_->contains(dev);
+}
+
 std::string DeviceNames::Lookup(uint32_t dev) {
   const std::string numbers = DevString(dev);
-  {
+  if (MayBeInSysfs(dev)) {
+    ++uevents_opened_;
     std::ifstream uevent(sysfs_root_ + "/dev/block/" + numbers + "/uevent");
     std::string line;
     while (std::getline(uevent, line)) {
