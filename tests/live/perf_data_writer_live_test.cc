@@ -155,7 +155,7 @@ TEST(PerfDataWriterLiveTest, RealRingBytesReadBackLikePerfScriptWithEveryEventAc
   const uint32_t minor =
       static_cast<uint32_t>(std::stoul(dev_numbers->substr(dev_numbers->find(':') + 1)));
 
-  s.output = test::TestTmpDir() + "/perfdata-live-" + std::to_string(getpid()) + ".data";
+  s.output = test::TmpPath("perfdata-live", ".data");
   auto writer = PerfDataWriter::Create(s.output, specs, meta, ThisMachine({"live"}));
   ASSERT_TRUE(writer.ok()) << writer.status();
 

@@ -18,7 +18,7 @@ namespace {
 class BatchReaderTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = test::TestTmpDir() + "/iotrace-batch-read-" + std::to_string(getpid());
+    path_ = test::TmpPath("iotrace-batch-read");
     bytes_ = test::WriteOffsetPattern(path_, kSize);
     ASSERT_EQ(bytes_.size(), kSize);
     fd_ = UniqueFd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));

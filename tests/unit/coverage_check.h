@@ -142,8 +142,7 @@ inline CutsChecked CheckCuts(const std::string& intact_path, const ReportOptions
       data_start = bytes.size() - std::min<size_t>(bytes.size(), span->data_bytes);
     }
   }
-  const std::string path =
-      test::TestTmpDir() + "/iotrace_coverage_test_" + std::to_string(getpid()) + ".cut";
+  const std::string path = test::TmpPath("iotrace_coverage_test", ".cut");
   int read = 0, left_out = 0, before_data = 0;
   for (size_t cut : cuts) {
     SCOPED_TRACE(intact_path + " cut at " + std::to_string(cut) + " of " +

@@ -206,8 +206,7 @@ TEST(CoverageTest, AnUnfinishedPerfDataEndsEveryCpuAtItsLastRecord) {
     return v;
   };
   const uint64_t data_offset = u64(40), data_size = u64(48);
-  const std::string path =
-      test::TestTmpDir() + "/iotrace_coverage_unfinished_" + std::to_string(getpid()) + ".data";
+  const std::string path = test::TmpPath("iotrace_coverage_unfinished", ".data");
   const std::string intact_path = std::string(IOTRACE_FIXTURES) + "/golden/iotrace_mq.data";
   std::optional<LatencyReport> intact = Report(intact_path);
   ASSERT_TRUE(intact.has_value());
@@ -371,8 +370,7 @@ TEST(CoverageTest, IntervalsWhoseEverySampleWasLeftOutStillAddUp) {
 TEST(CoverageTest, APerfLossTimedAfterTheSampleThatFollowsItStillCoversTheLostStretch) {
   test::BlockSetup setup = test::LoadBlockSetup();
   auto specs = test::BlockSpecs(setup, 2);
-  const std::string path =
-      test::TestTmpDir() + "/iotrace_coverage_lost_" + std::to_string(getpid()) + ".data";
+  const std::string path = test::TmpPath("iotrace_coverage_lost", ".data");
   auto w = PerfDataWriter::Create(path, specs, setup.meta, test::TestHost());
   ASSERT_TRUE(w.ok());
   const perf_event_attr attr = specs[0].attr;
@@ -423,8 +421,7 @@ TEST(CoverageTest, APerfLossTimedAfterTheSampleThatFollowsItStillCoversTheLostSt
 TEST(CoverageTest, AnIdleCpuOfACutPerfDataIsCoveredUpToTheRoundMarks) {
   test::BlockSetup setup = test::LoadBlockSetup();
   auto specs = test::BlockSpecs(setup, 3);
-  const std::string path =
-      test::TestTmpDir() + "/iotrace_coverage_idle_" + std::to_string(getpid()) + ".data";
+  const std::string path = test::TmpPath("iotrace_coverage_idle", ".data");
   auto w = PerfDataWriter::Create(path, specs, setup.meta, test::TestHost());
   ASSERT_TRUE(w.ok());
   const perf_event_attr attr = specs[0].attr;

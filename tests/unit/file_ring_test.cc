@@ -21,7 +21,7 @@ namespace {
 class FileRingTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    path_ = test::TestTmpDir() + "/iotrace-file-ring-" + std::to_string(getpid());
+    path_ = test::TmpPath("iotrace-file-ring");
     bytes_ = test::WriteOffsetPattern(path_, kSize);
     ASSERT_EQ(bytes_.size(), kSize);
     fd_ = UniqueFd(::open(path_.c_str(), O_RDONLY | O_CLOEXEC));

@@ -128,8 +128,7 @@ TEST(MultiTraceReaderTest, APerfDataAndATraceDatReadAsOneRecording) {
     setup.formats[i] = *parsed;
   }
   auto specs = test::BlockSpecs(setup, 2, 3);
-  const std::string early =
-      test::TestTmpDir() + "/iotrace_multi_" + std::to_string(getpid()) + ".data";
+  const std::string early = test::TmpPath("iotrace_multi", ".data");
   auto w = PerfDataWriter::Create(early, specs, setup.meta, test::TestHost());
   ASSERT_TRUE(w.ok()) << w.status();
   const int index_of[] = {2, 0, 1};  // insert, issue, complete (RqEvent::kind)

@@ -36,8 +36,7 @@ class PerfDataLayoutTest : public ::testing::TestWithParam<LayoutCase> {
   void SetUp() override {
     setup_ = test::LoadBlockSetup();
     ASSERT_GE(setup_.formats.size(), 2u);
-    path_ = test::TestTmpDir() + "/iotrace-perfdata-l-" + std::to_string(getpid()) + "-" +
-            GetParam().name;
+    path_ = test::TmpPath("iotrace-perfdata-l", std::string("-") + GetParam().name);
   }
   void TearDown() override { ::unlink(path_.c_str()); }
 
@@ -178,7 +177,7 @@ class PerfDataSkipTest : public ::testing::Test {
   void SetUp() override {
     setup_ = test::LoadBlockSetup();
     ASSERT_GE(setup_.formats.size(), 2u);
-    path_ = test::TestTmpDir() + "/iotrace-perfdata-s-" + std::to_string(getpid());
+    path_ = test::TmpPath("iotrace-perfdata-s");
   }
   void TearDown() override { ::unlink(path_.c_str()); }
 
@@ -312,7 +311,7 @@ std::string WithAttrSize(const std::string& file, size_t attr_bytes) {
 }
 
 TEST(PerfDataAttrSizeTest, ReadsAttrsWrittenByOlderAndNewerPerf) {
-  const std::string path = test::TestTmpDir() + "/iotrace-perfdata-as-" + std::to_string(getpid());
+  const std::string path = test::TmpPath("iotrace-perfdata-as");
   test::SyntheticOptions o;
   o.samples = 50;
   std::vector<test::ExpectedEvent> expected;

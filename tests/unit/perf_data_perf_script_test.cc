@@ -54,7 +54,7 @@ class PerfDataPerfScriptTest : public ::testing::Test {
     if (::access(kPerf, X_OK) != 0) GTEST_SKIP() << kPerf << " is not installed (linux-perf)";
     setup_ = test::LoadBlockSetup();
     ASSERT_GE(setup_.formats.size(), 2u);
-    path_ = test::TestTmpDir() + "/iotrace-perfdata-ps-" + std::to_string(getpid());
+    path_ = test::TmpPath("iotrace-perfdata-ps");
   }
   void TearDown() override { ::unlink(path_.c_str()); }
 

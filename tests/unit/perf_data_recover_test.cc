@@ -69,10 +69,8 @@ class PerfDataRecoverTest : public ::testing::Test {
     ::unlink(finished_path_.c_str());
     ::unlink(path_.c_str());
   }
-  const std::string finished_path_ =
-      test::TestTmpDir() + "/iotrace-recover-done-" + std::to_string(getpid());
-  const std::string path_ =
-      test::TestTmpDir() + "/iotrace-recover-test-" + std::to_string(getpid());
+  const std::string finished_path_ = test::TmpPath("iotrace-recover-done");
+  const std::string path_ = test::TmpPath("iotrace-recover-test");
   std::string finished_;
 };
 

@@ -23,7 +23,7 @@ using test::PerfRecordBuilder;
 using test::SampleFields;
 
 std::string TempPath(const std::string& name) {
-  return test::TestTmpDir() + "/iotrace-perfdata-" + std::to_string(getpid()) + "-" + name;
+  return test::TmpPath("iotrace-perfdata", "-" + name);
 }
 
 class PerfDataRoundTripTest : public ::testing::Test {

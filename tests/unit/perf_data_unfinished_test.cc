@@ -48,8 +48,7 @@ class UnfinishedPerfDataTest : public ::testing::Test {
     return r;
   }
 
-  const std::string path_ =
-      test::TestTmpDir() + "/iotrace-unfinished-test-" + std::to_string(getpid());
+  const std::string path_ = test::TmpPath("iotrace-unfinished-test");
 };
 
 TEST_F(UnfinishedPerfDataTest, IotracesKilledRecordingIsReadAndSaysSo) {

@@ -22,7 +22,7 @@ class PerfPipeTest : public ::testing::Test {
   void SetUp() override {
     bytes_ = test::ReadFixture("perf/block-pipe.data");
     ASSERT_GT(bytes_.size(), 1000u);
-    path_ = test::TestTmpDir() + "/iotrace-pipe-test-" + std::to_string(getpid());
+    path_ = test::TmpPath("iotrace-pipe-test");
   }
   void TearDown() override { ::unlink(path_.c_str()); }
 

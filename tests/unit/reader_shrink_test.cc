@@ -28,8 +28,7 @@ class CountingSink : public EventSink {
 
 std::string CopyFixture(const std::string& relative, const std::string& name) {
   const std::string bytes = test::ReadFixture(relative);
-  std::string path =
-      test::TestTmpDir() + "/iotrace-shrink-" + std::to_string(getpid()) + "-" + name;
+  std::string path = test::TmpPath("iotrace-shrink", "-" + name);
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
 }
