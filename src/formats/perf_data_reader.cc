@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -752,10 +753,13 @@ class PerfDataReader final : public TraceReader {
     uint64_t last_ts = 0;
   };
   mutable std::optional<Ends> ends_;
-  // Where TimeSpan's looks read the file: kScanBufferBytes, enough for either look.
+  // Where TimeSpan's looks read the file: kScanBufferBytes, enough for either look; mapped at
+  // the first look, let go when a read begins (ranges are read after the plan's looks).
   static constexpr size_t kScanChunk = size_t{1} << 20;
   static constexpr size_t kScanBufferBytes = size_t{2} << 20;
   static_assert(kScanChunk + kMaxRecordBytes <= kScanBufferBytes);
+  mutable std::mutex scan_mu_;  // two ranges' reads begin at once
+  mutable std::optional<UniqueMapping> scan_;
 
   PerfDataReader() = default;
   absl::Status Parse();
@@ -1320,6 +1324,10 @@ void PerfDataReader::ParseFeature(int feature, ByteView bytes) {
 
 template <bool kRanged>
 absl::Status PerfDataReader::Read(EventSink* sink, const TimeRange& range, RangeReadResult* out) {
+  {
+    std::lock_guard lock(scan_mu_);
+    scan_.reset();  // the looks are over
+  }
   *out = RangeReadResult{};
   ReadStats& stats = out->stats;
   const uint64_t begin =
@@ -1462,10 +1470,16 @@ std::optional<TraceTimeSpan> PerfDataReader::TimeSpanFrom(double fraction) const
   if (!(fraction > 0 && fraction < 1)) return std::nullopt;
   // One buffer for every look, in huge pages: buffers of their own each (zeroed, 4 KiB pages
   // touched for the first time) cost a 3 M-event perf.data's look 7-9 ms on this VM, and one
-  // whose rounds are longer than the look (256 CPUs) 16 ms.
-  absl::StatusOr<UniqueMapping> scan = MapHugeAnonymous(kScanBufferBytes);
-  if (!scan.ok()) return std::nullopt;
-  uint8_t* buf = static_cast<uint8_t*>(scan->addr());
+  // whose rounds are longer than the look (256 CPUs) 16 ms. Kept for the next look (the split
+  // plan asks again from earlier in the file: its huge page was touched for the first time
+  // twice, 0.4-5 ms each here) until a read begins.
+  std::lock_guard lock(scan_mu_);
+  if (!scan_.has_value()) {
+    absl::StatusOr<UniqueMapping> scan = MapHugeAnonymous(kScanBufferBytes);
+    if (!scan.ok()) return std::nullopt;
+    scan_ = *std::move(scan);
+  }
+  uint8_t* buf = static_cast<uint8_t*>(scan_->addr());
   TraceTimeSpan span;
   span.data_bytes = data_end_ - data_begin_;
   if (!ends_.has_value()) {
