@@ -736,23 +736,23 @@ void LatencyReportBuilder::FinishHistograms(const ReadStats& reader_stats, Laten
   for (size_t i = 0; i < groups_.size(); ++i) {
     if (shown(*groups_[i])) rows.push_back(static_cast<uint32_t>(i));
   }
-  std::vector<uint64_t> by_order(breakdown_.active() ? groups_.size() : 0);
-  std::vector<std::string> by_label(by_order.size());
-  for (size_t i = 0; i < by_order.size(); ++i) {
-    by_order[i] = breakdown_.Order(groups_[i]->klass);
-    by_label[i] = breakdown_.Label(groups_[i]->klass);
+  // Each group's row's --by order and label, as GroupOf gives them (0 and "" without --by).
+  std::vector<uint64_t> by_order(groups_.size(), 0);
+  std::vector<std::string> by_label(groups_.size());
+  if (breakdown_.active()) {
+    for (size_t i = 0; i < groups_.size(); ++i) {
+      by_order[i] = breakdown_.Order(groups_[i]->klass);
+      by_label[i] = breakdown_.Label(groups_[i]->klass);
+    }
   }
   std::sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) {
     const Group& x = *groups_[a];
     const Group& y = *groups_[b];
-    if (x.dev != y.dev) return x.dev < y.dev;
-    if (!by_order.empty() && (by_order[a] != by_order[b] || by_label[a] != by_label[b])) {
-      return std::tie(by_order[a], by_label[a]) < std::tie(by_order[b], by_label[b]);
-    }
-    return std::tie(x.op, x.phase) < std::tie(y.op, y.phase);
+    return std::tie(x.dev, by_order[a], by_label[a], x.op, x.phase) <
+           std::tie(y.dev, by_order[b], by_label[b], y.op, y.phase);
   });
-  const size_t first_row = r.groups.size();
-  r.groups.resize(first_row + rows.size());
+  // (r is a new report: its rows are these alone.)
+  r.groups.resize(rows.size());
   auto make_rows = [&](size_t from, size_t to) {
     std::shared_ptr<PopulatedArena> arena;
     if (to - from >= kArenaGroups) {
@@ -762,7 +762,7 @@ void LatencyReportBuilder::FinishHistograms(const ReadStats& reader_stats, Laten
     }
     for (size_t k = from; k < to; ++k) {
       const Group& g = *groups_[rows[k]];
-      LatencyGroup& row = r.groups[first_row + k];
+      LatencyGroup& row = r.groups[k];
       row = GroupOf(g.total, g, devices[rows[k]], arena);
       row.partial = partial;
       row.outside_coverage = g.outside_coverage;

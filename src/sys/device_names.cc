@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 
+#include <cerrno>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -14,20 +15,31 @@
 
 namespace iotrace {
 
-DeviceNames::DeviceNames(std::string sysfs_root, std::string procfs_root)
-    : sysfs_root_(std::move(sysfs_root)), procfs_root_(std::move(procfs_root)) {}
+DeviceNames::DeviceNames(std::string sysfs_root, std::string procfs_root,
+                         std::chrono::milliseconds relist_after)
+    : sysfs_root_(std::move(sysfs_root)),
+      procfs_root_(std::move(procfs_root)),
+      relist_after_(relist_after) {}
+
+bool DeviceNames::ListingStale() const {
+  return listings_ == 0 || std::chrono::steady_clock::now() - listed_at_ >= relist_after_;
+}
 
 bool DeviceNames::MayBeInSysfs(uint32_t dev) {
-  const auto now = std::chrono::steady_clock::now();
-  const bool fresh = listings_ != 0 && now - listed_at_ < kRelistAfter;
-  if (fresh || (listed_.has_value() && listed_->contains(dev))) {
+  if (listings_ != 0 && (!ListingStale() || (listed_.has_value() && listed_->contains(dev)))) {
     return !listed_.has_value() || listed_->contains(dev);
   }
-  listed_at_ = now;
+  listed_at_ = std::chrono::steady_clock::now();
   ++listings_;
   listed_.reset();
   DIR* dir = ::opendir((sysfs_root_ + "/dev/block").c_str());
-  if (dir == nullptr) return true;  // nothing listed: the uevent file says
+  if (dir == nullptr) {
+    // No such directory (a container without sysfs, a fixture tree): no device is there. One
+    // that cannot be read for another reason: its uevent files say.
+    if (errno != ENOENT) return true;
+    listed_.emplace();
+    return false;
+  }
   absl::flat_hash_set<uint32_t> devs;
   while (const dirent* e = ::readdir(dir)) {
     uint32_t numbers = 0;
@@ -71,8 +83,15 @@ std::string DeviceNames::Lookup(uint32_t dev) {
 
 const std::string& DeviceNames::NameOf(uint32_t dev) {
   auto it = cache_.find(dev);
-  if (it == cache_.end()) it = cache_.emplace(dev, Lookup(dev)).first;
-  return it->second;
+  if (it != cache_.end() &&
+      (!it->second.name.empty() || (it->second.listing == listings_ && !ListingStale()))) {
+    return it->second.name;
+  }
+  std::string name = Lookup(dev);  // (may list the directory again: listings_ after it)
+  Cached& c = cache_[dev];
+  c.name = std::move(name);
+  c.listing = listings_;
+  return c.name;
 }
 
 std::string DeviceNames::Label(uint32_t dev) {

@@ -69,12 +69,13 @@ inline void RemoveTree(const std::string& path) {
   if (!path.empty()) std::filesystem::remove_all(path, ec);
 }
 
-// A scratch file's path, unique to this process: TestTmpDir()/PREFIX-PID, then SUFFIX.
+// A scratch file's path on disk, unique to this process: TestTmpDir()/PREFIX-PID, then SUFFIX.
 inline std::string TmpPath(const std::string& prefix, const std::string& suffix = "") {
   return TestTmpDir() + "/" + prefix + "-" + std::to_string(getpid()) + suffix;
 }
 
-// A scratch file's path, unique to this process: PREFIX-PID-NAME in TestShmDir().
+// A scratch file's path in tmpfs where there is one, unique to this process: PREFIX-PID-NAME in
+// TestShmDir().
 inline std::string ScratchPath(const std::string& prefix, const std::string& name) {
   return TestShmDir() + "/" + prefix + "-" + std::to_string(getpid()) + "-" + name;
 }

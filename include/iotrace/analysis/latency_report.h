@@ -242,8 +242,8 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
     BlockOp op;
   };
   static constexpr size_t kDeferFromGroups = 256;
-  // From this many groups on, with a second CPU, Finish makes the later half of the rows (their
-  // buckets) on a second thread.
+  // From this many rows (groups shown) on, with a second CPU, Finish makes the later half of the
+  // rows (their buckets) on a second thread.
   static constexpr size_t kTwoThreadGroups = 512;
   // From this many rows on (a thread's), Finish keeps their buckets in a PopulatedArena.
   static constexpr size_t kArenaGroups = 256;

@@ -189,8 +189,8 @@ class TraceReader {
 
   // Reading in time ranges, on several threads at once: readers that can say so, and give the
   // file's time span (nullopt when they cannot, or the file has no records). TimeSpan and
-  // TimeSpanFrom are for one thread at a time, before the ranges are read (a reader may keep
-  // what their first call found).
+  // TimeSpanFrom are for one thread at a time, not while a read runs (a reader may keep what
+  // their first call found, and its scratch memory until a read begins).
   virtual std::optional<TraceTimeSpan> TimeSpan() const { return std::nullopt; }
   // TimeSpan with its split position looked for from `fraction` (0 < fraction < 1) of the data
   // on, not from the middle: readers whose ranges start where a round begins (perf.data), so

@@ -2,10 +2,10 @@
 // /sys/dev/block/MAJ:MIN/uevent (DEVNAME), else /proc/partitions (read once), else shown as
 // "MAJ:MIN".
 // Names come from the machine running the report, which may not be the recording machine. The
-// devices sysfs has are listed first (/sys/dev/block, read again when a device is not in a
-// listing older than kRelistAfter): a uevent file is opened only for a device listed there.
-// A report of another machine's 1,024 devices opened 1,024 files that were not there, ~5 ms
-// before its rows could be made.
+// devices sysfs has are listed first (/sys/dev/block): a uevent file is opened only for a device
+// listed there. A report of another machine's 1,024 devices opened 1,024 files that were not
+// there, ~5 ms before its rows could be made. A device not named is looked for again once the
+// listing is kRelistAfter old, so that one plugged in later (a live view's) gets its name.
 #ifndef IOTRACE_SYS_DEVICE_NAMES_H_
 #define IOTRACE_SYS_DEVICE_NAMES_H_
 
@@ -22,8 +22,10 @@ namespace iotrace {
 
 class DeviceNames {
  public:
-  // The roots are parameters so that tests can point them at a fixture tree.
-  explicit DeviceNames(std::string sysfs_root = "/sys", std::string procfs_root = "/proc");
+  // The roots are parameters so that tests can point them at a fixture tree; so is the age at
+  // which a listing of /sys/dev/block is read again.
+  explicit DeviceNames(std::string sysfs_root = "/sys", std::string procfs_root = "/proc",
+                       std::chrono::milliseconds relist_after = kRelistAfter);
 
   // The kernel name of `dev` (kernel dev_t encoding), "" when unknown. Cached.
   const std::string& NameOf(uint32_t dev);
@@ -35,9 +37,9 @@ class DeviceNames {
   // True when a --dev spec names `dev`: "MAJ:MIN", "NAME" or "/dev/NAME".
   bool Matches(std::string_view spec, uint32_t dev);
 
-  // A listing of /sys/dev/block is read again for a device it lacks once it is this old (a
-  // device plugged in after it, named by a live view).
-  static constexpr std::chrono::seconds kRelistAfter{1};
+  // A listing of /sys/dev/block is read again for a device it lacks once it is this old: a
+  // device plugged in after it is named within a second, at most one listing (~50 us) a second.
+  static constexpr std::chrono::milliseconds kRelistAfter{1000};
   // uevent files opened so far (for tests).
   uint64_t uevents_opened() const { return uevents_opened_; }
   // Listings of /sys/dev/block read so far (for tests).
@@ -45,15 +47,25 @@ class DeviceNames {
 
  private:
   std::string Lookup(uint32_t dev);
-  // Whether sysfs may have `dev`: false only when the listing of /sys/dev/block lacks it (read
-  // again when it is kRelistAfter old and lacks `dev`); true when the directory cannot be read.
+  // Whether sysfs may have `dev`: false when the listing of /sys/dev/block lacks it (read again
+  // when it is relist_after_ old and lacks `dev`) or there is no such directory; true when the
+  // directory cannot be read.
   bool MayBeInSysfs(uint32_t dev);
+  // Whether the listing is old enough to be read again.
+  bool ListingStale() const;
 
   std::string sysfs_root_;
   std::string procfs_root_;
-  absl::flat_hash_map<uint32_t, std::string> cache_;
+  // Names found, and the listing they were looked up with: a device found unnamed is looked up
+  // again once there is a newer listing, or the listing is stale.
+  struct Cached {
+    std::string name;
+    uint64_t listing = 0;
+  };
+  absl::flat_hash_map<uint32_t, Cached> cache_;
+  std::chrono::milliseconds relist_after_;
   // The devices of the last listing of /sys/dev/block, read at listed_at_ (nullopt: none yet,
-  // or the directory could not be read).
+  // or the directory could not be read; empty where there is none).
   std::optional<absl::flat_hash_set<uint32_t>> listed_;
   std::chrono::steady_clock::time_point listed_at_;
   uint64_t uevents_opened_ = 0;
