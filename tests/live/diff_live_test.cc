@@ -63,7 +63,9 @@ class DiffLiveTest : public ::testing::Test {
 
   // `iotrace diff A B args... --format json`, checked by compare_diff.py against the two
   // reports (`pairs`: the --map pairs as numbers, A_MAJ:MIN=B_MAJ:MIN); returns the rows as
-  // "DEV_A DEV_B OP PHASE VERDICT" lines (python, as the other live tests read JSON).
+  // "DEV_A DEV_B OP PHASE VERDICT" lines (python, as the other live tests read JSON), each
+  // followed by the test's figures (D, p-values, intervals a side), so that a failure says why
+  // a row was judged so.
   std::string Diff(const std::string& a, const std::string& b,
                    const std::vector<std::string>& args, int expected_exit = 0,
                    const std::string& pairs = "") {
@@ -86,10 +88,15 @@ class DiffLiveTest : public ::testing::Test {
                            " " + dir_.File("b.json") + " " + pairs);
     EXPECT_EQ(cmp.exit_code, 0) << cmp.out << cmp.err;
     return Sh("python3 -c 'import json\n"
-              "for r in json.load(open(\"" + json + "\"))[\"rows\"]:\n"
+              "for r in json.load(open(\"" +
+              json +
+              "\"))[\"rows\"]:\n"
               "  a, b = r[\"a\"], r[\"b\"]\n"
               "  print(a[\"dev\"] if a else \"-\", b[\"dev\"] if b else \"-\", r[\"op\"], "
-              "r[\"phase\"], r[\"verdict\"])'").out;
+              "r[\"phase\"], r[\"verdict\"], \" \".join(k + \"=\" + str(r[k]) for k in "
+              "(\"ks_d\", \"p_iid\", \"p_blocks\", \"p_adjusted\", \"blocks_a\", \"blocks_b\") "
+              "if k in r))'")
+        .out;
   }
 
   TempDir dir_;
