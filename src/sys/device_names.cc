@@ -50,9 +50,10 @@ bool DeviceNames::MayBeInSysfs(uint32_t dev) {
   return listed_->contains(dev);
 }
 
-std::string DeviceNames::Lookup(uint32_t dev) {
+std::string DeviceNames::Lookup(uint32_t dev, bool* in_sysfs) {
   const std::string numbers = DevString(dev);
-  if (MayBeInSysfs(dev)) {
+  *in_sysfs = MayBeInSysfs(dev);
+  if (*in_sysfs) {
     ++uevents_opened_;
     std::ifstream uevent(sysfs_root_ + "/dev/block/" + numbers + "/uevent");
     std::string line;
@@ -83,14 +84,17 @@ std::string DeviceNames::Lookup(uint32_t dev) {
 
 const std::string& DeviceNames::NameOf(uint32_t dev) {
   auto it = cache_.find(dev);
-  if (it != cache_.end() &&
-      (!it->second.name.empty() || (it->second.listing == listings_ && !ListingStale()))) {
-    return it->second.name;
+  if (it != cache_.end()) {
+    const Cached& c = it->second;
+    const bool again = c.name.empty() && !c.in_sysfs && (c.listing != listings_ || ListingStale());
+    if (!again) return c.name;
   }
-  std::string name = Lookup(dev);  // (may list the directory again: listings_ after it)
+  bool in_sysfs = false;
+  std::string name = Lookup(dev, &in_sysfs);  // (may list the directory again: listings_ after)
   Cached& c = cache_[dev];
   c.name = std::move(name);
   c.listing = listings_;
+  c.in_sysfs = in_sysfs;
   return c.name;
 }
 

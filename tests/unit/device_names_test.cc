@@ -86,6 +86,19 @@ TEST_F(DeviceNamesTest, ADeviceAddedAfterTheListingIsFoundOnceTheListingIsOld) {
   EXPECT_EQ(names.uevents_opened(), opened);
 }
 
+TEST_F(DeviceNamesTest, AListedDeviceWithoutANameIsNotReadAgainAtEveryAsk) {
+  // In sysfs, but its uevent file has no DEVNAME, and /proc/partitions does not name it either:
+  // it will not gain a name, however often a live view or a metrics export asks.
+  const std::string dir = root_ + "/sys/dev/block/254:7";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/uevent") << "MAJOR=254\nMINOR=7\nDEVTYPE=disk\n";
+  WritePartitions("");
+  DeviceNames names(root_ + "/sys", root_ + "/proc", std::chrono::milliseconds(0));
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(names.Label(KernelDev(254, 7)), "254:7");
+  EXPECT_EQ(names.uevents_opened(), 1u);
+  EXPECT_EQ(names.listings(), 1u);
+}
+
 TEST_F(DeviceNamesTest, WithoutADirectoryToListNoUeventIsOpened) {
   // A sysfs root without dev/block (a container without sysfs): no uevent file is looked for;
   // /proc/partitions still names what it has.

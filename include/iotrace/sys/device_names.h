@@ -46,7 +46,8 @@ class DeviceNames {
   uint64_t listings() const { return listings_; }
 
  private:
-  std::string Lookup(uint32_t dev);
+  // The name of `dev`, looked up now ("" when none); `in_sysfs`: whether sysfs may have it.
+  std::string Lookup(uint32_t dev, bool* in_sysfs);
   // Whether sysfs may have `dev`: false when the listing of /sys/dev/block lacks it (read again
   // when it is relist_after_ old and lacks `dev`) or there is no such directory; true when the
   // directory cannot be read.
@@ -56,11 +57,14 @@ class DeviceNames {
 
   std::string sysfs_root_;
   std::string procfs_root_;
-  // Names found, and the listing they were looked up with: a device found unnamed is looked up
-  // again once there is a newer listing, or the listing is stale.
+  // Names found, and the listing they were looked up with: a device found unnamed and not in
+  // that listing is looked up again once there is a newer listing, or the listing is stale (one
+  // that sysfs has, but without a DEVNAME, will not gain one: its uevent file is not read again
+  // at every ask, a metrics export's ten a second).
   struct Cached {
     std::string name;
     uint64_t listing = 0;
+    bool in_sysfs = false;
   };
   absl::flat_hash_map<uint32_t, Cached> cache_;
   std::chrono::milliseconds relist_after_;
