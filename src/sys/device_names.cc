@@ -26,7 +26,7 @@ bool DeviceNames::ListingStale() const {
 }
 
 bool DeviceNames::MayBeInSysfs(uint32_t dev) {
-  if (listings_ != 0 && (!ListingStale() || (listed_.has_value() && listed_->contains(dev)))) {
+  if (!ListingStale() || (listed_.has_value() && listed_->contains(dev))) {
     return !listed_.has_value() || listed_->contains(dev);
   }
   listed_at_ = std::chrono::steady_clock::now();

@@ -87,16 +87,15 @@ class DiffLiveTest : public ::testing::Test {
                            "/tests/live/compare_diff.py " + json + " " + dir_.File("a.json") +
                            " " + dir_.File("b.json") + " " + pairs);
     EXPECT_EQ(cmp.exit_code, 0) << cmp.out << cmp.err;
-    return Sh("python3 -c 'import json\n"
-              "for r in json.load(open(\"" +
-              json +
-              "\"))[\"rows\"]:\n"
-              "  a, b = r[\"a\"], r[\"b\"]\n"
-              "  print(a[\"dev\"] if a else \"-\", b[\"dev\"] if b else \"-\", r[\"op\"], "
-              "r[\"phase\"], r[\"verdict\"], \" \".join(k + \"=\" + str(r[k]) for k in "
-              "(\"ks_d\", \"p_iid\", \"p_blocks\", \"p_adjusted\", \"blocks_a\", \"blocks_b\") "
-              "if k in r))'")
-        .out;
+    // Each row: DEV_A DEV_B OP PHASE VERDICT, then the test's figures as KEY=VALUE.
+    constexpr char kRows[] = R"(import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+  a, b = r["a"], r["b"]
+  figures = " ".join(k + "=" + str(r[k]) for k in
+                     ("ks_d", "p_iid", "p_blocks", "p_adjusted", "blocks_a", "blocks_b") if k in r)
+  print(a["dev"] if a else "-", b["dev"] if b else "-", r["op"], r["phase"], r["verdict"],
+        figures))";
+    return Sh("python3 -c '" + std::string(kRows) + "' " + json).out;
   }
 
   TempDir dir_;

@@ -69,15 +69,20 @@ inline void RemoveTree(const std::string& path) {
   if (!path.empty()) std::filesystem::remove_all(path, ec);
 }
 
-// A scratch file's path on disk, unique to this process: TestTmpDir()/PREFIX-PID, then SUFFIX.
-inline std::string TmpPath(const std::string& prefix, const std::string& suffix = "") {
-  return TestTmpDir() + "/" + prefix + "-" + std::to_string(getpid()) + suffix;
+// DIR/PREFIX-PID, then SUFFIX: a scratch path unique to this process.
+inline std::string PathOfProcess(const std::string& dir, const std::string& prefix,
+                                 const std::string& suffix) {
+  return dir + "/" + prefix + "-" + std::to_string(getpid()) + suffix;
 }
 
-// A scratch file's path in tmpfs where there is one, unique to this process: PREFIX-PID-NAME in
-// TestShmDir().
+// A scratch file's path on disk: TestTmpDir()/PREFIX-PID, then SUFFIX.
+inline std::string TmpPath(const std::string& prefix, const std::string& suffix = "") {
+  return PathOfProcess(TestTmpDir(), prefix, suffix);
+}
+
+// A scratch file's path in tmpfs where there is one: TestShmDir()/PREFIX-PID-NAME.
 inline std::string ScratchPath(const std::string& prefix, const std::string& name) {
-  return TestShmDir() + "/" + prefix + "-" + std::to_string(getpid()) + "-" + name;
+  return PathOfProcess(TestShmDir(), prefix, "-" + name);
 }
 
 // Writes `n` bytes to `path` whose values depend on their offsets (each 8 bytes a hash of their

@@ -1,6 +1,5 @@
-// Names of block devices for the report ("loop0", "vda"), looked up once per device from
-// /sys/dev/block/MAJ:MIN/uevent (DEVNAME), else /proc/partitions (read once), else shown as
-// "MAJ:MIN".
+// Names of block devices for the report ("loop0", "vda"), from /sys/dev/block/MAJ:MIN/uevent
+// (DEVNAME), else /proc/partitions (read once), else shown as "MAJ:MIN"; a name found is kept.
 // Names come from the machine running the report, which may not be the recording machine. The
 // devices sysfs has are listed first (/sys/dev/block): a uevent file is opened only for a device
 // listed there. A report of another machine's 1,024 devices opened 1,024 files that were not
