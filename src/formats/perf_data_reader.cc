@@ -146,10 +146,16 @@ class PerfDataReader final : public TraceReader {
         if (kind == ScanKind::kTimed) {
           if (mine_) latest_mine_ = std::max(latest_mine_, *time);
           if (*time < range_.count_from_ts) last_before_count_ = pos;
+          // Never delivered (EmitOutside): not merged either. A range that reads from the
+          // start of a file whose rounds are as long as much of it (TraceTimeSpan::
+          // starts_anywhere) passes half the records this way.
+          if (*time < range_.start_ts) return ScanKind::kSkip;
         }
       }
       return kind;
     }
+    // The range's end was emitted (EmitOutside): the merge ends, what it holds not emitted.
+    bool Stopped() const { return kRanged && stopped_; }
 
     ScanKind ScanRecord(uint64_t pos, uint64_t* next, uint64_t* time) {
       // The whole record into the ring before any look at it (a record's size is 16 bits):
@@ -338,10 +344,9 @@ class PerfDataReader final : public TraceReader {
     }
 
     // kRanged: a record outside what the range counts. The first at or after end_ts stops the
-    // scan (the merger then empties its runs: those records, and any it would emit late, out
-    // of order, are not delivered; out of order, the range does not stand anyway). Before
-    // count_from_ts, events from start_ts on are delivered, uncounted; losses are the earlier
-    // range's.
+    // merge (Stopped): every record the runs still hold comes at or after it, since each run is
+    // in order and the merge emits the least of their records. Before count_from_ts, events
+    // from start_ts on are delivered, uncounted; losses are the earlier range's.
     void EmitOutside(const PerfRecord& item) {
       if (item.time >= range_.end_ts) {
         stopped_ = true;
@@ -738,13 +743,21 @@ class PerfDataReader final : public TraceReader {
   // starts at `pos` of `bytes` (file offset `base`) and runs to near its end.
   bool LooksLikeRecords(ByteView bytes, uint64_t base, uint64_t pos, uint64_t* first_time) const;
   // A record boundary at or after `from` (within 64 KiB), found by LooksLikeRecords; with the
-  // time of the earliest sample in the chain after it.
-  std::optional<uint64_t> BoundaryNear(uint64_t from, uint64_t* time, uint8_t* buf) const;
+  // time of the earliest sample in the chain after it (and the chain's times in `times`).
+  std::optional<uint64_t> BoundaryNear(uint64_t from, uint64_t* time, uint8_t* buf,
+                                       std::vector<uint64_t>* times = nullptr) const;
   // From the record boundary `from` on, the first two FINISHED_ROUND marks (within 64 MiB):
   // where the round after the first begins, the largest sample time before the first (from
-  // `from`) and between the two. False when two marks are not found there.
+  // `from`) and between the two. False when two marks are not found there; `*unreadable` then
+  // says whether the records there could not be walked (else the rounds are longer).
   bool RoundsAfter(uint64_t from, uint64_t* after_first, uint64_t* max_before_first,
-                   uint64_t* max_between, uint8_t* buf) const;
+                   uint64_t* max_between, uint8_t* buf, bool* unreadable) const;
+  // TimeSpan of a file whose rounds are too long to cut at a mark (a many-CPU machine's rings
+  // drained once or twice in the whole recording): both ranges read from the start of the
+  // data, the later one passing over what lies before its time (starts_anywhere). The times
+  // are those of the records in kTimeLooks looks spread over the data, the middle their median.
+  std::optional<TraceTimeSpan> SpanFromStart(uint8_t* buf) const;
+  static constexpr int kTimeLooks = 16;
   // The file's first and last sample times as TimeSpanFrom's looks at both ends found them,
   // kept for its next call (the split plan asks again from earlier in the file); the file does
   // not change under a reader.
@@ -1445,8 +1458,8 @@ bool PerfDataReader::LooksLikeRecords(ByteView bytes, uint64_t base, uint64_t po
   return records >= 256 && samples >= 128;
 }
 
-std::optional<uint64_t> PerfDataReader::BoundaryNear(uint64_t from, uint64_t* time,
-                                                     uint8_t* buf) const {
+std::optional<uint64_t> PerfDataReader::BoundaryNear(uint64_t from, uint64_t* time, uint8_t* buf,
+                                                     std::vector<uint64_t>* times) const {
   constexpr uint64_t kSearch = uint64_t{64} << 10;
   constexpr uint64_t kChain = uint64_t{256} << 10;
   static_assert(kSearch + kChain <= kScanBufferBytes);
@@ -1456,7 +1469,20 @@ std::optional<uint64_t> PerfDataReader::BoundaryNear(uint64_t from, uint64_t* ti
   if (n == 0) return std::nullopt;
   const ByteView bytes(buf, n);
   for (uint64_t off = 0; off < kSearch && off < bytes.size; off += 8) {
-    if (LooksLikeRecords(bytes, from, off, time)) return from + off;
+    if (!LooksLikeRecords(bytes, from, off, time)) continue;
+    // The chain again, for its sample times (LooksLikeRecords checked every record of it).
+    for (uint64_t pos = off; times != nullptr && pos + sizeof(perf::EventHeader) <= bytes.size;) {
+      perf::EventHeader h;
+      std::memcpy(&h, bytes.data + pos, sizeof(h));
+      if (pos + h.size > bytes.size) break;
+      uint64_t t = 0;
+      if (h.type == perf::kRecordSample &&
+          parser_.SampleTime(ByteView(bytes.data + pos, h.size), &t) == PerfProblem::kNone) {
+        times->push_back(t);
+      }
+      pos += h.size;
+    }
+    return from + off;
   }
   return std::nullopt;
 }
@@ -1503,9 +1529,12 @@ std::optional<TraceTimeSpan> PerfDataReader::TimeSpanFrom(double fraction) const
   // of a round, which the cut must lie beyond. With as many rings drained a round as a busy
   // many-CPU machine has, a round is tens of MiB and that time a good part of the file's.
   uint64_t round_start = 0, before = 0, between = 0;
-  if (!RoundsAfter(*middle, &round_start, &before, &between, buf) || before == 0) {
-    return std::nullopt;
+  bool unreadable = false;
+  if (!RoundsAfter(*middle, &round_start, &before, &between, buf, &unreadable)) {
+    if (unreadable) return std::nullopt;
+    return SpanFromStart(buf);
   }
+  if (before == 0) return std::nullopt;
   span.split_position = round_start;
   span.middle_ts = before;
   span.late_ns = between > before ? between - before : 0;
@@ -1514,7 +1543,8 @@ std::optional<TraceTimeSpan> PerfDataReader::TimeSpanFrom(double fraction) const
 }
 
 bool PerfDataReader::RoundsAfter(uint64_t from, uint64_t* after_first, uint64_t* max_before_first,
-                                 uint64_t* max_between, uint8_t* buf) const {
+                                 uint64_t* max_between, uint8_t* buf, bool* unreadable) const {
+  *unreadable = true;
   constexpr uint64_t kLimit = uint64_t{64} << 20;
   size_t buf_len = 0;
   uint64_t buf_at = 0;
@@ -1554,7 +1584,27 @@ bool PerfDataReader::RoundsAfter(uint64_t from, uint64_t* after_first, uint64_t*
     }
     pos += h.size;
   }
+  *unreadable = false;  // fewer than two marks in the bytes looked at
   return false;
+}
+
+std::optional<TraceTimeSpan> PerfDataReader::SpanFromStart(uint8_t* buf) const {
+  std::vector<uint64_t> times;
+  const uint64_t bytes = data_end_ - data_begin_;
+  for (int i = 0; i < kTimeLooks; ++i) {
+    const uint64_t from = data_begin_ + bytes / kTimeLooks * static_cast<uint64_t>(i);
+    uint64_t first = 0;
+    if (!BoundaryNear(from, &first, buf, &times).has_value()) return std::nullopt;
+  }
+  std::sort(times.begin(), times.end());
+  TraceTimeSpan span;
+  span.data_bytes = bytes;
+  span.first_ts = std::min(ends_->first_ts, times.front());
+  span.last_ts = std::max(ends_->last_ts, times.back());
+  span.middle_ts = times[times.size() / 2];
+  span.split_position = data_begin_;
+  span.starts_anywhere = true;
+  return span;
 }
 
 }  // namespace

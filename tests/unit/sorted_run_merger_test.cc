@@ -53,6 +53,7 @@ class ToySource {
   bool Peek(uint64_t pos, uint64_t* next, Item* item) {
     EXPECT_GE(pos, released_) << "peeked at released bytes";
     const ToyRecord& r = records_[IndexOf(pos)];
+    EXPECT_NE(r.kind, ScanKind::kSkip) << "a skipped record visited at " << pos;
     *next = pos + r.size;
     item->time = r.time;
     item->tag = r.tag;
@@ -67,9 +68,12 @@ class ToySource {
   }
 
   void Emit(const Item& item, bool out_of_order) {
+    EXPECT_FALSE(stopped_) << "emitted after the source stopped";
     out.push_back(item);
     flags.push_back(out_of_order);
+    stopped_ = item.time >= stop_at;
   }
+  bool Stopped() const { return stopped_; }
 
   void Release(uint64_t below) {
     EXPECT_GE(below, released_) << "release went backwards";
@@ -82,6 +86,7 @@ class ToySource {
 
   std::vector<Item> out;
   std::vector<bool> flags;
+  uint64_t stop_at = ~uint64_t{0};  // the first record emitted at or after it stops the source
   int releases = 0;
   int timed_peeks = 0;
 
@@ -97,6 +102,7 @@ class ToySource {
   uint64_t end_ = 0;
   size_t scanned_ = 0;
   uint64_t released_ = 0;
+  bool stopped_ = false;
 };
 
 // The timed records of `records` in stable time order.
@@ -160,6 +166,56 @@ TEST(SortedRunMergerTest, MergesRandomRunsLikeAStableSort) {
     ASSERT_EQ(Tags(source), StableOrder(records)) << "trial " << trial;
     EXPECT_EQ(merger.counters().out_of_order, 0u);
     EXPECT_GT(source.timed_peeks, 0) << "trial " << trial;
+  }
+}
+
+// Records the source skips (a time range's reader passing over what lies before its start)
+// are neither emitted nor visited again (ToySource::Peek checks), and the others still come
+// out in stable time order: skipped as a range skips them (each run's earlier records), and at
+// random, inside runs.
+TEST(SortedRunMergerTest, SkippedRecordsAreLeftOutOfTheMerge) {
+  std::mt19937 rng(11);
+  size_t skipped = 0, emitted = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<ToyRecord> records = RandomRuns(&rng, 1 + trial % 30, 1000);
+    const uint64_t from = rng() % 1000;
+    for (ToyRecord& r : records) {
+      const bool skip = trial % 2 == 0 ? r.time < from : rng() % 3 == 0;
+      if (r.kind == ScanKind::kTimed && skip) {
+        r.kind = ScanKind::kSkip;
+        ++skipped;
+      }
+    }
+    ToySource source(records);
+    SortedRunMerger<ToySource> merger(&source, 0, source.end());
+    merger.Run();
+    ASSERT_EQ(Tags(source), StableOrder(records)) << "trial " << trial;
+    EXPECT_EQ(merger.counters().out_of_order, 0u);
+    EXPECT_EQ(source.released(), source.end());
+    emitted += source.out.size();
+  }
+  EXPECT_GT(skipped, 2000u);
+  EXPECT_GT(emitted, 2000u);
+}
+
+// A source that stops (a time range's reader at its end) ends the merge at once: nothing is
+// emitted after the record that stopped it, which is the first at or after its time.
+TEST(SortedRunMergerTest, AStoppedSourceEndsTheMerge) {
+  std::mt19937 rng(13);
+  for (int trial = 0; trial < 100; ++trial) {
+    std::vector<ToyRecord> records = RandomRuns(&rng, 1 + trial % 30, 1000);
+    ToySource source(records);
+    source.stop_at = rng() % 1000;
+    SortedRunMerger<ToySource> merger(&source, 0, source.end());
+    merger.Run();
+    std::vector<uint64_t> want = StableOrder(records);
+    std::map<uint64_t, uint64_t> time_of;
+    for (const ToyRecord& r : records) time_of[r.tag] = r.time;
+    const auto first_after = std::find_if(
+        want.begin(), want.end(), [&](uint64_t tag) { return time_of[tag] >= source.stop_at; });
+    want.erase(first_after == want.end() ? want.end() : first_after + 1, want.end());
+    ASSERT_EQ(Tags(source), want) << "trial " << trial;
+    EXPECT_EQ(merger.counters().emitted, want.size());
   }
 }
 

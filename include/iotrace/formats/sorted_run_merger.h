@@ -65,12 +65,16 @@ struct MergeCounters {
   uint64_t duplicates = 0;    // dropped: the same bytes as a record emitted just before
 };
 
-enum class ScanKind : uint8_t { kTimed, kUntimed, kRoundEnd, kStop };
+// kSkip: a timed record the source leaves out of the merge (it ends the run being scanned, as
+// a record earlier than the run's last would: a run holds consecutive records).
+enum class ScanKind : uint8_t { kTimed, kUntimed, kRoundEnd, kStop, kSkip };
 
 // Source (duck-typed, so that its calls inline):
 //   using Item = ...;   // copyable, with a `uint64_t time` member
 //   // First visit of the record at `pos`: sets *next (the following record) and, for a timed
-//   // record, *time. kStop ends the stream (the source accounts for why).
+//   // record, *time. kStop ends the stream (the source accounts for why). kSkip: a record
+//   // never emitted nor revisited (a source reading a time range of the stream skips what lies
+//   // before it).
 //   ScanKind Scan(uint64_t pos, uint64_t* next, uint64_t* time);
 //   // Revisit of a scanned record (no side effects): true when it is timed.
 //   bool Peek(uint64_t pos, uint64_t* next, Item* item);
@@ -78,6 +82,9 @@ enum class ScanKind : uint8_t { kTimed, kUntimed, kRoundEnd, kStop };
 //   // stands in when the source has no PeekTimed.
 //   void PeekTimed(uint64_t pos, uint64_t* next, Item* item);
 //   void Emit(const Item& item, bool out_of_order);
+//   // Optional: true once the source wants no more records (Emit said so); the merge ends
+//   // there, the records it holds not emitted.
+//   bool Stopped() const;
 //   // Optional: true when the scanned records at `a` and `b` hold the same bytes. Asked only of
 //   // records with equal times: the next one and those emitted last with its time (kept from
 //   // Release until a later time is emitted).
@@ -140,6 +147,7 @@ class SortedRunMerger {
     for (;;) {
       if (tree_[1] != kEndedKey && CanEmit(ring_[TopSlot()])) {
         EmitTop();
+        if (Stopped()) break;
         continue;
       }
       if (scan_done_) break;  // tree empty: CanEmit is always true once the scan is done
@@ -166,6 +174,13 @@ class SortedRunMerger {
   // ahead (64 cursors: 16 KiB, a third of the first-level cache).
   static constexpr size_t kPrefetchFromSlots = 64;
   static constexpr bool kFar = requires { typename Source::RunBytes; };
+  bool Stopped() const {
+    if constexpr (requires { source_->Stopped(); }) {
+      return source_->Stopped();
+    } else {
+      return false;
+    }
+  }
 
   // Read when its run leads, a cursor at a time in no order (at 256 CPUs a cache miss each):
   // aligned, the fields each record moves in its first line and the decoded record's time and
@@ -430,6 +445,11 @@ class SortedRunMerger {
     }
     const uint64_t index = scanned_++;
     scan_pos_ = next;
+    if (kind == ScanKind::kSkip) {
+      if (open_ == kNone) return false;
+      CloseOpen(pos);
+      return true;
+    }
     bool changed = false;
     if (kind != ScanKind::kTimed) {
       // Remembered so that a cursor steps over it and goes on with PeekTimed (round marks fall
@@ -473,13 +493,7 @@ class SortedRunMerger {
         Item first;
         uint64_t n = 0;
         PeekTimed(pos, &n, &first);
-        if (open_ != kNone) {
-          RunCursor& o = ring_[open_];
-          max_time_ = std::max(max_time_, open_last_);
-          o.end = pos;
-          o.closed = true;
-          PopExhaustedFront();
-        }
+        if (open_ != kNone) CloseOpen(pos);
         if (live_ == ring_.size()) Grow();
         const uint32_t slot = static_cast<uint32_t>((head_ + live_) & mask_);  // seq's
         ++live_;
@@ -502,6 +516,16 @@ class SortedRunMerger {
       }
     }
     return changed;
+  }
+
+  // The open run ends before the record at `pos`.
+  void CloseOpen(uint64_t pos) {
+    RunCursor& o = ring_[open_];
+    max_time_ = std::max(max_time_, open_last_);
+    o.end = pos;
+    o.closed = true;
+    open_ = kNone;
+    PopExhaustedFront();
   }
 
   // Emits the top run's current record, then its following ones for as long as the run stays
@@ -544,6 +568,8 @@ class SortedRunMerger {
       }
       for (;;) {
         EmitOne(r);
+        if (Stopped()) [[unlikely]]
+          return;
         if constexpr (requires(const Item& item) { source_->PrefetchItem(item); }) {
           if (next_leader != nullptr) source_->PrefetchItem(next_leader->item);
         }

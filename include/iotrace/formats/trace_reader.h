@@ -97,7 +97,9 @@ struct TraceTimeSpan {
   // perf.data: how far past middle_ts records before split_position may reach: the time of a
   // round of drains, the largest time of one round past the one before it.
   uint64_t late_ns = 0;
-  // trace.dat: a range may start at any time (each CPU's stream is found by time).
+  // A range may start at any time: trace.dat (each CPU's stream is found by time), and
+  // perf.data whose rounds are too long to cut at a mark (split_position is then the start of
+  // the data: both ranges read from there, the later one passing over what lies before it).
   bool starts_anywhere = false;
 };
 
