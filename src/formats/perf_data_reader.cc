@@ -756,8 +756,11 @@ class PerfDataReader final : public TraceReader {
   // drained once or twice in the whole recording): both ranges read from the start of the
   // data, the later one passing over what lies before its time (starts_anywhere). The times
   // are those of the records in kTimeLooks looks spread over the data, the middle their median.
+  // Nullopt where the rounds interleave fewer than kMinInterleaveFromStart CPUs' drains.
   std::optional<TraceTimeSpan> SpanFromStart(uint8_t* buf) const;
   static constexpr int kTimeLooks = 16;
+  static constexpr uint64_t kLookBytes = (uint64_t{32} + 256) << 10;  // a look's chain, on average
+  static constexpr double kMinInterleaveFromStart = 32;
   // The file's first and last sample times as TimeSpanFrom's looks at both ends found them,
   // kept for its next call (the split plan asks again from earlier in the file); the file does
   // not change under a reader.
@@ -1590,17 +1593,37 @@ bool PerfDataReader::RoundsAfter(uint64_t from, uint64_t* after_first, uint64_t*
 
 std::optional<TraceTimeSpan> PerfDataReader::SpanFromStart(uint8_t* buf) const {
   std::vector<uint64_t> times;
+  std::vector<uint64_t> look_spans;  // the time each look's records span
   const uint64_t bytes = data_end_ - data_begin_;
   for (int i = 0; i < kTimeLooks; ++i) {
     const uint64_t from = data_begin_ + bytes / kTimeLooks * static_cast<uint64_t>(i);
     uint64_t first = 0;
-    if (!BoundaryNear(from, &first, buf, &times).has_value()) return std::nullopt;
+    const size_t before = times.size();
+    if (!BoundaryNear(from, &first, buf, &times).has_value() || times.size() == before) {
+      return std::nullopt;
+    }
+    const auto [lo, hi] =
+        std::minmax_element(times.begin() + static_cast<ptrdiff_t>(before), times.end());
+    look_spans.push_back(*hi - *lo);
   }
   std::sort(times.begin(), times.end());
+  const uint64_t first_ts = std::min(ends_->first_ts, times.front());
+  const uint64_t last_ts = std::max(ends_->last_ts, times.back());
+  if (last_ts <= first_ts) return std::nullopt;
+  // How many CPUs' drains a round interleaves: a look (~kLookBytes) inside one CPU's drain
+  // spans its share of the file's time times the CPUs. Both ranges scan every record from
+  // the start, each merging about half, which pays where the merge of many runs costs more
+  // than the scan: 64 and 256 CPUs read faster this way, 16 slower (3 M events; bench/README.md,
+  // "Fifth session of 12-07").
+  std::nth_element(look_spans.begin(), look_spans.begin() + kTimeLooks / 2, look_spans.end());
+  const double interleave = static_cast<double>(look_spans[kTimeLooks / 2]) /
+                            static_cast<double>(last_ts - first_ts) * static_cast<double>(bytes) /
+                            static_cast<double>(kLookBytes);
+  if (interleave < kMinInterleaveFromStart) return std::nullopt;
   TraceTimeSpan span;
   span.data_bytes = bytes;
-  span.first_ts = std::min(ends_->first_ts, times.front());
-  span.last_ts = std::max(ends_->last_ts, times.back());
+  span.first_ts = first_ts;
+  span.last_ts = last_ts;
   span.middle_ts = times[times.size() / 2];
   span.split_position = data_begin_;
   span.starts_anywhere = true;

@@ -477,49 +477,15 @@ TEST_F(SplitPerfDataTest, OlderRequestsAreCarriedOverOrReadOnAsWithTraceDat) {
             "two ranges, the first read on");
 }
 
-// Drains an hour apart hold samples of both halves, with no round mark between them (as a
-// many-CPU machine's recording whose rings were drained once or twice): no mark to cut at, so
-// both ranges read from the start of the data, the later one passing over what lies before it,
-// and together they are one pass.
-TEST_F(SplitPerfDataTest, RecordsWrittenLateAcrossTheCutAreReadFromTheStart) {
+// Drains an hour apart hold samples of both halves: records before the later range's start
+// then belong after the cut, and the two ranges cannot stand for one pass. Nor are both read
+// from the start of the data: the one round interleaves two CPUs' drains, too few for the
+// merge of each range's half to pay for a second scan of every record (SynthRecordingTest's
+// many-CPU rounds are read so).
+TEST_F(SplitPerfDataTest, RecordsWrittenLateAcrossTheCutMeanOnePass) {
   const std::string path =
       WritePerfData(Path("d.data"), PerfWorkload(23), /*drain_ns=*/3'600'000 * kMs);
-  EXPECT_EQ(ExpectSameAsOnePass(path), "two ranges");
-  std::unique_ptr<TraceReader> reader;
-  RangeSink all;
-  std::optional<TraceTimeSpan> span;
-  ASSERT_NO_FATAL_FAILURE(OpenReadAllAndSpan(path, &reader, &all, &span));
-  EXPECT_TRUE(span->starts_anywhere);
-  // The middle is the sampled records' median time: about half of the events lie before it.
-  const auto before_middle = std::count_if(
-      all.seen.begin(), all.seen.end(), [&](const auto& e) { return e.first < span->middle_ts; });
-  EXPECT_NEAR(static_cast<double>(before_middle) / static_cast<double>(all.seen.size()), 0.5, 0.1);
-  const uint64_t cut = span->middle_ts + 30 * kMs;
-  TimeRange a;
-  a.end_ts = cut;
-  a.end_position = span->split_position;
-  TimeRange b;
-  b.start_ts = span->middle_ts;
-  b.count_from_ts = cut;
-  b.start_position = span->split_position;
-  RangeSink early, late;
-  late.from = cut;
-  RangeReadResult ra, rb;
-  ASSERT_TRUE(reader->ReadRange(&early, a, &ra).ok());
-  ASSERT_TRUE(reader->ReadRange(&late, b, &rb).ok());
-  EXPECT_EQ(reader->RangesUnfit(a, ra, rb), "");
-  EXPECT_EQ(ra.stats.events + rb.stats.events, all.seen.size());
-  EXPECT_EQ(ra.stats.records + rb.stats.records, reader->stats().records);
-  std::vector<std::pair<uint64_t, uint32_t>> joined = early.seen;
-  joined.insert(joined.end(), late.seen.begin(), late.seen.end());
-  EXPECT_EQ(joined, all.seen);
-  // The later range delivered, uncounted, what lies from its start to the cut, and nothing
-  // before its start.
-  const auto primed = std::count_if(all.seen.begin(), all.seen.end(), [&](const auto& e) {
-    return e.first >= span->middle_ts && e.first < cut;
-  });
-  EXPECT_EQ(late.before, static_cast<uint64_t>(primed));
-  EXPECT_GT(primed, 10);
+  EXPECT_EQ(ExpectSameAsOnePass(path).rfind("one pass: ", 0), 0u);
 }
 
 // perf.data ranges: together, what ReadAll delivers and counts.
