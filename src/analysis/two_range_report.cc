@@ -157,7 +157,10 @@ std::optional<SplitPlan> PlanSplit(TraceReader& reader, const ReportOptions& opt
       std::optional<TraceTimeSpan> earlier = reader.TimeSpanFrom(std::max(0.25, 0.5 - shift));
       std::optional<uint64_t> earlier_prime;
       if (earlier.has_value()) earlier_prime = priming(*earlier, /*why=*/nullptr);
-      if (earlier_prime.has_value() && earlier->middle_ts < span->middle_ts) {
+      // (A span from the start, where the marks are too far apart from there, is another
+      // kind of plan, not this one moved earlier.)
+      if (earlier_prime.has_value() && !earlier->starts_anywhere &&
+          earlier->middle_ts < span->middle_ts) {
         span = earlier;
         prime = earlier_prime;
       }

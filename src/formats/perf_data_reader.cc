@@ -135,7 +135,6 @@ class PerfDataReader final : public TraceReader {
 
     ScanKind Scan(uint64_t pos, uint64_t* next, uint64_t* time) {
       if constexpr (kRanged) {
-        if (stopped_) return ScanKind::kStop;
         if (pos >= range_.end_position && mine_) [[unlikely]] {
           mine_ = false;  // positions only grow: the rest is not this range's
           met_end_position_ = pos == range_.end_position;
@@ -352,7 +351,7 @@ class PerfDataReader final : public TraceReader {
         stopped_ = true;
         return;
       }
-      if (stopped_ || item.time < range_.start_ts) return;
+      if (item.time < range_.start_ts) return;  // (a record Scan could not time)
       if (item.kind == PerfRecord::Kind::kEvent) sink_->OnEvent(item.event);
     }
 
@@ -756,11 +755,13 @@ class PerfDataReader final : public TraceReader {
   // drained once or twice in the whole recording): both ranges read from the start of the
   // data, the later one passing over what lies before its time (starts_anywhere). The times
   // are those of the records in kTimeLooks looks spread over the data, the middle their median.
-  // Nullopt where the rounds interleave fewer than kMinInterleaveFromStart CPUs' drains.
+  // Nullopt where the rounds interleave fewer than PerfReadOptions::min_interleave_from_start
+  // CPUs' drains.
   std::optional<TraceTimeSpan> SpanFromStart(uint8_t* buf) const;
   static constexpr int kTimeLooks = 16;
-  static constexpr uint64_t kLookBytes = (uint64_t{32} + 256) << 10;  // a look's chain, on average
-  static constexpr double kMinInterleaveFromStart = 32;
+  // The bytes a look's chain spans: from a boundary within its first 64 KiB to the end of the
+  // 320 KiB it reads (usually from near its start: ~10% more than this).
+  static constexpr uint64_t kLookBytes = (uint64_t{32} + 256) << 10;
   // The file's first and last sample times as TimeSpanFrom's looks at both ends found them,
   // kept for its next call (the split plan asks again from earlier in the file); the file does
   // not change under a reader.
@@ -1611,7 +1612,9 @@ std::optional<TraceTimeSpan> PerfDataReader::SpanFromStart(uint8_t* buf) const {
   const uint64_t last_ts = std::max(ends_->last_ts, times.back());
   if (last_ts <= first_ts) return std::nullopt;
   // How many CPUs' drains a round interleaves: a look (~kLookBytes) inside one CPU's drain
-  // spans its share of the file's time times the CPUs. Both ranges scan every record from
+  // spans its share of the file's time times the CPUs. (A look across two drains spans about
+  // all of it, so with drains shorter than a look the estimate runs high; the median of the
+  // looks keeps a few such looks from deciding.) Both ranges scan every record from
   // the start, each merging about half, which pays where the merge of many runs costs more
   // than the scan: 64 and 256 CPUs read faster this way, 16 slower (3 M events; bench/README.md,
   // "Fifth session of 12-07").
@@ -1619,7 +1622,7 @@ std::optional<TraceTimeSpan> PerfDataReader::SpanFromStart(uint8_t* buf) const {
   const double interleave = static_cast<double>(look_spans[kTimeLooks / 2]) /
                             static_cast<double>(last_ts - first_ts) * static_cast<double>(bytes) /
                             static_cast<double>(kLookBytes);
-  if (interleave < kMinInterleaveFromStart) return std::nullopt;
+  if (interleave < options_.min_interleave_from_start) return std::nullopt;
   TraceTimeSpan span;
   span.data_bytes = bytes;
   span.first_ts = first_ts;

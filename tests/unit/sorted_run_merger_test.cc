@@ -69,6 +69,7 @@ class ToySource {
 
   void Emit(const Item& item, bool out_of_order) {
     EXPECT_FALSE(stopped_) << "emitted after the source stopped";
+    if (scanned_ < records_.size()) ++emitted_mid_scan;
     out.push_back(item);
     flags.push_back(out_of_order);
     stopped_ = item.time >= stop_at;
@@ -87,6 +88,7 @@ class ToySource {
   std::vector<Item> out;
   std::vector<bool> flags;
   uint64_t stop_at = ~uint64_t{0};  // the first record emitted at or after it stops the source
+  int emitted_mid_scan = 0;         // records emitted before the last one was scanned
   int releases = 0;
   int timed_peeks = 0;
 
@@ -217,6 +219,47 @@ TEST(SortedRunMergerTest, AStoppedSourceEndsTheMerge) {
     ASSERT_EQ(Tags(source), want) << "trial " << trial;
     EXPECT_EQ(merger.counters().emitted, want.size());
   }
+}
+
+// The same, while records are emitted in the middle of the scan (round marks make them final):
+// CPUs drained in turn each round, as perf writes them, a skip closing runs whose cursors the
+// scan caught up with, and the source stopping anywhere.
+TEST(SortedRunMergerTest, SkipsAndAStopInTheMiddleOfTheScan) {
+  std::mt19937 rng(17);
+  int mid_scan = 0;
+  for (int trial = 0; trial < 100; ++trial) {
+    const int cpus = 1 + trial % 9;
+    std::vector<ToyRecord> records;
+    uint64_t tag = 0;
+    for (uint64_t round = 1; round <= 40; ++round) {
+      for (int cpu = 0; cpu < cpus; ++cpu) {
+        const uint64_t from = round * 100 - 30 + static_cast<uint64_t>(cpu) * 5;
+        for (uint64_t t = from; t < from + 100; t += 3 + rng() % 9) {
+          records.push_back({ScanKind::kTimed, t, 8 + 8 * (rng() % 3), ++tag});
+        }
+      }
+      records.push_back({ScanKind::kRoundEnd, 0, 8, 0});
+    }
+    const uint64_t skip_below = rng() % 4200;
+    for (ToyRecord& r : records) {
+      const bool skip = trial % 2 == 0 ? r.time < skip_below : rng() % 4 == 0;
+      if (r.kind == ScanKind::kTimed && skip) r.kind = ScanKind::kSkip;
+    }
+    ToySource source(records);
+    if (trial % 3 != 0) source.stop_at = rng() % 4200;
+    SortedRunMerger<ToySource> merger(&source, 0, source.end());
+    merger.Run();
+    std::vector<uint64_t> want = StableOrder(records);
+    std::map<uint64_t, uint64_t> time_of;
+    for (const ToyRecord& r : records) time_of[r.tag] = r.time;
+    const auto first_after = std::find_if(want.begin(), want.end(),
+                                          [&](uint64_t t) { return time_of[t] >= source.stop_at; });
+    want.erase(first_after == want.end() ? want.end() : first_after + 1, want.end());
+    ASSERT_EQ(Tags(source), want) << "trial " << trial;
+    EXPECT_EQ(merger.counters().out_of_order, 0u) << "trial " << trial;
+    mid_scan += source.emitted_mid_scan;
+  }
+  EXPECT_GT(mid_scan, 10000);
 }
 
 TEST(SortedRunMergerTest, RoundMarksMakeEarlierRoundsFinal) {

@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "iotrace/analysis/latency_report.h"
 #include "iotrace/cli/report_runner.h"
+#include "iotrace/formats/perf_data_reader.h"
 #include "iotrace/formats/perf_data_writer.h"
 #include "iotrace/formats/trace_dat_reader.h"
 #include "iotrace/formats/trace_dat_writer.h"
@@ -477,15 +478,78 @@ TEST_F(SplitPerfDataTest, OlderRequestsAreCarriedOverOrReadOnAsWithTraceDat) {
             "two ranges, the first read on");
 }
 
-// Drains an hour apart hold samples of both halves: records before the later range's start
-// then belong after the cut, and the two ranges cannot stand for one pass. Nor are both read
-// from the start of the data: the one round interleaves two CPUs' drains, too few for the
-// merge of each range's half to pay for a second scan of every record (SynthRecordingTest's
-// many-CPU rounds are read so).
+// Drains an hour apart hold samples of both halves, with no round mark between them: records
+// before a later range's start position would belong after the cut. Nor are both ranges read
+// from the start of the data: the one round interleaves two CPUs' drains, too few for each
+// range's half of the merge to pay for a second scan of every record. The reader has no span
+// to offer, and the report reads it in one pass.
 TEST_F(SplitPerfDataTest, RecordsWrittenLateAcrossTheCutMeanOnePass) {
   const std::string path =
       WritePerfData(Path("d.data"), PerfWorkload(23), /*drain_ns=*/3'600'000 * kMs);
-  EXPECT_EQ(ExpectSameAsOnePass(path).rfind("one pass: ", 0), 0u);
+  EXPECT_EQ(ExpectSameAsOnePass(path), "one pass: the reader cannot read time ranges");
+}
+
+// The same file, with the reader told to read from the start of the data whatever the
+// interleave (PerfReadOptions::min_interleave_from_start 0, as SynthRecordingTest's 64 CPUs
+// are read by default): both ranges read from the start, the later one leaving what lies
+// before its time out of the merge, and together they are what ReadAll delivers and counts.
+// With windows small enough that the earlier range emits its end while the later CPU's drain,
+// which holds records before the cut, is still ahead of its scan, the ranges are found unfit.
+TEST_F(SplitPerfDataTest, RangesFromTheStartTogetherAreReadAllOrFoundUnfit) {
+  const std::string path =
+      WritePerfData(Path("f.data"), PerfWorkload(25), /*drain_ns=*/3'600'000 * kMs);
+  PerfReadOptions options;
+  options.min_interleave_from_start = 0;
+  auto opened = OpenPerfData(path, options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<TraceReader> reader = *std::move(opened);
+  RangeSink all;
+  ASSERT_TRUE(reader->ReadAll(&all).ok());
+  const std::optional<TraceTimeSpan> span = reader->TimeSpan();
+  ASSERT_TRUE(span.has_value());
+  EXPECT_TRUE(span->starts_anywhere);
+  // The middle is the looks' median time: about half of the events lie before it.
+  const auto before_middle = std::count_if(
+      all.seen.begin(), all.seen.end(), [&](const auto& e) { return e.first < span->middle_ts; });
+  EXPECT_NEAR(static_cast<double>(before_middle) / static_cast<double>(all.seen.size()), 0.5, 0.1);
+  const uint64_t cut = span->middle_ts + 30 * kMs;
+  TimeRange a;
+  a.end_ts = cut;
+  a.end_position = span->split_position;
+  TimeRange b;
+  b.start_ts = span->middle_ts;
+  b.count_from_ts = cut;
+  b.start_position = span->split_position;
+  RangeSink early, late;
+  late.from = cut;
+  RangeReadResult ra, rb;
+  ASSERT_TRUE(reader->ReadRange(&early, a, &ra).ok());
+  ASSERT_TRUE(reader->ReadRange(&late, b, &rb).ok());
+  EXPECT_EQ(reader->RangesUnfit(a, ra, rb), "");
+  EXPECT_EQ(ra.stats.events + rb.stats.events, all.seen.size());
+  EXPECT_EQ(ra.stats.records, 0u);  // the later range counts every record: it scans them all
+  EXPECT_EQ(rb.stats.records, reader->stats().records);
+  std::vector<std::pair<uint64_t, uint32_t>> joined = early.seen;
+  joined.insert(joined.end(), late.seen.begin(), late.seen.end());
+  EXPECT_EQ(joined, all.seen);
+  // Delivered uncounted from its start to the cut, and nothing before its start.
+  const auto primed = std::count_if(all.seen.begin(), all.seen.end(), [&](const auto& e) {
+    return e.first >= span->middle_ts && e.first < cut;
+  });
+  EXPECT_EQ(late.before, static_cast<uint64_t>(primed));
+  EXPECT_GT(primed, 10);
+
+  PerfReadOptions small = options;
+  small.merge.window_bytes = small.merge.far_window_bytes = 16 << 10;
+  small.merge.window_records = 64;
+  auto hasty = OpenPerfData(path, small);
+  ASSERT_TRUE(hasty.ok()) << hasty.status();
+  RangeSink early2;
+  RangeReadResult ra2;
+  ASSERT_TRUE((*hasty)->ReadRange(&early2, a, &ra2).ok());
+  EXPECT_EQ(ra2.out_of_order, 0u);
+  EXPECT_LT(ra2.scan_end, rb.scan_end);  // it stopped before the end of the data
+  EXPECT_EQ(reader->RangesUnfit(a, ra2, rb), "records late across the cut");
 }
 
 // perf.data ranges: together, what ReadAll delivers and counts.

@@ -56,6 +56,12 @@ struct PerfReadOptions {
   // reads its next block ahead, the empty ones filled together, many reads a system call
   // (io_uring where the kernel allows it); false: each run reads alone.
   bool batch_far_reads = true;
+  // A file without two round marks within 64 MiB after its middle is cut for two time ranges
+  // that both read from the start of the data (TraceTimeSpan::starts_anywhere) only where a
+  // round interleaves at least this many CPUs' drains (estimated from the time a look spans):
+  // each range scans every record, which pays only where the merge of many runs costs more (64
+  // and 256 CPUs read faster so, 16 slower). 0: wherever the marks are too far apart.
+  double min_interleave_from_start = 32;
   // Tried at open when the file's event formats are lost (HEADER_TRACING_DATA cut off); null:
   // such a file is an error. Only used during the open.
   const FormatsFallback* formats_fallback = nullptr;

@@ -142,7 +142,8 @@ class SortedRunMerger {
     untimed_.reserve(4096);
   }
 
-  // Scans the whole stream and emits every timed record.
+  // Scans the whole stream and emits every timed record, but those the source skips, or until
+  // the source stops.
   void Run() {
     for (;;) {
       if (tree_[1] != kEndedKey && CanEmit(ring_[TopSlot()])) {
@@ -429,7 +430,8 @@ class SortedRunMerger {
   }
 
   // Scans one record. True when the state CanEmit looks at changed beyond the scan position:
-  // the scan ended, a round mark came, or a run started or got a current record.
+  // the scan ended, a round mark came, a run started or got a current record, or a skipped
+  // record closed the open run (the runs live and the lowest position may change).
   bool ScanOne() {
     const uint64_t pos = scan_pos_;
     if (pos >= end_) {
