@@ -478,6 +478,34 @@ TEST_F(SplitPerfDataTest, OlderRequestsAreCarriedOverOrReadOnAsWithTraceDat) {
             "two ranges, the first read on");
 }
 
+// Two ranges of a perf.data as the split plan makes them from `span`, cut 30 ms after its
+// middle, read and checked for fit.
+struct TwoRanges {
+  uint64_t cut = 0;
+  TimeRange a, b;
+  RangeSink early, late;
+  RangeReadResult ra, rb;
+  std::string unfit;
+  // The events of both, in order.
+  std::vector<std::pair<uint64_t, uint32_t>> Joined() const {
+    std::vector<std::pair<uint64_t, uint32_t>> joined = early.seen;
+    joined.insert(joined.end(), late.seen.begin(), late.seen.end());
+    return joined;
+  }
+};
+void ReadTwoRanges(TraceReader* reader, const TraceTimeSpan& span, TwoRanges* r) {
+  r->cut = span.middle_ts + 30 * kMs;
+  r->a.end_ts = r->cut;
+  r->a.end_position = span.split_position;
+  r->b.start_ts = span.middle_ts;
+  r->b.count_from_ts = r->cut;
+  r->b.start_position = span.split_position;
+  r->late.from = r->cut;
+  ASSERT_TRUE(reader->ReadRange(&r->early, r->a, &r->ra).ok());
+  ASSERT_TRUE(reader->ReadRange(&r->late, r->b, &r->rb).ok());
+  r->unfit = reader->RangesUnfit(r->a, r->ra, r->rb);
+}
+
 // Drains an hour apart hold samples of both halves, with no round mark between them: records
 // before a later range's start position would belong after the cut. Nor are both ranges read
 // from the start of the data: the one round interleaves two CPUs' drains, too few for each
@@ -512,31 +540,18 @@ TEST_F(SplitPerfDataTest, RangesFromTheStartTogetherAreReadAllOrFoundUnfit) {
   const auto before_middle = std::count_if(
       all.seen.begin(), all.seen.end(), [&](const auto& e) { return e.first < span->middle_ts; });
   EXPECT_NEAR(static_cast<double>(before_middle) / static_cast<double>(all.seen.size()), 0.5, 0.1);
-  const uint64_t cut = span->middle_ts + 30 * kMs;
-  TimeRange a;
-  a.end_ts = cut;
-  a.end_position = span->split_position;
-  TimeRange b;
-  b.start_ts = span->middle_ts;
-  b.count_from_ts = cut;
-  b.start_position = span->split_position;
-  RangeSink early, late;
-  late.from = cut;
-  RangeReadResult ra, rb;
-  ASSERT_TRUE(reader->ReadRange(&early, a, &ra).ok());
-  ASSERT_TRUE(reader->ReadRange(&late, b, &rb).ok());
-  EXPECT_EQ(reader->RangesUnfit(a, ra, rb), "");
-  EXPECT_EQ(ra.stats.events + rb.stats.events, all.seen.size());
-  EXPECT_EQ(ra.stats.records, 0u);  // the later range counts every record: it scans them all
-  EXPECT_EQ(rb.stats.records, reader->stats().records);
-  std::vector<std::pair<uint64_t, uint32_t>> joined = early.seen;
-  joined.insert(joined.end(), late.seen.begin(), late.seen.end());
-  EXPECT_EQ(joined, all.seen);
+  TwoRanges r;
+  ASSERT_NO_FATAL_FAILURE(ReadTwoRanges(reader.get(), *span, &r));
+  EXPECT_EQ(r.unfit, "");
+  EXPECT_EQ(r.ra.stats.events + r.rb.stats.events, all.seen.size());
+  EXPECT_EQ(r.ra.stats.records, 0u);  // the later range counts every record: it scans them all
+  EXPECT_EQ(r.rb.stats.records, reader->stats().records);
+  EXPECT_EQ(r.Joined(), all.seen);
   // Delivered uncounted from its start to the cut, and nothing before its start.
   const auto primed = std::count_if(all.seen.begin(), all.seen.end(), [&](const auto& e) {
-    return e.first >= span->middle_ts && e.first < cut;
+    return e.first >= span->middle_ts && e.first < r.cut;
   });
-  EXPECT_EQ(late.before, static_cast<uint64_t>(primed));
+  EXPECT_EQ(r.late.before, static_cast<uint64_t>(primed));
   EXPECT_GT(primed, 10);
 
   PerfReadOptions small = options;
@@ -546,10 +561,10 @@ TEST_F(SplitPerfDataTest, RangesFromTheStartTogetherAreReadAllOrFoundUnfit) {
   ASSERT_TRUE(hasty.ok()) << hasty.status();
   RangeSink early2;
   RangeReadResult ra2;
-  ASSERT_TRUE((*hasty)->ReadRange(&early2, a, &ra2).ok());
+  ASSERT_TRUE((*hasty)->ReadRange(&early2, r.a, &ra2).ok());
   EXPECT_EQ(ra2.out_of_order, 0u);
-  EXPECT_LT(ra2.scan_end, rb.scan_end);  // it stopped before the end of the data
-  EXPECT_EQ(reader->RangesUnfit(a, ra2, rb), "records late across the cut");
+  EXPECT_LT(ra2.scan_end, r.rb.scan_end);  // it stopped before the end of the data
+  EXPECT_EQ(reader->RangesUnfit(r.a, ra2, r.rb), "records late across the cut");
 }
 
 // perf.data ranges: together, what ReadAll delivers and counts.
@@ -560,31 +575,22 @@ TEST_F(SplitPerfDataTest, RangesTogetherAreReadAll) {
   std::optional<TraceTimeSpan> span;
   ASSERT_NO_FATAL_FAILURE(OpenReadAllAndSpan(path, &reader, &all, &span));
   ASSERT_GT(span->split_position, 0u);
-  const uint64_t cut = span->middle_ts + 30 * kMs;
-  TimeRange a;
-  a.end_ts = cut;
-  a.end_position = span->split_position;
-  TimeRange b;
-  b.start_ts = span->middle_ts;
-  b.count_from_ts = cut;
-  b.start_position = span->split_position;
-  RangeSink early, late;
-  late.from = cut;
-  RangeReadResult ra, rb;
-  ASSERT_TRUE(reader->ReadRange(&early, a, &ra).ok());
-  ASSERT_TRUE(reader->ReadRange(&late, b, &rb).ok());
-  EXPECT_EQ(reader->RangesUnfit(a, ra, rb), "");
+  TwoRanges r;
+  ASSERT_NO_FATAL_FAILURE(ReadTwoRanges(reader.get(), *span, &r));
+  TimeRange& a = r.a;
+  RangeSink& early = r.early;
+  RangeReadResult& ra = r.ra;
+  const RangeReadResult& rb = r.rb;
+  EXPECT_EQ(r.unfit, "");
   EXPECT_EQ(ra.stats.events + rb.stats.events, all.seen.size());
   EXPECT_EQ(ra.stats.records + rb.stats.records, reader->stats().records);
   EXPECT_EQ(ra.stats.Problem("duplicate_record") + rb.stats.Problem("duplicate_record"),
             reader->stats().Problem("duplicate_record"));
   EXPECT_GT(reader->stats().Problem("duplicate_record"), 10u);
-  std::vector<std::pair<uint64_t, uint32_t>> joined = early.seen;
-  joined.insert(joined.end(), late.seen.begin(), late.seen.end());
-  EXPECT_EQ(joined, all.seen);
-  EXPECT_GT(late.before, 100u);
+  EXPECT_EQ(r.Joined(), all.seen);
+  EXPECT_GT(r.late.before, 100u);
   // A later range that starts one record boundary too late misses records: caught.
-  TimeRange shifted = b;
+  TimeRange shifted = r.b;
   shifted.start_position += 8;
   RangeReadResult rs;
   RangeSink other;
