@@ -139,8 +139,11 @@ void LatencyReportBuilder::OnEvent(const RawEvent& event) {
     if (before_cut_) {
       if (event.ts >= cut_ts_) {
         PassCut();
-      } else if (!prime_) {
-        return;
+        if (stop_requested()) return;  // ProbePriming: the priming was too short
+      } else {
+        if (event.ts >= probe_ts_) [[unlikely]]
+          StartProbe();
+        if (!prime_) return;
       }
     }
   }
@@ -308,6 +311,7 @@ void LatencyReportBuilder::PassCut() {
   cut_->decode = decoder_.stats();
   matcher_->set_sink(this);
   matcher_->WatchKeys();
+  if (probe_started_) EndProbe();
 }
 
 void LatencyReportBuilder::OnLoss(const LossRecord& loss) {

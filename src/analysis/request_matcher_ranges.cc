@@ -64,6 +64,13 @@ uint64_t Digest(const RequestEntry& e, const CommPool& comms) {
 
 }  // namespace
 
+uint64_t RequestMatcher::completes_seen() const {
+  uint64_t n = 0;
+  for (const Device* d : devices_)
+    n += d->stats.events[static_cast<int>(BlockEventKind::kComplete)];
+  return n;
+}
+
 bool RequestMatcher::SameFlushes(const FlushList& a, const FlushList& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {

@@ -20,6 +20,28 @@ void LatencyReportBuilder::HoldUntil(uint64_t cut_ts, bool prime) {
   if (prime) matcher_->set_sink(&null_sink_);
 }
 
+void LatencyReportBuilder::ProbePriming(uint64_t from_ts) {
+  probe_ts_ = from_ts;
+  probe_started_ = false;
+  priming_short_ = false;
+}
+
+void LatencyReportBuilder::StartProbe() {
+  FlushEvents();  // the counts after every event before from_ts
+  probe_ts_ = ~uint64_t{0};
+  probe_started_ = true;
+  probe_completes_ = matcher_->completes_seen();
+  probe_unseen_ = matcher_->stats().completes_without_issue;
+}
+
+void LatencyReportBuilder::EndProbe() {  // at the cut (PassCut has handed every event over)
+  probe_started_ = false;
+  probe_completes_ = matcher_->completes_seen() - probe_completes_;
+  probe_unseen_ = matcher_->stats().completes_without_issue - probe_unseen_;
+  priming_short_ = probe_unseen_ >= kMinUnseen && probe_unseen_ * kUnseenShare > probe_completes_;
+  if (priming_short_) RequestStop();
+}
+
 bool LatencyReportBuilder::StartedWhereEnded(const LatencyReportBuilder& earlier,
                                               uint64_t primed_from, size_t* older) {
   RequestMatcher::Older old;
@@ -197,14 +219,31 @@ std::optional<absl::StatusOr<LatencyReport>> BuildSplit(TraceReader& reader,
   LatencyReportBuilder& a = **early;
   LatencyReportBuilder& b = **late;
   b.HoldUntil(plan->cut, /*prime=*/true);
+  // Counted over the last quarter of the priming: what the later matcher meets there is what it
+  // would meet after the cut, requests last seen before its priming began.
+  b.ProbePriming(plan->second.start_ts + (plan->cut - plan->second.start_ts) / 4 * 3);
   reader.set_read_ahead(false);  // two threads already; read-ahead on top measured no gain
   RangeReadResult ra, rb;
   absl::Status sb;
-  std::thread later([&] { sb = b.ReadRange(reader, plan->second, &rb); });
+  std::thread later([&] {
+    sb = b.ReadRange(reader, plan->second, &rb);
+    if (b.priming_short()) a.RequestStop();  // (the earlier range's work goes too)
+  });
   absl::Status sa = a.ReadRange(reader, plan->first, &ra);
   later.join();
   if (!sa.ok() || !sb.ok()) {
     *why_not = "one pass: a range could not be read";
+    return std::nullopt;
+  }
+  if (b.priming_short()) {
+    // Both ranges stopped where the later one met the cut (ProbePriming): one pass, which reads
+    // ahead and pairs apart where that is faster, does better than the earlier range reading on
+    // alone.
+    const auto [completes, unseen] = b.priming_probe();
+    *why_not = absl::StrFormat(
+        "one pass: requests outlive the priming (%u of the %u completions at the end of the "
+        "later range's priming were of requests it had not seen issued)",
+        unseen, completes);
     return std::nullopt;
   }
   // (Records out of order are the readers' to find: every record they pass is compared with

@@ -154,7 +154,8 @@ class PerfDataReader final : public TraceReader {
       return kind;
     }
     // The range's end was emitted (EmitOutside): the merge ends, what it holds not emitted.
-    bool Stopped() const { return kRanged && stopped_; }
+    // (Or the sink asked to stop: the range's result is not used.)
+    bool Stopped() const { return kRanged && (stopped_ || sink_->stop_requested()); }
 
     ScanKind ScanRecord(uint64_t pos, uint64_t* next, uint64_t* time) {
       // The whole record into the ring before any look at it (a record's size is 16 bits):

@@ -1322,6 +1322,8 @@ absl::Status TraceDatReader::Read(EventSink* sink, const TimeRange& range,
         tree.ForEachStream([&](uint32_t i) { out->stopped_at[i] = position(&cursors[i]); });
         break;
       }
+      if (sink->stop_requested()) [[unlikely]]
+        break;  // (the result is not used)
       if (ts < previous_ts) ++out->out_of_order;
       previous_ts = ts;
     }

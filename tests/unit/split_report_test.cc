@@ -213,6 +213,63 @@ TEST(SplitReportTest, RequestsKeptApartAreCarriedOverUnlessACompletionLooksForTh
   EXPECT_EQ(ExpectSameAsOnePass(f.Write(looks)), "two ranges, the first read on");
 }
 
+// Deep queues: `per_ms` requests inserted and issued each millisecond over `span_ms`, each
+// completed `lifetime_ms` later, on two CPUs.
+std::vector<Ev> DeepQueue(uint64_t span_ms, uint64_t per_ms, uint64_t lifetime_ms) {
+  std::vector<Ev> ev;
+  uint64_t n = 0;
+  for (uint64_t t = kMs; t + lifetime_ms * kMs + kMs < span_ms * kMs; t += kMs / per_ms, ++n) {
+    const int cpu = static_cast<int>(n % 2);
+    const uint64_t sector = n * 8;
+    ev.push_back({t, cpu, kInsert, kDev, sector, 8, "R"});
+    ev.push_back({t + 1000, cpu, kIssue, kDev, sector, 8, "R"});
+    ev.push_back({t + lifetime_ms * kMs, 1 - cpu, kComplete, kDev, sector, 8, "R"});
+  }
+  return ev;
+}
+
+// Requests in flight for longer than the later range's priming (31 ms of a 2 s file): its
+// matcher meets their completions without having seen them issued, at the end of its priming as
+// after the cut. It stops there, the earlier range with it, and the file is read in one pass
+// (no second range's work wasted beside the first reading on). Requests that live a few
+// milliseconds split as ever.
+TEST(SplitReportTest, RequestsOutlivingThePrimingMeanOnePass) {
+  BlockTraceDat f;
+  const std::string plan = ExpectSameAsOnePass(f.Write(DeepQueue(2000, 10, 300)));
+  EXPECT_EQ(plan.rfind("one pass: requests outlive the priming (", 0), 0u) << plan;
+  EXPECT_EQ(ExpectSameAsOnePass(f.Write(DeepQueue(2000, 10, 2))), "two ranges");
+  // A few such requests at the end of the priming (~4, fewer than kMinUnseen) are not taken
+  // for a deep queue: the later range reads on, and the earlier one reads on after it.
+  EXPECT_EQ(ExpectSameAsOnePass(f.Write(DeepQueue(2000, 1, 300))), "two ranges, the first read on");
+}
+
+// A sink that asks a time range's read to stop gets no further record (the later range that
+// finds its priming too short, and the earlier one it stops with it).
+struct StoppingSink : EventSink {
+  void OnEvent(const RawEvent&) override {
+    if (++seen == stop_at) RequestStop();
+  }
+  uint64_t seen = 0;
+  uint64_t stop_at = 100;
+};
+void ExpectReadRangeStops(const std::string& path) {
+  auto reader = OpenTraceReader(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  StoppingSink sink;
+  RangeReadResult result;
+  ASSERT_TRUE((*reader)->ReadRange(&sink, TimeRange{}, &result).ok());
+  EXPECT_EQ(sink.seen, sink.stop_at);
+  StoppingSink never;  // (the file holds far more)
+  never.stop_at = 0;
+  ASSERT_TRUE((*reader)->ReadRange(&never, TimeRange{}, &result).ok());
+  EXPECT_GT(never.seen, 10 * sink.stop_at);
+}
+
+TEST(SplitReportTest, AReadOfATimeRangeStopsWhenItsSinkAsks) {
+  BlockTraceDat f;
+  ExpectReadRangeStops(f.Write(Workload(2000, 1)));
+}
+
 TEST(SplitReportTest, LossesPlacedInTheDataMeanOnePass) {
   BlockTraceDat f;
   const std::string path = f.Write(Workload(2000, 4), /*missed_page=*/3);
@@ -476,6 +533,18 @@ TEST_F(SplitPerfDataTest, OlderRequestsAreCarriedOverOrReadOnAsWithTraceDat) {
   ev.push_back({1900 * kMs, 1, kComplete, kDev, 5'000'000, 8, "R"});  // completed after all
   EXPECT_EQ(ExpectSameAsOnePass(WritePerfData(Path("c.data"), ev)),
             "two ranges, the first read on");
+}
+
+TEST_F(SplitPerfDataTest, AReadOfATimeRangeStopsWhenItsSinkAsks) {
+  ExpectReadRangeStops(WritePerfData(Path("stop.data"), PerfWorkload(23)));
+}
+
+TEST_F(SplitPerfDataTest, RequestsOutlivingThePrimingMeanOnePassAsWithTraceDat) {
+  const std::string plan =
+      ExpectSameAsOnePass(WritePerfData(Path("deep.data"), DeepQueue(2000, 10, 300)));
+  EXPECT_EQ(plan.rfind("one pass: requests outlive the priming (", 0), 0u) << plan;
+  EXPECT_EQ(ExpectSameAsOnePass(WritePerfData(Path("shallow.data"), DeepQueue(2000, 10, 2))),
+            "two ranges");
 }
 
 // Two ranges of a perf.data as the split plan makes them from `span`, cut 30 ms after its

@@ -94,6 +94,18 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // Adopt). *older: how many there were.
   bool StartedWhereEnded(const LatencyReportBuilder& earlier, uint64_t primed_from,
                          size_t* older);
+  // The later range's builder, before it reads (after HoldUntil(cut, prime)): from `from_ts` to
+  // the cut, counts the completions its matcher meets, and those of requests it never saw
+  // issued. Where at the cut those are at least kMinUnseen and more than 1 in kUnseenShare, the
+  // requests in flight outlive the priming (deep queues): the later matcher will not start where
+  // the earlier one ended, so the builder asks its read to stop there (priming_short), and the
+  // earlier range reads on without the later one's work beside it.
+  void ProbePriming(uint64_t from_ts);
+  bool priming_short() const { return priming_short_; }
+  // The probe's completions, and of them those of requests not seen issued.
+  std::pair<uint64_t, uint64_t> priming_probe() const { return {probe_completes_, probe_unseen_}; }
+  static constexpr uint64_t kMinUnseen = 16;
+  static constexpr uint64_t kUnseenShare = 100;
   // Adds `later`'s counted part (everything from its cut on) to this builder, which read every
   // event before that cut: counters, histograms, losses, and the matcher, which takes over.
   void Absorb(LatencyReportBuilder& later);
@@ -302,6 +314,15 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   bool prime_ = false;
   uint64_t cut_ts_ = 0;
   NullSampleSink null_sink_;
+  // ProbePriming: where its count starts (~0: not asked, or started), and the counts, first at
+  // that start, then from there to the cut.
+  uint64_t probe_ts_ = ~uint64_t{0};
+  bool probe_started_ = false;
+  uint64_t probe_completes_ = 0;
+  uint64_t probe_unseen_ = 0;
+  bool priming_short_ = false;
+  void StartProbe();
+  void EndProbe();
   std::unique_ptr<Cut> cut_;  // taken at the first event after the cut (HoldUntil(prime))
   // While ReadAll pairs on a thread of its own: the queue to the pairing thread and the batch
   // that OnEvent decodes into (nullptr otherwise).

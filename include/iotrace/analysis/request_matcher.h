@@ -205,6 +205,9 @@ class RequestMatcher {
   void Finish(uint64_t stale_before = 0);
 
   const MatchStats& stats() const { return stats_; }
+  // Completion events met so far, every device's (stats().completes_without_issue: those of
+  // requests not seen issued).
+  uint64_t completes_seen() const;
   // Events this matcher found nothing to pair with so far, as they came (stats() has them by
   // reason, but a device's issues without an insert only from Finish on, once their reason is
   // settled).

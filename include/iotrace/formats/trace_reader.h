@@ -4,6 +4,7 @@
 #ifndef IOTRACE_FORMATS_TRACE_READER_H_
 #define IOTRACE_FORMATS_TRACE_READER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -44,6 +45,13 @@ class EventSink {
   virtual ~EventSink() = default;
   virtual void OnEvent(const RawEvent& event) = 0;
   virtual void OnLoss(const LossRecord& loss) {}
+  // Whether the sink wants no more events: a time range's read (ReadRange) then ends at its next
+  // record, its result incomplete; other reads go on. Any thread may ask.
+  bool stop_requested() const { return stop_requested_.load(std::memory_order_relaxed); }
+  void RequestStop() { stop_requested_.store(true, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> stop_requested_{false};  // (a plain load: readers look for every record)
 };
 
 // Named counters of problems met while reading (short records, unknown ids, records out of
