@@ -98,8 +98,8 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // the cut, counts the completions its matcher meets, and those of requests it never saw
   // issued. Where at the cut those are at least kMinUnseen and more than 1 in kUnseenShare, the
   // requests in flight outlive the priming (deep queues): the later matcher will not start where
-  // the earlier one ended, so the builder asks its read to stop there (priming_short), and the
-  // earlier range reads on without the later one's work beside it.
+  // the earlier one ended, so the builder asks its read to stop there (priming_short), and
+  // BuildSplit stops the earlier range too and leaves the file to one pass.
   void ProbePriming(uint64_t from_ts);
   bool priming_short() const { return priming_short_; }
   // The probe's completions, and of them those of requests not seen issued.
