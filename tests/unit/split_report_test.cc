@@ -228,11 +228,11 @@ std::vector<Ev> DeepQueue(uint64_t span_ms, uint64_t per_ms, uint64_t lifetime_m
   return ev;
 }
 
-// Requests in flight for longer than the later range's priming (31 ms of a 2 s file): its
-// matcher meets their completions without having seen them issued, at the end of its priming as
-// after the cut. It stops there, the earlier range with it, and the file is read in one pass
-// (no second range's work wasted beside the first reading on). Requests that live a few
-// milliseconds split as ever.
+// Requests in flight for longer than the later range's priming (it starts half of the plan's 31
+// ms priming, ~15.6 ms, before the cut of a 2 s file): its matcher meets their completions
+// without having seen them issued, at the end of its priming as after the cut. It stops there, the
+// earlier range with it, and the file is read in one pass (no second range's work wasted beside the
+// first reading on). Requests that live a few milliseconds split as ever.
 TEST(SplitReportTest, RequestsOutlivingThePrimingMeanOnePass) {
   BlockTraceDat f;
   const std::string plan = ExpectSameAsOnePass(f.Write(DeepQueue(2000, 10, 300)));

@@ -97,9 +97,12 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // The later range's builder, before it reads (after HoldUntil(cut, prime)): from `from_ts` to
   // the cut, counts the completions its matcher meets, and those of requests it never saw
   // issued. Where at the cut those are at least kMinUnseen and more than 1 in kUnseenShare, the
-  // requests in flight outlive the priming (deep queues): the later matcher will not start where
-  // the earlier one ended, so the builder asks its read to stop there (priming_short), and
-  // BuildSplit stops the earlier range too and leaves the file to one pass.
+  // requests in flight outlive most of the priming (deep queues): the later matcher is then most
+  // likely not in the state the earlier one ends in (a request in flight at the cut that began
+  // before the priming is enough), so the builder asks its read to stop there (priming_short),
+  // and BuildSplit stops the earlier range too and leaves the file to one pass. (Requests that
+  // live between 3/4 of the priming and all of it also stop the split, where two ranges would
+  // have fitted: the report is the same, only slower.)
   void ProbePriming(uint64_t from_ts);
   bool priming_short() const { return priming_short_; }
   // The probe's completions, and of them those of requests not seen issued.

@@ -45,8 +45,9 @@ class EventSink {
   virtual ~EventSink() = default;
   virtual void OnEvent(const RawEvent& event) = 0;
   virtual void OnLoss(const LossRecord& loss) {}
-  // Whether the sink wants no more events: a time range's read (ReadRange) then ends at its next
-  // record, its result incomplete; other reads go on. Any thread may ask.
+  // Whether the sink wants no more events: a time range's read (ReadRange) then ends, its result
+  // incomplete, at the next record it counts (trace.dat) or emits (perf.data); other reads go
+  // on. Any thread may ask.
   bool stop_requested() const { return stop_requested_.load(std::memory_order_relaxed); }
   void RequestStop() { stop_requested_.store(true, std::memory_order_relaxed); }
 
