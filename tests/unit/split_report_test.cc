@@ -545,6 +545,9 @@ TEST_F(SplitPerfDataTest, RequestsOutlivingThePrimingMeanOnePassAsWithTraceDat) 
   EXPECT_EQ(plan.rfind("one pass: requests outlive the priming (", 0), 0u) << plan;
   EXPECT_EQ(ExpectSameAsOnePass(WritePerfData(Path("shallow.data"), DeepQueue(2000, 10, 2))),
             "two ranges");
+  // Fewer than kMinUnseen such completions at the end of the priming: the later range reads on.
+  EXPECT_EQ(ExpectSameAsOnePass(WritePerfData(Path("few.data"), DeepQueue(2000, 2, 300))),
+            "two ranges, the first read on");
 }
 
 // Two ranges of a perf.data as the split plan makes them from `span`, cut 30 ms after its
