@@ -139,6 +139,14 @@ uint64_t Histogram::ValueAtPercentile(double p) const {
   return value;
 }
 
+void Histogram::CopyCounts(uint8_t* low, uint64_t* high) const {
+  if (count_ == 0) return;
+  const size_t first = FirstBucket();
+  const size_t n = LastBucket() - first + 1;
+  std::memcpy(low, &Low(first), n);
+  if (carried_lines_ != 0) std::memcpy(high, high_ + first, n * sizeof(uint64_t));
+}
+
 size_t Histogram::NonEmptyBuckets() const {
   if (count_ == 0) return 0;
   const size_t first = BucketIndex(std::min(min_, kMaxTrackable));

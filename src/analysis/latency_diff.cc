@@ -529,7 +529,7 @@ absl::StatusOr<LatencyDiff> DiffLatencyReports(const LatencyReport& a, const Lat
       for (int k = 0; k < kDiffStatCount; ++k) {
         row.stats[k] = CompareStat(*ga, *gb, static_cast<DiffStatKind>(k));
       }
-      const KsResult ks = KsStatistic(ga->buckets, gb->buckets);
+      const KsResult ks = KsStatistic(ga->buckets.ToVector(), gb->buckets.ToVector());
       row.ks_d = ks.d;
       row.direction = ks.direction;
       row.p_iid = KsPValueIid(ks.d, row.count_a, row.count_b);

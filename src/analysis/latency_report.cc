@@ -21,10 +21,27 @@
 
 namespace iotrace {
 
+void CountsBlock::Allocate() {
+  mem_ = std::make_shared_for_overwrite<uint64_t[]>(high_words_ + (low_bytes_ + 7) / 8);
+  high_ = mem_.get();
+  low_ = reinterpret_cast<uint8_t*>(mem_.get() + high_words_);
+}
+
+LatencyBuckets CountsBlock::Take(const Histogram& h) {
+  if (h.empty()) return {};
+  const size_t n = LowBytes(h);
+  uint64_t* high = h.carried() ? high_ : nullptr;
+  h.CopyCounts(low_, high);
+  LatencyBuckets b =
+      LatencyBuckets::OfCounts(mem_, low_, high, h.FirstBucket(), n, h.NonEmptyBuckets());
+  low_ += n;
+  if (high != nullptr) high_ += n;
+  return b;
+}
+
 LatencyGroup MakeGroup(const Histogram& h, uint32_t dev, const std::string& device, BlockOp op,
-                       Phase phase, const std::shared_ptr<PopulatedArena>& arena) {
+                       Phase phase, CountsBlock* block) {
   LatencyGroup g;
-  if (arena != nullptr) g.buckets = LatencyBuckets(ArenaAllocator<LatencyBucket>(arena));
   g.dev = dev;
   g.device = device;
   g.op = op;
@@ -41,12 +58,14 @@ LatencyGroup MakeGroup(const Histogram& h, uint32_t dev, const std::string& devi
   g.summary.p90_ns = at[1];
   g.summary.p99_ns = at[2];
   g.summary.p999_ns = at[3];
-  // One allocation of the exact size (grown a push at a time, the buckets of 1024 devices were
-  // copied ~10 times over; reserved for a bucket a sample, they took 1.8 times their size).
-  g.buckets.reserve(h.NonEmptyBuckets());
-  h.ForEachBucket([&g](uint64_t lo, uint64_t hi, uint64_t count) {
-    g.buckets.push_back({lo, hi, count});
-  });
+  if (block != nullptr) {
+    g.buckets = block->Take(h);
+  } else {
+    CountsBlock own;
+    own.Add(h);
+    own.Allocate();
+    g.buckets = own.Take(h);
+  }
   return g;
 }
 
@@ -514,9 +533,8 @@ void LatencyReportBuilder::OnRequestSampleCovered(const RequestSample& s) {
 }
 
 LatencyGroup LatencyReportBuilder::GroupOf(const Histogram& h, const Group& g,
-                                           const std::string& device,
-                                           const std::shared_ptr<PopulatedArena>& arena) const {
-  LatencyGroup out = MakeGroup(h, g.dev, device, g.op, g.phase, arena);
+                                           const std::string& device, CountsBlock* block) const {
+  LatencyGroup out = MakeGroup(h, g.dev, device, g.op, g.phase, block);
   if (breakdown_.active()) {
     out.by = breakdown_.Label(g.klass);
     out.by_order = breakdown_.Order(g.klass);
@@ -731,10 +749,9 @@ void LatencyReportBuilder::FinishHistograms(const ReadStats& reader_stats, Laten
   // The rows of the whole run, in GroupLess's order (found from the groups: moving 6,144 rows
   // made in the groups' order into the report and sorting them was ~5 ms, on one thread), each
   // made in its place: from kTwoThreadGroups rows on, with a second CPU, the later half on a
-  // second thread (1024 devices: 6,144 rows, 0.84 M buckets, 20 MB, most of the report's time
-  // after the reading). From kArenaGroups rows on, each thread's rows keep their buckets in an
-  // arena of their exact size, faulted in at once (arena.h: 20 MB of fresh heap pages were
-  // ~4,400 faults, 44 -> 30 ms on two threads).
+  // second thread (1024 devices: 6,144 rows, 0.84 M buckets). Each thread's rows are views of
+  // their histograms' counts, copied into one block of their exact size (~1 MB a thread at 1024
+  // devices: as lists of buckets they were 20 MB of fresh memory, 11-32 ms on two threads).
   std::vector<uint32_t> rows;  // of groups_, the shown ones
   rows.reserve(groups_.size());
   for (size_t i = 0; i < groups_.size(); ++i) {
@@ -758,16 +775,13 @@ void LatencyReportBuilder::FinishHistograms(const ReadStats& reader_stats, Laten
   // (r is a new report: its rows are these alone.)
   r.groups.resize(rows.size());
   auto make_rows = [&](size_t from, size_t to) {
-    std::shared_ptr<PopulatedArena> arena;
-    if (to - from >= kArenaGroups) {
-      size_t buckets = 0;
-      for (size_t k = from; k < to; ++k) buckets += groups_[rows[k]]->total.NonEmptyBuckets();
-      arena = PopulatedArena::Create(buckets * sizeof(LatencyBucket));
-    }
+    CountsBlock block;
+    for (size_t k = from; k < to; ++k) block.Add(groups_[rows[k]]->total);
+    block.Allocate();
     for (size_t k = from; k < to; ++k) {
       const Group& g = *groups_[rows[k]];
       LatencyGroup& row = r.groups[k];
-      row = GroupOf(g.total, g, devices[rows[k]], arena);
+      row = GroupOf(g.total, g, devices[rows[k]], &block);
       row.partial = partial;
       row.outside_coverage = g.outside_coverage;
     }

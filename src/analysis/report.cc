@@ -2,6 +2,7 @@
 #include "iotrace/analysis/report.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,41 @@ constexpr std::string_view kLossKindNames[] = {"ring_lost", "silent_drop",
                                                              "ftrace_overrun", "ftrace_dropped"};
 
 }  // namespace
+
+LatencyBuckets LatencyBuckets::OfCounts(std::shared_ptr<const void> keep, const uint8_t* low,
+                                        const uint64_t* high, size_t first, size_t len,
+                                        size_t non_empty) {
+  LatencyBuckets b;
+  b.keep_ = std::move(keep);
+  b.counts_ = low;
+  b.high_ = high;
+  b.first_ = first;
+  b.len_ = len;
+  b.size_ = non_empty;
+  return b;
+}
+
+LatencyBucket LatencyBuckets::back() const {
+  if (counts_ == nullptr) return list_.back();
+  size_t at = len_;
+  while (at > 0 && CountAt(at - 1) == 0) --at;
+  return *Iterator(this, at - 1);
+}
+
+LatencyBucket LatencyBuckets::operator[](size_t i) const {
+  if (counts_ == nullptr) return list_[i];
+  Iterator it = begin();
+  for (; i > 0; --i) ++it;
+  return *it;
+}
+
+std::vector<LatencyBucket> LatencyBuckets::ToVector() const {
+  if (counts_ == nullptr) return list_;
+  std::vector<LatencyBucket> out;
+  out.reserve(size_);
+  for (const LatencyBucket& b : *this) out.push_back(b);
+  return out;
+}
 
 std::string_view TimeUnitName(TimeUnit unit) { return kUnitNames[static_cast<int>(unit)]; }
 

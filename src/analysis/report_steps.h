@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -46,10 +47,33 @@ struct LossTally {
   std::array<uint64_t, kLossKindCount> unknown_by{};
 };
 
-// The summary and buckets of one histogram (the builder's groups, LiveWindow's); the buckets in
-// `arena` while it has room.
+// Memory for the counts of histograms' buckets (LatencyBuckets views), taken in order: sized
+// for a set of histograms (Add each, then Allocate), then Take each of them.
+class CountsBlock {
+ public:
+  void Add(const Histogram& h) {
+    low_bytes_ += LowBytes(h);
+    high_words_ += h.carried() ? LowBytes(h) : 0;
+  }
+  void Allocate();
+  // A view of `h`'s buckets, its counts copied here (one of the histograms added).
+  LatencyBuckets Take(const Histogram& h);
+
+ private:
+  static size_t LowBytes(const Histogram& h) {
+    return h.empty() ? 0 : h.LastBucket() - h.FirstBucket() + 1;
+  }
+  size_t low_bytes_ = 0;
+  size_t high_words_ = 0;
+  std::shared_ptr<uint64_t[]> mem_;
+  uint64_t* high_ = nullptr;  // the carries, then
+  uint8_t* low_ = nullptr;    // the low bytes
+};
+
+// The summary and buckets of one histogram (the builder's groups, LiveWindow's): the buckets a
+// view of counts in `block` (one of the histograms it was sized for), or in memory of their own.
 LatencyGroup MakeGroup(const Histogram& h, uint32_t dev, const std::string& device, BlockOp op,
-                       Phase phase, const std::shared_ptr<PopulatedArena>& arena = nullptr);
+                       Phase phase, CountsBlock* block = nullptr);
 
 // The builder's report, with what the reader knows of the file.
 LatencyReport FinishReport(LatencyReportBuilder& builder, const TraceReader& reader,

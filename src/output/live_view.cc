@@ -292,10 +292,11 @@ void WriteLiveJson(const LiveInterval& iv, const LiveHeader& header, std::ostrea
         << ", \"p50_ns\": " << s.p50_ns << ", \"p90_ns\": " << s.p90_ns
         << ", \"p99_ns\": " << s.p99_ns << ", \"p999_ns\": " << s.p999_ns
         << ", \"max_ns\": " << s.max_ns << ", \"sum_ns\": " << s.sum_ns << ", \"buckets\": [";
-    for (size_t b = 0; b < g.buckets.size(); ++b) {
-      const LatencyBucket& bucket = g.buckets[b];
-      out << (b == 0 ? "" : ", ") << "{\"lo_ns\": " << bucket.lo_ns << ", \"hi_ns\": "
-          << bucket.hi_ns << ", \"count\": " << bucket.count << "}";
+    bool first = true;
+    for (const LatencyBucket& bucket : g.buckets) {
+      out << (first ? "" : ", ") << "{\"lo_ns\": " << bucket.lo_ns
+          << ", \"hi_ns\": " << bucket.hi_ns << ", \"count\": " << bucket.count << "}";
+      first = false;
     }
     out << "]}";
   }

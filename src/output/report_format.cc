@@ -543,9 +543,10 @@ void AppendJsonGroup(const LatencyGroup& g, const std::string& by, const std::st
   b.Put(",\n");
   b.Put(indent);
   b.Put(" \"buckets\": [");
-  for (size_t i = 0; i < g.buckets.size(); ++i) {
-    const LatencyBucket& k = g.buckets[i];
-    if (i != 0) b.Put(", ");
+  bool first = true;
+  for (const LatencyBucket& k : g.buckets) {
+    if (!first) b.Put(", ");
+    first = false;
     b.Put("{\"lo_ns\": ");
     b.Number(k.lo_ns);
     b.Put(", \"hi_ns\": ");

@@ -279,7 +279,8 @@ void SvgDiffWriter::DrawCdfs(const Panel& p, double top) {
   for (int s = 0; s < 2; ++s) {
     const LatencyGroup* g = p.sides[s].total;
     if (g == nullptr || g->summary.count == 0) continue;
-    SideLine(s, "cdf", svg::CdfPath(svg::RowsOf(g->buckets), g->summary.count, lat, y1, kDistH));
+    SideLine(s, "cdf",
+             svg::CdfPath(svg::RowsOf(g->buckets.ToVector()), g->summary.count, lat, y1, kDistH));
   }
   canvas_.Text(kCdfLeft - 4, y0 + 4, "100%", "text-anchor=\"end\"");
   canvas_.Text(kCdfLeft - 4, y1, "0", "text-anchor=\"end\"");

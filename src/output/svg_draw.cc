@@ -157,7 +157,7 @@ void FillColumns(Series& p, size_t n_columns, uint64_t per_column) {
     if (per_column == 1) {  // the interval's own numbers
       c.p50_ns = g.summary.p50_ns;
       c.p99_ns = g.summary.p99_ns;
-      c.rows = RowsOf(g.buckets);
+      c.rows = RowsOf(g.buckets.ToVector());
       continue;
     }
     if (at != open) close();
@@ -382,9 +382,10 @@ int SpectrumDecades(uint64_t count) {
 std::string SpectrumPath(const LatencyGroup& g, int decades, const LogAxis& x_axis,
                          const LogAxis& lat) {
   std::string d;
+  const std::vector<LatencyBucket> buckets = g.buckets.ToVector();
   for (int j = 0; j <= decades * 10; ++j) {
     const double tail = std::pow(10.0, -j / 10.0);
-    const uint64_t v = BucketPercentile(g.buckets, g.summary.count, g.summary.min_ns,
+    const uint64_t v = BucketPercentile(buckets, g.summary.count, g.summary.min_ns,
                                         g.summary.max_ns, 100 * (1 - tail));
     absl::StrAppend(&d, j == 0 ? "M" : "L", Num(x_axis.At(1 / tail)), " ", Num(lat.At(v)));
   }

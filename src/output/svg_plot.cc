@@ -281,7 +281,7 @@ void SvgWriter::DrawDistribution(const Panel& p, double top) {
   LogAxis lat = p.lat;
   lat.a = kLeft;
   lat.b = kLeft + kHistW;
-  const Rows rows = svg::RowsOf(g.buckets);
+  const Rows rows = svg::RowsOf(g.buckets.ToVector());
   uint64_t most = 1;
   for (const auto& [key, n] : rows) most = std::max(most, n);
   canvas_.Frame(kLeft, y0, kHistW, kDistH);
@@ -447,12 +447,15 @@ LatencyReport LiveSvgHistory::Report(double interval_s, double* start_s) const {
     LatencyGroup& g = total.first;
     LatencySummary& s = g.summary;
     if (s.count == 0) s.min_ns = 0;
-    for (const auto& [lo, b] : total.second) g.buckets.push_back(b);
+    std::vector<LatencyBucket> buckets;
+    buckets.reserve(total.second.size());
+    for (const auto& [lo, b] : total.second) buckets.push_back(b);
     s.mean_ns = s.count == 0 ? 0 : static_cast<double>(s.sum_ns) / s.count;
-    s.p50_ns = BucketPercentile(g.buckets, s.count, s.min_ns, s.max_ns, 50);
-    s.p90_ns = BucketPercentile(g.buckets, s.count, s.min_ns, s.max_ns, 90);
-    s.p99_ns = BucketPercentile(g.buckets, s.count, s.min_ns, s.max_ns, 99);
-    s.p999_ns = BucketPercentile(g.buckets, s.count, s.min_ns, s.max_ns, 99.9);
+    s.p50_ns = BucketPercentile(buckets, s.count, s.min_ns, s.max_ns, 50);
+    s.p90_ns = BucketPercentile(buckets, s.count, s.min_ns, s.max_ns, 90);
+    s.p99_ns = BucketPercentile(buckets, s.count, s.min_ns, s.max_ns, 99);
+    s.p999_ns = BucketPercentile(buckets, s.count, s.min_ns, s.max_ns, 99.9);
+    g.buckets = LatencyBuckets(std::move(buckets));
     r.groups.push_back(std::move(g));
   }
   return r;

@@ -153,6 +153,14 @@ class alignas(64) Histogram {
   // devices reserved up to a bucket a sample, 1.8 times the buckets there were, all of it memory
   // touched for the first time).
   size_t NonEmptyBuckets() const;
+  // The buckets ForEachBucket visits lie in [FirstBucket(), LastBucket()] (when not empty).
+  size_t FirstBucket() const { return BucketIndex(std::min(min_, kMaxTrackable)); }
+  size_t LastBucket() const { return BucketIndex(std::min(max_, kMaxTrackable)); }
+  // Whether a bucket's count passed 255 (its carries are kept apart).
+  bool carried() const { return carried_lines_ != 0; }
+  // The counts of buckets [FirstBucket(), LastBucket()]: their low bytes into `low`, and their
+  // carries into `high` when carried() (a count is low + (high << 8)); as many of each.
+  void CopyCounts(uint8_t* low, uint64_t* high) const;
   uint64_t CountAt(size_t index) const {
     return index - lo_ < span_ ? CountIn(index) : 0;
   }

@@ -34,6 +34,7 @@
 namespace iotrace {
 
 struct LossTally;  // the builder's own (src/analysis/report_steps.h)
+class CountsBlock;  // (src/analysis/report_steps.h)
 
 // Sees every sample the builder puts into its histograms, after the filters, with the phases of
 // it that went in (`iotrace live`'s intervals, LiveWindow).
@@ -190,7 +191,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   DeviceSlot& NewSlot(uint64_t key);
   // A model group of `g` (its by label set; the device name left to the caller).
   LatencyGroup GroupOf(const Histogram& h, const Group& g, const std::string& device,
-                       const std::shared_ptr<PopulatedArena>& arena = nullptr) const;
+                       CountsBlock* block = nullptr) const;
   Group* GroupFor(DeviceSlot& slot, BlockOp op, Phase phase);
   void CloseInterval(Group* g);
   // Counts what the filters remove (filtering_ only); true when `s` passes all of them.
@@ -260,8 +261,6 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // From this many rows (groups shown) on, with a second CPU, Finish makes the later half of the
   // rows (their buckets) on a second thread.
   static constexpr size_t kTwoThreadGroups = 512;
-  // From this many rows on (a thread's), Finish keeps their buckets in a PopulatedArena.
-  static constexpr size_t kArenaGroups = 256;
   static constexpr uint64_t kSampleStep = 4;
   static constexpr uint64_t kSampleStages = 3;  // groups, buckets, record
   static constexpr size_t kPendingSamples = 16;  // a power of two above kSampleStages x step

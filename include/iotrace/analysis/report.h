@@ -5,7 +5,11 @@
 #define IOTRACE_ANALYSIS_REPORT_H_
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <iterator>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,8 +17,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "iotrace/analysis/histogram.h"
 #include "iotrace/analysis/match_stats.h"
-#include "iotrace/base/arena.h"
 #include "iotrace/event/block_event.h"
 #include "iotrace/formats/coverage.h"
 #include "iotrace/formats/trace_reader.h"
@@ -155,10 +159,100 @@ struct LatencyBucket {
   uint64_t count = 0;
 };
 
-// A row's buckets. A report's rows are made with their buckets in an arena faulted in at once
-// (PopulatedArena: 1024 devices' 0.84 M buckets were ~4,400 first touches of fresh pages); a
-// row built elsewhere, or copy-constructed, has them on the heap (ArenaAllocator).
-using LatencyBuckets = std::vector<LatencyBucket, ArenaAllocator<LatencyBucket>>;
+// A row's non-empty buckets, increasing. Either a list of its own (a row built by hand, read
+// back from a file, or merged), or a view of a histogram's counts: its buckets' bytes and
+// carries (Histogram) copied side by side with the other rows' into memory the view shares.
+// A report's rows are views: at 1024 devices their 0.84 M buckets as lists were 20 MB of fresh
+// memory and most of the report's time after the reading (bench/README.md); as counts they
+// are ~2 MB, and a bucket's bounds are worked out from its index as it is visited.
+class LatencyBuckets {
+ public:
+  class Iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = LatencyBucket;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = LatencyBucket;
+
+    Iterator() = default;
+    LatencyBucket operator*() const {
+      if (b_->counts_ == nullptr) return b_->list_[at_];
+      return {Histogram::BucketLow(b_->first_ + at_), Histogram::BucketHigh(b_->first_ + at_),
+              b_->CountAt(at_)};
+    }
+    Iterator& operator++() {
+      ++at_;
+      if (b_->counts_ != nullptr) at_ = b_->NextNonEmpty(at_);
+      return *this;
+    }
+    Iterator operator++(int) {
+      Iterator old = *this;
+      ++*this;
+      return old;
+    }
+    bool operator==(const Iterator& o) const { return at_ == o.at_; }
+
+   private:
+    friend class LatencyBuckets;
+    Iterator(const LatencyBuckets* b, size_t at) : b_(b), at_(at) {}
+    const LatencyBuckets* b_ = nullptr;
+    size_t at_ = 0;  // in list_, or in the window of counts
+  };
+  using value_type = LatencyBucket;
+  using const_iterator = Iterator;
+
+  LatencyBuckets() = default;
+  LatencyBuckets(std::initializer_list<LatencyBucket> list) : list_(list) {}
+  explicit LatencyBuckets(std::vector<LatencyBucket> list) : list_(std::move(list)) {}
+
+  // A view of buckets [first, first + len) of a histogram: `low` their counts' low bytes,
+  // `high` their carries (nullptr when none carried), in memory `keep` holds; `non_empty` of
+  // them counted. (Histogram::CopyCounts fills it.)
+  static LatencyBuckets OfCounts(std::shared_ptr<const void> keep, const uint8_t* low,
+                                 const uint64_t* high, size_t first, size_t len, size_t non_empty);
+
+  Iterator begin() const { return {this, counts_ == nullptr ? 0 : NextNonEmpty(0)}; }
+  Iterator end() const { return {this, counts_ == nullptr ? list_.size() : len_}; }
+  size_t size() const { return counts_ == nullptr ? list_.size() : size_; }
+  bool empty() const { return size() == 0; }
+  LatencyBucket front() const { return *begin(); }
+  LatencyBucket back() const;
+  // The i-th non-empty bucket (a walk of the counts in a view).
+  LatencyBucket operator[](size_t i) const;
+  std::vector<LatencyBucket> ToVector() const;
+  bool is_view() const { return counts_ != nullptr; }
+  // The memory a view's counts are in (shared with the other rows made with it); null for a list.
+  const void* memory() const { return keep_.get(); }
+
+  // A list's own (a view becomes a list first).
+  void push_back(const LatencyBucket& b) {
+    if (counts_ != nullptr) *this = LatencyBuckets(ToVector());
+    list_.push_back(b);
+  }
+  void reserve(size_t n) { list_.reserve(n); }
+  template <typename It>
+  void assign(It first, It last) {
+    *this = LatencyBuckets(std::vector<LatencyBucket>(first, last));
+  }
+
+ private:
+  uint64_t CountAt(size_t at) const {
+    return counts_[at] + (high_ != nullptr ? high_[at] << 8 : 0);
+  }
+  size_t NextNonEmpty(size_t at) const {
+    while (at < len_ && CountAt(at) == 0) ++at;
+    return at;
+  }
+
+  std::vector<LatencyBucket> list_;
+  std::shared_ptr<const void> keep_;
+  const uint8_t* counts_ = nullptr;  // nullptr: a list
+  const uint64_t* high_ = nullptr;
+  size_t first_ = 0;  // the histogram's bucket index of counts_[0]
+  size_t len_ = 0;
+  size_t size_ = 0;
+};
 
 // One histogram: a device x op x phase (in the whole file, or in one interval).
 struct LatencyGroup {
