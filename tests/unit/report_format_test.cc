@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "test_json.h"
@@ -280,6 +283,68 @@ TEST(ReportFormatTest, JsonOfManyBucketsHasEveryGroupAndBucketInOrder) {
                                                                  TimeUnit::kUs));
     }
     EXPECT_TRUE(groups_text(text) == alone) << "the two threads' text differs from one thread's";
+  }
+}
+
+// The text's histograms of a report of many rows are formatted by two threads, each half of
+// the rows: byte for byte what one thread writes (each row written alone, far below the
+// two-thread threshold), in order.
+TEST(ReportFormatTest, TextHistogramsOfManyRowsAreOneThreadsInOrder) {
+  LatencyReport r;
+  constexpr uint32_t kGroups = 1100;
+  for (uint32_t i = 0; i < kGroups; ++i) {
+    std::vector<LatencyBucket> buckets;
+    for (uint64_t k = 1; k < 12; ++k) buckets.push_back({1000 * k * k, 1000 * k * k + 64, i + k});
+    r.groups.push_back(
+        Group(i << 20, "d" + std::to_string(i), BlockOp::kRead, Phase::kD2C, std::move(buckets)));
+  }
+  // The histograms: from the first one's title (its device's label `first`) to the
+  // completeness.
+  auto histograms = [](const std::string& text, const std::string& first) {
+    const size_t from = text.find("\n" + first + " read D2C:");
+    const size_t to = text.find("\ncompleteness");
+    EXPECT_NE(from, std::string::npos) << first;
+    EXPECT_NE(to, std::string::npos);
+    return text.substr(from + 1, to - from);  // (its last line's end too)
+  };
+  const std::string all =
+      histograms(FormatReport(r, OutputFormat::kText, TimeUnit::kUs), "d0 (0:0)");
+  ASSERT_NE(all.find("\nd1099 (1099:0) read D2C:"), std::string::npos);
+  std::string alone;
+  for (uint32_t i = 0; i < kGroups; ++i) {
+    LatencyReport one;
+    one.groups.push_back(r.groups[i]);
+    const std::string d = absl::StrCat("d", i, " (", i, ":0)");
+    alone += histograms(FormatReport(one, OutputFormat::kText, TimeUnit::kUs), d);
+  }
+  EXPECT_TRUE(all == alone) << "the two threads' histograms differ from one thread's";
+}
+
+// A bucket's log2 row is that of its middle value, whether the bucket is one of the report's
+// own (looked up) or not: every own bucket, in every unit, against the formula.
+TEST(ReportFormatTest, Log2RowsOfEveryOwnBucketAreThoseOfTheirMiddles) {
+  for (const TimeUnit unit : {TimeUnit::kNs, TimeUnit::kUs, TimeUnit::kMs}) {
+    const double div = unit == TimeUnit::kNs ? 1 : unit == TimeUnit::kUs ? 1e3 : 1e6;
+    for (size_t i = 0; i < LatencyBuckets::kOwnBuckets; ++i) {
+      const LatencyBucket own = LatencyBuckets::OwnBucket(i);
+      ASSERT_EQ(LatencyBuckets::OwnBucketIndex(own.lo_ns, own.hi_ns), i);
+      const double mid =
+          (static_cast<double>(own.lo_ns) + static_cast<double>(own.hi_ns - 1)) / 2 / div;
+      const int row = mid < 2 ? 0 : static_cast<int>(std::floor(std::log2(mid)));
+      const std::string want = row == 0 ? "0" : std::to_string(uint64_t{1} << row);
+      LatencyReport r;
+      r.groups.push_back(
+          Group(kLoop0, "loop0", BlockOp::kRead, Phase::kD2C, {{own.lo_ns, own.hi_ns, 5}}));
+      const std::string text = FormatReport(r, OutputFormat::kText, unit);
+      // The one bar row: "<lo> -> <hi> : 5 |***...|".
+      const size_t bar = text.find(" : 5 ");
+      ASSERT_NE(bar, std::string::npos) << text;
+      const size_t line = text.rfind('\n', bar) + 1;
+      const std::string lo = std::string(
+          absl::StripAsciiWhitespace(text.substr(line, text.find(" -> ", line) - line)));
+      ASSERT_EQ(lo, want) << "bucket " << i << " [" << own.lo_ns << ", " << own.hi_ns << ") in "
+                          << TimeUnitName(unit);
+    }
   }
 }
 

@@ -202,6 +202,19 @@ class LatencyBuckets {
   using value_type = LatencyBucket;
   using const_iterator = Iterator;
 
+  // The report's own buckets (Histogram's, log-linear): how many there are, the i-th's bounds
+  // (its count 0), and the index of [lo, hi) among them (nullopt for other bounds).
+  static constexpr size_t kOwnBuckets = Histogram::kBucketCount;
+  static LatencyBucket OwnBucket(size_t i) {
+    return {Histogram::BucketLow(i), Histogram::BucketHigh(i), 0};
+  }
+  static std::optional<size_t> OwnBucketIndex(uint64_t lo, uint64_t hi) {
+    if (lo > Histogram::kMaxTrackable) return std::nullopt;
+    const size_t i = Histogram::BucketIndex(lo);
+    if (Histogram::BucketLow(i) != lo || Histogram::BucketHigh(i) != hi) return std::nullopt;
+    return i;
+  }
+
   LatencyBuckets() = default;
   LatencyBuckets(std::initializer_list<LatencyBucket> list) : list_(list) {}
   explicit LatencyBuckets(std::vector<LatencyBucket> list) : list_(std::move(list)) {}
