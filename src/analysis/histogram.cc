@@ -270,7 +270,7 @@ void Histogram::Merge(const Histogram& other) {
 void Histogram::Reset() {
   if (count_ == 0) return;
   std::memset(low_, 0, span_);
-  if (carried_lines_ != 0) std::fill(high() + lo_, high() + lo_ + span_, 0);
+  carried_lines_ = 0;  // (the first carry zeroes the carries of the buckets in use)
   count_ = 0;
   sum_ = 0;
   min_ = std::numeric_limits<uint64_t>::max();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -13,9 +14,9 @@
 #include "absl/strings/str_join.h"
 #include "iotrace/base/clock.h"
 #include "iotrace/base/counters.h"
+#include "iotrace/base/non_temporal_store.h"
 #include "iotrace/base/prefetch.h"
 #include "iotrace/base/status.h"
-#include "iotrace/base/non_temporal_store.h"
 #include "iotrace/base/text.h"
 #include "report_steps.h"
 
@@ -30,6 +31,8 @@ void CountsBlock::Allocate() {
 LatencyBuckets CountsBlock::Take(const Histogram& h) {
   if (h.empty()) return {};
   const size_t n = LowBytes(h);
+  // (Within what Add sized for: the histograms taken are those added, unchanged.)
+  assert(low_ + n <= reinterpret_cast<const uint8_t*>(mem_.get() + high_words_) + low_bytes_);
   uint64_t* high = h.carried() ? high_ : nullptr;
   h.CopyCounts(low_, high);
   LatencyBuckets b =
@@ -60,7 +63,7 @@ LatencyGroup MakeGroup(const Histogram& h, uint32_t dev, const std::string& devi
   g.summary.p999_ns = at[3];
   if (block != nullptr) {
     g.buckets = block->Take(h);
-  } else {
+  } else if (!h.empty()) {
     CountsBlock own;
     own.Add(h);
     own.Allocate();

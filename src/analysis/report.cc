@@ -38,9 +38,10 @@ LatencyBuckets LatencyBuckets::OfCounts(std::shared_ptr<const void> keep, const 
 
 LatencyBucket LatencyBuckets::back() const {
   if (counts_ == nullptr) return list_.back();
-  size_t at = len_;
-  while (at > 0 && CountAt(at - 1) == 0) --at;
-  return *Iterator(this, at - 1);
+  // The window ends at the histogram's highest value: its last bucket is never empty.
+  const size_t last = len_ - 1;
+  return {bucket_scale::Low(first_ + last), bucket_scale::High(first_ + last),
+          counts_[last] + (high_ != nullptr ? high_[last] << 8 : 0)};
 }
 
 LatencyBucket LatencyBuckets::operator[](size_t i) const {

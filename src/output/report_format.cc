@@ -6,6 +6,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -96,22 +97,23 @@ int Log2RowOf(uint64_t lo, uint64_t hi, double div) {
   return mid < 2 ? 0 : static_cast<int>(std::floor(std::log2(mid)));
 }
 
-// Log2RowOf a bucket: for one of the report's own buckets (Histogram's), from a table made once
-// for each unit by Log2RowOf itself (a log2 for each of 1024 devices' 0.85 M buckets was ~15 ms).
+// Log2RowOf a bucket: for a bucket of the scale (LatencyBuckets::ScaleIndex), from a table made
+// once for each unit by Log2RowOf itself (a log2 for each of 1024 devices' 0.85 M buckets was ~15
+// ms).
 int Log2RowOf(const LatencyBucket& b, TimeUnit unit) {
   static const std::array<std::vector<int8_t>, 3> kRows = [] {
     std::array<std::vector<int8_t>, 3> rows;
     for (int u = 0; u < 3; ++u) {
       const double div = UnitDivisor(static_cast<TimeUnit>(u));
-      rows[u].resize(LatencyBuckets::kOwnBuckets);
-      for (size_t i = 0; i < LatencyBuckets::kOwnBuckets; ++i) {
-        const LatencyBucket own = LatencyBuckets::OwnBucket(i);
+      rows[u].resize(LatencyBuckets::kScaleBuckets);
+      for (size_t i = 0; i < LatencyBuckets::kScaleBuckets; ++i) {
+        const LatencyBucket own = LatencyBuckets::ScaleBucket(i);
         rows[u][i] = static_cast<int8_t>(Log2RowOf(own.lo_ns, own.hi_ns, div));
       }
     }
     return rows;
   }();
-  if (const std::optional<size_t> i = LatencyBuckets::OwnBucketIndex(b.lo_ns, b.hi_ns)) {
+  if (const std::optional<size_t> i = LatencyBuckets::ScaleIndex(b.lo_ns, b.hi_ns)) {
     return kRows[static_cast<int>(unit)][*i];
   }
   return Log2RowOf(b.lo_ns, b.hi_ns, UnitDivisor(unit));
@@ -745,7 +747,7 @@ void WriteJsonCounts(const std::array<uint64_t, N>& counts, Names name_of, std::
 // (a report of 1024 devices formats ~100 k of them).
 std::string FormatLatency(uint64_t ns, TimeUnit unit) {
   char buf[48];
-  std::to_chars_result r{};
+  std::to_chars_result r{buf, std::errc()};
   switch (unit) {
     case TimeUnit::kNs:
       r = std::to_chars(buf, buf + sizeof(buf), ns);
@@ -771,9 +773,9 @@ std::string FormatSeconds(double s) {
 
 namespace {
 
-// From this many rows on, with a second CPU, the later half of the text's histograms is
-// formatted by a second thread while this one formats the earlier half: at 1024 devices
-// (6,144 rows) the histograms took 13 ms on one thread, most of the text's time.
+// From this many rows on, with a second CPU, the later half of the text's log2 histograms is
+// formatted by a second thread while this one formats the earlier half (3.6 MB at 1024
+// devices, 6,144 rows: 13 ms on one thread, most of the text's time).
 constexpr size_t kTextRowsForTwoThreads = 1024;
 
 void WriteHistograms(const LatencyReport& r, TimeUnit unit, HistogramView view, std::ostream& out) {
@@ -788,15 +790,24 @@ void WriteHistograms(const LatencyReport& r, TimeUnit unit, HistogramView view, 
     }
   };
   const size_t n = r.groups.size();
-  if (n < kTextRowsForTwoThreads || UsableCpus() < 2) {
+  // (The full view's rows are a bucket each: 68 MB at 1024 devices, written as they come.)
+  if (n < kTextRowsForTwoThreads || view != HistogramView::kLog2 || UsableCpus() < 2) {
     write(0, n, out);
     return;
   }
   std::ostringstream earlier, later;
+  std::exception_ptr helper_error;
   {
-    std::jthread helper([&] { write(n / 2, n, later); });
+    std::jthread helper([&] {
+      try {
+        write(n / 2, n, later);
+      } catch (...) {
+        helper_error = std::current_exception();
+      }
+    });
     write(0, n / 2, earlier);
   }
+  if (helper_error) std::rethrow_exception(helper_error);
   out << earlier.view() << later.view();
 }
 

@@ -177,8 +177,11 @@ TEST(LivePerfLiveTest, TheRecordingBesideReportsWhatLiveCounted) {
     EXPECT_EQ(g.summary.max_ns, f.summary.max_ns) << Key(g);
     EXPECT_EQ(g.summary.sum_ns, f.summary.sum_ns) << Key(g);
     ASSERT_EQ(g.buckets.size(), f.buckets.size()) << Key(g);
-    for (size_t b = 0; b < g.buckets.size(); ++b) {
-      EXPECT_EQ(g.buckets[b].count, f.buckets[b].count) << Key(g) << " bucket " << b;
+    const std::vector<LatencyBucket> got = g.buckets.ToVector();
+    const std::vector<LatencyBucket> want = f.buckets.ToVector();
+    for (size_t b = 0; b < got.size(); ++b) {
+      EXPECT_EQ(got[b].lo_ns, want[b].lo_ns) << Key(g) << " bucket " << b;
+      EXPECT_EQ(got[b].count, want[b].count) << Key(g) << " bucket " << b;
     }
   }
 }

@@ -43,8 +43,11 @@ inline bool SameBuckets(const Buckets& a, const Buckets& b, std::string* why) {
     auto it = b.find(key);
     const size_t other = it == b.end() ? 0 : it->second.size();
     bool same = it != b.end() && buckets.size() == other;
-    for (size_t i = 0; same && i < buckets.size(); ++i) {
-      same = buckets[i].lo_ns == it->second[i].lo_ns && buckets[i].count == it->second[i].count;
+    if (same) {
+      const std::vector<LatencyBucket> x = buckets.ToVector(), y = it->second.ToVector();
+      for (size_t i = 0; same && i < x.size(); ++i) {
+        same = x[i].lo_ns == y[i].lo_ns && x[i].count == y[i].count;
+      }
     }
     if (!same) {
       uint64_t n = 0, m = 0;

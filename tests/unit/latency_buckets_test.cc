@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -94,6 +95,63 @@ TEST(LatencyBucketsTest, AViewKeepsItsCountsAfterTheHistogramIsGone) {
   const LatencyBuckets copy = view;
   EXPECT_EQ(copy.memory(), view.memory());
   ExpectSame(copy, want);
+}
+
+// Views of histograms made every way a report's are: merged, reset and refilled, copied, and
+// with values past the scale's end (counted in its last bucket).
+TEST(LatencyBucketsTest, ViewsOfMergedResetCopiedAndClampedHistograms) {
+  HistogramArena arena;
+  Histogram a(arena), b(arena);
+  for (uint64_t v = 1000; v < 200'000; v += 97) a.Record(v);
+  b.RecordN(150'000, 300);  // a carry, at a bucket a also has
+  b.RecordN(9'000'000, 2);
+  a.Merge(b);
+  ExpectSame(ViewOf(a), BucketsOf(a));
+  const Histogram copy = a;
+  ExpectSame(ViewOf(copy), BucketsOf(a));
+
+  Histogram r(arena);
+  r.RecordN(5000, 1000);  // carried
+  ASSERT_TRUE(r.carried());
+  r.Reset();
+  EXPECT_FALSE(r.carried());  // a reset histogram's view copies no carries
+  r.Record(70);
+  r.Record(80'000);
+  ExpectSame(ViewOf(r), BucketsOf(r));
+  EXPECT_EQ(ViewOf(r).size(), 2u);
+
+  Histogram c;
+  c.Record(Histogram::kMaxTrackable + 12345);
+  c.Record(Histogram::kMaxTrackable * 3);
+  c.Record(10);
+  const std::vector<LatencyBucket> want = BucketsOf(c);
+  ASSERT_EQ(want.size(), 2u);
+  EXPECT_EQ(want.back().count, 2u);
+  ExpectSame(ViewOf(c), want);
+}
+
+// A moved-from view is empty, as a moved-from vector is in practice; an iterator walks the
+// buckets it was made from, so it outlives a move of the LatencyBuckets.
+TEST(LatencyBucketsTest, AMovedFromViewIsEmptyAndIteratorsSurviveAMove) {
+  Histogram h;
+  for (uint64_t v = 1; v < 5000; v += 3) h.Record(v);
+  const std::vector<LatencyBucket> want = BucketsOf(h);
+  LatencyBuckets from = ViewOf(h);
+  LatencyBuckets::Iterator it = from.begin();
+  LatencyBuckets to = std::move(from);
+  EXPECT_TRUE(from.empty());            // NOLINT(bugprone-use-after-move): what is checked
+  EXPECT_FALSE(from.is_view());         // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(from.begin(), from.end());  // NOLINT(bugprone-use-after-move)
+  ExpectSame(to, want);
+  EXPECT_EQ((*it).lo_ns, want.front().lo_ns);
+  ++it;
+  EXPECT_EQ((*it).lo_ns, want[1].lo_ns);
+
+  LatencyBuckets list = {{1, 2, 3}};
+  LatencyBuckets moved;
+  moved = std::move(list);
+  EXPECT_TRUE(list.empty());  // NOLINT(bugprone-use-after-move)
+  ExpectSame(moved, {{1, 2, 3}});
 }
 
 // A list is a list; a push onto a view makes it a list of the view's buckets and the new one.

@@ -320,14 +320,14 @@ TEST(ReportFormatTest, TextHistogramsOfManyRowsAreOneThreadsInOrder) {
   EXPECT_TRUE(all == alone) << "the two threads' histograms differ from one thread's";
 }
 
-// A bucket's log2 row is that of its middle value, whether the bucket is one of the report's
-// own (looked up) or not: every own bucket, in every unit, against the formula.
-TEST(ReportFormatTest, Log2RowsOfEveryOwnBucketAreThoseOfTheirMiddles) {
+// A bucket's log2 row is that of its middle value, whether the bucket is one of the scale's
+// (looked up) or not: every bucket of the scale, in every unit, against the formula.
+TEST(ReportFormatTest, Log2RowsOfEveryBucketOfTheScaleAreThoseOfTheirMiddles) {
   for (const TimeUnit unit : {TimeUnit::kNs, TimeUnit::kUs, TimeUnit::kMs}) {
     const double div = unit == TimeUnit::kNs ? 1 : unit == TimeUnit::kUs ? 1e3 : 1e6;
-    for (size_t i = 0; i < LatencyBuckets::kOwnBuckets; ++i) {
-      const LatencyBucket own = LatencyBuckets::OwnBucket(i);
-      ASSERT_EQ(LatencyBuckets::OwnBucketIndex(own.lo_ns, own.hi_ns), i);
+    for (size_t i = 0; i < LatencyBuckets::kScaleBuckets; ++i) {
+      const LatencyBucket own = LatencyBuckets::ScaleBucket(i);
+      ASSERT_EQ(LatencyBuckets::ScaleIndex(own.lo_ns, own.hi_ns), i);
       const double mid =
           (static_cast<double>(own.lo_ns) + static_cast<double>(own.hi_ns - 1)) / 2 / div;
       const int row = mid < 2 ? 0 : static_cast<int>(std::floor(std::log2(mid)));

@@ -26,6 +26,7 @@
 #include <span>
 #include <vector>
 
+#include "iotrace/analysis/bucket_scale.h"
 #include "iotrace/base/arena.h"
 #include "iotrace/base/prefetch.h"
 
@@ -62,14 +63,14 @@ class HistogramArena {
 
 class alignas(64) Histogram {
  public:
-  static constexpr int kSubBucketBits = 6;
-  static constexpr uint64_t kSubBuckets = uint64_t{1} << kSubBucketBits;  // per power of two
-  // Values up to 2^(kMaxExponent + 1) - 1 ns (about 9.8 hours) get their own bucket; larger
-  // ones are counted in the last bucket (and in clamped()), while min/max/sum stay exact.
-  static constexpr int kMaxExponent = 44;
-  static constexpr uint64_t kMaxTrackable = (uint64_t{1} << (kMaxExponent + 1)) - 1;
-  static constexpr size_t kBucketCount =
-      static_cast<size_t>(kMaxExponent - kSubBucketBits) * kSubBuckets + 2 * kSubBuckets;
+  // The scale's constants (bucket_scale.h), as the histogram's.
+  static constexpr int kSubBucketBits = bucket_scale::kSubBucketBits;
+  static constexpr uint64_t kSubBuckets = bucket_scale::kSubBuckets;
+  // Values past kMaxTrackable are counted in the last bucket (and in clamped()), while
+  // min/max/sum stay exact.
+  static constexpr int kMaxExponent = bucket_scale::kMaxExponent;
+  static constexpr uint64_t kMaxTrackable = bucket_scale::kMaxTrackable;
+  static constexpr size_t kBucketCount = bucket_scale::kBucketCount;
 
   Histogram() { OwnStorage(); }
   // Counts kept in `arena`, which must outlive the histogram (and its copies do not use it).
@@ -79,21 +80,11 @@ class alignas(64) Histogram {
   Histogram(const Histogram& other) : Histogram() { *this = other; }
   Histogram& operator=(const Histogram& other);
 
-  // Values below 128 have buckets of width 1; above, the exponent e = floor(log2 v) and the 6
-  // bits after the leading one select the bucket. `v | kSubBuckets` folds the small values into
-  // the first exponent without a branch.
-  static size_t BucketIndex(uint64_t v) {
-    const int e = 63 - __builtin_clzll(v | kSubBuckets);
-    const int shift = e - kSubBucketBits;
-    return (static_cast<size_t>(shift) << kSubBucketBits) + static_cast<size_t>(v >> shift);
-  }
-  // Bucket `index` holds the values [BucketLow(index), BucketHigh(index)).
-  static uint64_t BucketLow(size_t index) {
-    const int shift = ShiftOf(index);
-    return static_cast<uint64_t>(index - (static_cast<size_t>(shift) << kSubBucketBits)) << shift;
-  }
-  static uint64_t BucketHigh(size_t index) { return BucketLow(index) + BucketWidth(index); }
-  static uint64_t BucketWidth(size_t index) { return uint64_t{1} << ShiftOf(index); }
+  // The scale's buckets (bucket_scale.h): bucket `index` holds [BucketLow, BucketHigh).
+  static size_t BucketIndex(uint64_t v) { return bucket_scale::Index(v); }
+  static uint64_t BucketLow(size_t index) { return bucket_scale::Low(index); }
+  static uint64_t BucketHigh(size_t index) { return bucket_scale::High(index); }
+  static uint64_t BucketWidth(size_t index) { return bucket_scale::Width(index); }
 
   // The hot path: a clz, a shift, one range check, a byte incremented, four updates.
   void Record(uint64_t ns) {
@@ -149,9 +140,7 @@ class alignas(64) Histogram {
       if (const uint64_t n = CountIn(i); n != 0) fn(BucketLow(i), BucketHigh(i), n);
     }
   }
-  // The buckets ForEachBucket visits: what a list of them reserves (a report of a thousand
-  // devices reserved up to a bucket a sample, 1.8 times the buckets there were, all of it memory
-  // touched for the first time).
+  // How many buckets ForEachBucket visits (a view of the counts' size(), LatencyBuckets).
   size_t NonEmptyBuckets() const;
   // The buckets ForEachBucket visits lie in [FirstBucket(), LastBucket()] (when not empty).
   size_t FirstBucket() const { return BucketIndex(std::min(min_, kMaxTrackable)); }
@@ -166,11 +155,6 @@ class alignas(64) Histogram {
   }
 
  private:
-  static int ShiftOf(size_t index) {
-    const int e_minus_bits = static_cast<int>(index >> kSubBucketBits);
-    return e_minus_bits == 0 ? 0 : e_minus_bits - 1;
-  }
-
   // The low bytes of the counts, then the carries (count >> 8), in one allocation.
   static constexpr size_t kStorageWords = kBucketCount / 8 + kBucketCount;
   void OwnStorage();

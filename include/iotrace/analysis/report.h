@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "iotrace/analysis/histogram.h"
+#include "iotrace/analysis/bucket_scale.h"
 #include "iotrace/analysis/match_stats.h"
 #include "iotrace/event/block_event.h"
 #include "iotrace/formats/coverage.h"
@@ -159,17 +159,22 @@ struct LatencyBucket {
   uint64_t count = 0;
 };
 
-// A row's non-empty buckets, increasing. Either a list of its own (a row built by hand, read
-// back from a file, or merged), or a view of a histogram's counts: its buckets' bytes and
-// carries (Histogram) copied side by side with the other rows' into memory the view shares.
-// A report's rows are views: at 1024 devices their 0.84 M buckets as lists were 20 MB of fresh
-// memory and most of the report's time after the reading (bench/README.md); as counts they
-// are ~2 MB, and a bucket's bounds are worked out from its index as it is visited.
+// A row's non-empty buckets, increasing. Either a list of its own (a row built by hand or
+// merged from others), or a view of a histogram's counts on the bucket scale (bucket_scale.h):
+// the bytes and carries of its buckets between its lowest and highest values, copied side by
+// side with other rows' into memory the view shares (the builder's Histogram::CopyCounts). A
+// report's rows with samples are views: at 1024 devices their 0.84 M buckets as lists were 20 MB
+// of fresh memory and most of the report's time after the reading (bench/README.md); as counts
+// they are ~2 MB, and a bucket's bounds are worked out from its index as it is visited.
 class LatencyBuckets {
  public:
+  // Walks the buckets it was made from (not the LatencyBuckets: a moved one keeps its data).
   class Iterator {
    public:
-    using iterator_category = std::forward_iterator_tag;
+    // Forward traversal; the buckets are made as they are read, so for the standard library's
+    // older algorithms an input iterator.
+    using iterator_concept = std::forward_iterator_tag;
+    using iterator_category = std::input_iterator_tag;
     using value_type = LatencyBucket;
     using difference_type = std::ptrdiff_t;
     using pointer = void;
@@ -177,13 +182,12 @@ class LatencyBuckets {
 
     Iterator() = default;
     LatencyBucket operator*() const {
-      if (b_->counts_ == nullptr) return b_->list_[at_];
-      return {Histogram::BucketLow(b_->first_ + at_), Histogram::BucketHigh(b_->first_ + at_),
-              b_->CountAt(at_)};
+      if (counts_ == nullptr) return list_[at_];
+      return {bucket_scale::Low(first_ + at_), bucket_scale::High(first_ + at_), CountAt(at_)};
     }
     Iterator& operator++() {
       ++at_;
-      if (b_->counts_ != nullptr) at_ = b_->NextNonEmpty(at_);
+      if (counts_ != nullptr) at_ = NextNonEmpty(at_);
       return *this;
     }
     Iterator operator++(int) {
@@ -195,43 +199,78 @@ class LatencyBuckets {
 
    private:
     friend class LatencyBuckets;
-    Iterator(const LatencyBuckets* b, size_t at) : b_(b), at_(at) {}
-    const LatencyBuckets* b_ = nullptr;
+    Iterator(const LatencyBucket* list, size_t at) : list_(list), at_(at) {}
+    Iterator(const uint8_t* counts, const uint64_t* high, size_t first, size_t len, size_t at)
+        : counts_(counts), high_(high), first_(first), len_(len), at_(NextNonEmpty(at)) {}
+    uint64_t CountAt(size_t at) const {
+      return counts_[at] + (high_ != nullptr ? high_[at] << 8 : 0);
+    }
+    size_t NextNonEmpty(size_t at) const {
+      while (at < len_ && CountAt(at) == 0) ++at;
+      return at;
+    }
+    const LatencyBucket* list_ = nullptr;
+    const uint8_t* counts_ = nullptr;  // a view's, else nullptr
+    const uint64_t* high_ = nullptr;
+    size_t first_ = 0;
+    size_t len_ = 0;
     size_t at_ = 0;  // in list_, or in the window of counts
   };
   using value_type = LatencyBucket;
   using const_iterator = Iterator;
 
-  // The report's own buckets (Histogram's, log-linear): how many there are, the i-th's bounds
-  // (its count 0), and the index of [lo, hi) among them (nullopt for other bounds).
-  static constexpr size_t kOwnBuckets = Histogram::kBucketCount;
-  static LatencyBucket OwnBucket(size_t i) {
-    return {Histogram::BucketLow(i), Histogram::BucketHigh(i), 0};
+  // The scale's buckets: how many there are, the i-th's bounds (its count 0), and the index of
+  // [lo, hi) among them (nullopt for other bounds).
+  static constexpr size_t kScaleBuckets = bucket_scale::kBucketCount;
+  static LatencyBucket ScaleBucket(size_t i) {
+    return {bucket_scale::Low(i), bucket_scale::High(i), 0};
   }
-  static std::optional<size_t> OwnBucketIndex(uint64_t lo, uint64_t hi) {
-    if (lo > Histogram::kMaxTrackable) return std::nullopt;
-    const size_t i = Histogram::BucketIndex(lo);
-    if (Histogram::BucketLow(i) != lo || Histogram::BucketHigh(i) != hi) return std::nullopt;
+  static std::optional<size_t> ScaleIndex(uint64_t lo, uint64_t hi) {
+    if (lo > bucket_scale::kMaxTrackable) return std::nullopt;
+    const size_t i = bucket_scale::Index(lo);
+    if (bucket_scale::Low(i) != lo || bucket_scale::High(i) != hi) return std::nullopt;
     return i;
   }
 
   LatencyBuckets() = default;
   LatencyBuckets(std::initializer_list<LatencyBucket> list) : list_(list) {}
   explicit LatencyBuckets(std::vector<LatencyBucket> list) : list_(std::move(list)) {}
+  LatencyBuckets(const LatencyBuckets&) = default;
+  LatencyBuckets& operator=(const LatencyBuckets&) = default;
+  // A moved-from one is empty (a list of nothing), as a moved-from vector is in practice.
+  LatencyBuckets(LatencyBuckets&& o) noexcept { *this = std::move(o); }
+  LatencyBuckets& operator=(LatencyBuckets&& o) noexcept {
+    if (this == &o) return *this;
+    list_ = std::move(o.list_);
+    o.list_.clear();
+    keep_ = std::move(o.keep_);
+    counts_ = std::exchange(o.counts_, nullptr);
+    high_ = std::exchange(o.high_, nullptr);
+    first_ = std::exchange(o.first_, 0);
+    len_ = std::exchange(o.len_, 0);
+    size_ = std::exchange(o.size_, 0);
+    return *this;
+  }
 
-  // A view of buckets [first, first + len) of a histogram: `low` their counts' low bytes,
-  // `high` their carries (nullptr when none carried), in memory `keep` holds; `non_empty` of
-  // them counted. (Histogram::CopyCounts fills it.)
+  // A view of buckets [first, first + len) of the scale: `low` their counts' low bytes, `high`
+  // their carries (nullptr when none carried), in memory `keep` holds; `non_empty` of them
+  // counted, the first and last among them.
   static LatencyBuckets OfCounts(std::shared_ptr<const void> keep, const uint8_t* low,
                                  const uint64_t* high, size_t first, size_t len, size_t non_empty);
 
-  Iterator begin() const { return {this, counts_ == nullptr ? 0 : NextNonEmpty(0)}; }
-  Iterator end() const { return {this, counts_ == nullptr ? list_.size() : len_}; }
+  Iterator begin() const {
+    if (counts_ == nullptr) return {list_.data(), 0};
+    return {counts_, high_, first_, len_, 0};
+  }
+  Iterator end() const {
+    if (counts_ == nullptr) return {list_.data(), list_.size()};
+    return {counts_, high_, first_, len_, len_};
+  }
   size_t size() const { return counts_ == nullptr ? list_.size() : size_; }
   bool empty() const { return size() == 0; }
   LatencyBucket front() const { return *begin(); }
   LatencyBucket back() const;
-  // The i-th non-empty bucket (a walk of the counts in a view).
+  // The i-th non-empty bucket (a walk of the counts in a view: for tests, not for loops).
   LatencyBucket operator[](size_t i) const;
   std::vector<LatencyBucket> ToVector() const;
   bool is_view() const { return counts_ != nullptr; }
@@ -250,19 +289,11 @@ class LatencyBuckets {
   }
 
  private:
-  uint64_t CountAt(size_t at) const {
-    return counts_[at] + (high_ != nullptr ? high_[at] << 8 : 0);
-  }
-  size_t NextNonEmpty(size_t at) const {
-    while (at < len_ && CountAt(at) == 0) ++at;
-    return at;
-  }
-
   std::vector<LatencyBucket> list_;
   std::shared_ptr<const void> keep_;
   const uint8_t* counts_ = nullptr;  // nullptr: a list
   const uint64_t* high_ = nullptr;
-  size_t first_ = 0;  // the histogram's bucket index of counts_[0]
+  size_t first_ = 0;  // the scale's index of counts_[0]
   size_t len_ = 0;
   size_t size_ = 0;
 };
