@@ -149,8 +149,8 @@ void Histogram::CopyCounts(uint8_t* low, uint64_t* high) const {
 
 size_t Histogram::NonEmptyBuckets() const {
   if (count_ == 0) return 0;
-  const size_t first = BucketIndex(std::min(min_, kMaxTrackable));
-  const size_t last = BucketIndex(std::min(max_, kMaxTrackable));
+  const size_t first = FirstBucket();
+  const size_t last = LastBucket();
   size_t n = 0;
   if (carried_lines_ == 0) {
     for (size_t i = first; i <= last; ++i) n += Low(i) != 0;
@@ -194,8 +194,8 @@ void Histogram::WalkPercentiles(std::span<const double> ps, std::span<uint64_t> 
   };
   // The walk: bucket i, and `seen` the samples up to and including it. A rank no lower than
   // the one before goes on from where that one stopped; a lower one starts again.
-  const size_t first = BucketIndex(std::min(min_, kMaxTrackable));
-  const size_t last = BucketIndex(std::min(max_, kMaxTrackable));
+  const size_t first = FirstBucket();
+  const size_t last = LastBucket();
   size_t i = first;
   uint64_t seen = count_ == 0 ? 0 : count_in(first);
   uint64_t last_rank = 0;

@@ -39,9 +39,7 @@ LatencyBuckets LatencyBuckets::OfCounts(std::shared_ptr<const void> keep, const 
 LatencyBucket LatencyBuckets::back() const {
   if (counts_ == nullptr) return list_.back();
   // The window ends at the histogram's highest value: its last bucket is never empty.
-  const size_t last = len_ - 1;
-  return {bucket_scale::Low(first_ + last), bucket_scale::High(first_ + last),
-          counts_[last] + (high_ != nullptr ? high_[last] << 8 : 0)};
+  return *Iterator(counts_, high_, first_, len_, len_ - 1);
 }
 
 LatencyBucket LatencyBuckets::operator[](size_t i) const {

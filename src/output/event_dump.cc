@@ -7,6 +7,7 @@
 #include <iterator>
 #include <utility>
 
+#include "format_cells.h"
 #include "iotrace/event/block_dev.h"
 
 namespace iotrace {
@@ -37,12 +38,6 @@ void AppendPadded(uint64_t v, int width, std::string* out) {
   auto r = std::to_chars(buf, buf + sizeof(buf), v);
   for (int n = static_cast<int>(r.ptr - buf); n < width; ++n) out->push_back('0');
   out->append(buf, r.ptr);
-}
-
-// Right-aligned in `width` columns (text layout only).
-void AppendRight(std::string_view s, size_t width, std::string* out) {
-  if (s.size() < width) out->append(width - s.size(), ' ');
-  out->append(s.data(), s.size());
 }
 
 int64_t SignExtend(uint64_t v, uint32_t size) {
@@ -401,7 +396,7 @@ void EventDumper::Append(const RawEvent& event, std::string_view comm, std::stri
         *p++ = '/';
         p = std::to_chars(p, pid_buf + sizeof(pid_buf), event.tid).ptr;
       }
-      AppendRight(std::string_view(pid_buf, p - pid_buf), 7, out);
+      AppendAligned(out, std::string_view(pid_buf, p - pid_buf), 7, /*align_left=*/false);
       out->push_back(' ');
       size_t before = out->size();
       AppendEscaped(comm, format_, out);

@@ -1,7 +1,8 @@
 // Cells that more than one formatter of this stage writes (report_format, live_view,
-// diff_format): CSV quoting, JSON strings and numbers, and the cells of a summary CSV row, so
-// that a number reads the same in `iotrace report` and `iotrace live`; names made printable and
-// where a file was recorded; and the text view's lines wrapped at 80 columns.
+// diff_format, event_dump): CSV quoting, JSON strings and numbers, and the cells of a summary
+// CSV row, so that a number reads the same in `iotrace report` and `iotrace live`; names made
+// printable and where a file was recorded; text aligned in a column, and the text view's lines
+// wrapped at 80 columns.
 #ifndef IOTRACE_SRC_OUTPUT_FORMAT_CELLS_H_
 #define IOTRACE_SRC_OUTPUT_FORMAT_CELLS_H_
 
@@ -35,6 +36,15 @@ std::string Printable(std::string_view s);
 // does not.
 std::string RecordedOnText(const RecordingHost& h);
 std::string JsonRecordedOn(const RecordingHost& h);
+
+// `text` appended to `line` in a column of `width` (no cut when wider): spaces before it
+// (right-aligned) or after it (left-aligned).
+inline void AppendAligned(std::string* line, std::string_view text, size_t width, bool align_left) {
+  const size_t pad = width > text.size() ? width - text.size() : 0;
+  if (!align_left) line->append(pad, ' ');
+  line->append(text);
+  if (align_left) line->append(pad, ' ');
+}
 
 // The width the text views are laid out for: a terminal's default.
 inline constexpr size_t kTextWidth = 80;

@@ -62,14 +62,6 @@ void WriteBarHead(const LatencyGroup& g, const std::string& by, TimeUnit unit,
   out << absl::StrFormat("%24s : %-10s distribution\n", TimeUnitName(unit), "count");
 }
 
-// `text` padded with spaces to `width`, on the left (right-aligned) or on the right.
-void AppendPadded(std::string* line, std::string_view text, size_t width, bool align_left) {
-  const size_t pad = width > text.size() ? width - text.size() : 0;
-  if (!align_left) line->append(pad, ' ');
-  line->append(text);
-  if (align_left) line->append(pad, ' ');
-}
-
 // "%10s -> %-10s : %-10u |%-40s|", put together by hand: a report of 1024 devices has ~45 k of
 // these rows, and a format string parsed for each was most of their time.
 void WriteBarRow(std::string_view lo, std::string_view hi, uint64_t count, uint64_t peak,
@@ -77,13 +69,13 @@ void WriteBarRow(std::string_view lo, std::string_view hi, uint64_t count, uint6
   const size_t stars = peak == 0 ? 0 : static_cast<size_t>(count * kBarWidth / peak);
   std::string line;
   line.reserve(96);
-  AppendPadded(&line, lo, 10, /*align_left=*/false);
+  AppendAligned(&line, lo, 10, /*align_left=*/false);
   line.append(" -> ");
-  AppendPadded(&line, hi, 10, /*align_left=*/true);
+  AppendAligned(&line, hi, 10, /*align_left=*/true);
   line.append(" : ");
   char digits[24];
   const auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), count);
-  AppendPadded(&line, std::string_view(digits, end - digits), 10, /*align_left=*/true);
+  AppendAligned(&line, std::string_view(digits, end - digits), 10, /*align_left=*/true);
   line.append(" |");
   line.append(stars, '*');
   line.append(stars < kBarWidth ? kBarWidth - stars : 0, ' ');
@@ -107,8 +99,8 @@ int Log2RowOf(const LatencyBucket& b, TimeUnit unit) {
       const double div = UnitDivisor(static_cast<TimeUnit>(u));
       rows[u].resize(LatencyBuckets::kScaleBuckets);
       for (size_t i = 0; i < LatencyBuckets::kScaleBuckets; ++i) {
-        const LatencyBucket own = LatencyBuckets::ScaleBucket(i);
-        rows[u][i] = static_cast<int8_t>(Log2RowOf(own.lo_ns, own.hi_ns, div));
+        const LatencyBucket k = LatencyBuckets::ScaleBucket(i);
+        rows[u][i] = static_cast<int8_t>(Log2RowOf(k.lo_ns, k.hi_ns, div));
       }
     }
     return rows;
@@ -210,13 +202,13 @@ class SummaryTable {
       previous = &g;
       // "  %-*s %-5s" and " %*s" a number, by hand (6,144 rows at 1024 devices).
       std::string line = "  ";
-      AppendPadded(&line, BlockOpName(g.op), op_width_, /*align_left=*/true);
+      AppendAligned(&line, BlockOpName(g.op), op_width_, /*align_left=*/true);
       line += ' ';
-      AppendPadded(&line, PhaseName(g.phase), 5, /*align_left=*/true);
+      AppendAligned(&line, PhaseName(g.phase), 5, /*align_left=*/true);
       const std::array<std::string, kNumbers> cells = Numbers(g.summary);
       for (size_t i = 0; i < kNumbers; ++i) {
         line += ' ';
-        AppendPadded(&line, cells[i], widths_[i], /*align_left=*/false);
+        AppendAligned(&line, cells[i], widths_[i], /*align_left=*/false);
       }
       if (g.partial) line += " partial";
       if (g.incomplete) line += " *";

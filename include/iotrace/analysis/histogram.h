@@ -134,9 +134,7 @@ class alignas(64) Histogram {
   template <typename Fn>
   void ForEachBucket(Fn fn) const {
     if (count_ == 0) return;
-    for (size_t i = BucketIndex(std::min(min_, kMaxTrackable)),
-                last = BucketIndex(std::min(max_, kMaxTrackable));
-         i <= last; ++i) {
+    for (size_t i = FirstBucket(), last = LastBucket(); i <= last; ++i) {
       if (const uint64_t n = CountIn(i); n != 0) fn(BucketLow(i), BucketHigh(i), n);
     }
   }
