@@ -678,18 +678,18 @@ TEST_F(SplitPerfDataTest, RangesTogetherAreReadAll) {
 // the test made them (sorted).
 struct ManyDevices {
   using Key = std::tuple<uint32_t, BlockOp, Phase>;
-  static constexpr uint64_t kRequests = 20000;
+  uint64_t requests;
   BlockTraceDat file;
   std::string path;
   std::map<Key, std::vector<uint64_t>> want;
 
-  explicit ManyDevices(uint64_t seed) {
-    constexpr uint32_t kDevices = 300;
+  explicit ManyDevices(uint64_t seed, uint64_t requests = 20000, uint32_t devices = 300)
+      : requests(requests) {
     std::mt19937_64 rng(seed);
     std::vector<Ev> events;
     uint64_t t = 1000;
-    for (uint64_t i = 0; i < kRequests; ++i, t += 5000 + rng() % 20000) {
-      const uint32_t dev = (8u << 20) | static_cast<uint32_t>(rng() % kDevices);
+    for (uint64_t i = 0; i < requests; ++i, t += 5000 + rng() % 20000) {
+      const uint32_t dev = (8u << 20) | static_cast<uint32_t>(rng() % devices);
       const bool read = rng() % 2 == 0;
       const uint64_t queue_ns = 100 + rng() % 200000;
       const uint64_t device_ns = 1000 + rng() % 3000000;
@@ -736,7 +736,7 @@ struct ManyDevices {
       }
       EXPECT_EQ(in_buckets, lat.size());
     }
-    EXPECT_EQ(r.completeness.match.paired[static_cast<int>(Phase::kD2C)], kRequests);
+    EXPECT_EQ(r.completeness.match.paired[static_cast<int>(Phase::kD2C)], requests);
   }
 };
 
@@ -758,6 +758,49 @@ TEST(SplitReportTest, ManyDevicesEveryReadingPutsEverySampleInItsBucket) {
     ASSERT_TRUE(r.ok()) << r.status();
     if (threads == 0) EXPECT_EQ(r->read_plan.rfind("two ranges", 0), 0u) << r->read_plan;
     m.Check(*r, "threads " + std::to_string(threads));
+  }
+}
+
+// 1,100 devices and 85,000 requests: devices met for the first time long after samples are
+// deferred; with --by (slots of devices x classes) and with a filter on (each sample's slot
+// found before it is deferred). Every sample in its bucket, as above; the ops the filter
+// removes in none.
+TEST(SplitReportTest, ManyDevicesWithByOrFiltersEverySampleInItsBucket) {
+  const ManyDevices m(11, /*requests=*/85000, /*devices=*/1100);
+  for (int threads : {1, 0}) {
+    for (BreakdownBy by : {BreakdownBy::kNone, BreakdownBy::kSize}) {  // one size: one class
+      ReportOptions o = m.Options();
+      o.threads = threads;
+      o.by = by;
+      o.split_min_bytes = 1;
+      o.split_on_one_cpu = true;
+      auto reader = OpenTraceReader(m.path);
+      ASSERT_TRUE(reader.ok()) << reader.status();
+      auto r = BuildLatencyReport(**reader, o);
+      ASSERT_TRUE(r.ok()) << r.status();
+      if (threads == 0 && by == BreakdownBy::kNone) {
+        EXPECT_EQ(r->read_plan.rfind("two ranges", 0), 0u) << r->read_plan;
+      }
+      m.Check(*r, "threads " + std::to_string(threads) + " by " + std::string(BreakdownName(by)));
+    }
+  }
+  // --op read: the write groups filtered out, the read ones whole.
+  ReportOptions o = m.Options();
+  o.threads = 1;
+  o.ops = {BlockOp::kRead};
+  auto reader = OpenTraceReader(m.path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto r = BuildLatencyReport(**reader, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  size_t read_groups = 0;
+  for (const auto& [key, lat] : m.want) read_groups += std::get<1>(key) == BlockOp::kRead;
+  ASSERT_EQ(r->groups.size(), read_groups);
+  for (const LatencyGroup& g : r->groups) {
+    ASSERT_EQ(g.op, BlockOp::kRead);
+    const std::vector<uint64_t>& lat = m.want.at({g.dev, g.op, g.phase});
+    EXPECT_EQ(g.summary.count, lat.size());
+    EXPECT_EQ(g.summary.min_ns, lat.front());
+    EXPECT_EQ(g.summary.max_ns, lat.back());
   }
 }
 
