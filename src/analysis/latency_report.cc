@@ -411,6 +411,10 @@ LatencyReportBuilder::Group* LatencyReportBuilder::GroupFor(DeviceSlot& slot, Bl
                                                             Phase phase) {
   Group*& g = slot.groups[static_cast<int>(op)][static_cast<int>(phase)];
   if (g == nullptr) {
+    if (interval_ns_ != 0 && options_.max_interval_groups != 0 &&
+        groups_.size() >= options_.max_interval_groups) [[unlikely]] {
+      DropIntervals();
+    }
     ArenaPool<Group>::Ptr ng = group_pool_.Make(arena_);
     ng->dev = slot.dev;
     ng->klass = slot.klass;
@@ -421,6 +425,17 @@ LatencyReportBuilder::Group* LatencyReportBuilder::GroupFor(DeviceSlot& slot, Bl
     groups_.push_back(std::move(ng));
   }
   return g;
+}
+
+void LatencyReportBuilder::DropIntervals() {
+  interval_ns_ = 0;  // from here on, samples go into the whole run's histograms alone
+  intervals_dropped_ = true;
+  for (const ArenaPool<Group>::Ptr& g : groups_) {
+    g->current.reset();
+    g->closed = {};
+    g->outside_by_interval = {};
+  }
+  unpaired_by_interval_.clear();
 }
 
 bool LatencyReportBuilder::MatchesPid(const RequestSample& s, bool mark) {
@@ -718,6 +733,7 @@ LatencyReport LatencyReportBuilder::Finish(const ReadStats& reader_stats) {
   r.first_ts_ns = first_ts_;
   r.last_ts_ns = last_ts_;
   r.interval_s = interval_ns_ != 0 ? options_.interval_s : 0;
+  r.intervals_dropped = intervals_dropped_;
   r.expiry_s = options_.expiry_s;
   r.by = std::string(BreakdownName(options_.by));
   r.ioprio_absent = breakdown_.ioprio_absent();

@@ -6,10 +6,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <set>
 
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "iotrace/analysis/latency_report.h"
 #include "iotrace/base/status.h"
+#include "iotrace/event/block_dev.h"
 #include "iotrace/event/block_event.h"
 #include "iotrace/formats/external_formats.h"
 #include "iotrace/formats/multi_trace_reader.h"
@@ -51,6 +54,9 @@ void WriteMain(const LatencyReport& report, const ReportOptions& options,
 // The pictures' interval when none was asked for: 1, 2 or 5 times a power of ten, so that
 // `span_ns` makes at most kSvgColumns columns.
 constexpr double kSvgColumns = 1000;
+// At most this many panels (device x op x phase) in a picture: a 1024-device file's 6,144 made
+// an 87 MB SVG and took 1.5 GB and 14 s to read with their intervals (docs/plots.md).
+constexpr size_t kSvgPanels = 64;
 
 double SvgInterval(uint64_t span_ns) {
   const double want = std::max(span_ns / 1e9 / kSvgColumns, 1e-6);
@@ -112,6 +118,28 @@ absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std:
   absl::StatusOr<LatencyReport> report = BuildLatencyReport(reader, options);
   if (!report.ok()) return Annotate(report.status(), "report " + options.input);
   KeepPhases(options.phases, &*report);
+  std::string svg_note;
+  if (report->intervals_dropped) {
+    // The pictures of more panels than they draw: those of the devices with the most requests,
+    // read again with their intervals (the picture says so at the top).
+    size_t rows = 0;
+    const std::vector<uint32_t> chosen =
+        BusiestDevices(*report, options.max_interval_groups, &rows);
+    std::set<uint32_t> devices;
+    for (const LatencyGroup& g : report->groups) devices.insert(g.dev);
+    ReportOptions again = options;
+    again.max_interval_groups = 0;
+    again.devices.clear();
+    for (uint32_t dev : chosen) again.devices.push_back(DevString(dev));
+    if (chosen.size() < devices.size()) {
+      svg_note = absl::StrFormat(
+          "%u devices: the %u with the most requests drawn, %u of %u panels; --dev picks others",
+          devices.size(), chosen.size(), rows, report->groups.size());
+    }
+    report = BuildLatencyReport(reader, again);
+    if (!report.ok()) return Annotate(report.status(), "report " + options.input);
+    KeepPhases(options.phases, &*report);
+  }
   // No --dev names a device of the file: every request would be filtered out, and a report of
   // nothing would hide that the name is wrong.
   if (!options.devices.empty() && report->devices_unmatched.size() == options.devices.size()) {
@@ -121,9 +149,12 @@ absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std:
   }
   // Filter values that match nothing: on stderr whatever the format, next to the command.
   for (const std::string& w : report->filter_warnings) err << "iotrace: warning: " << w << "\n";
-  IOTRACE_RETURN_IF_ERROR(WriteReportOutputs(
-      *report, options, out,
-      options.format == OutputFormat::kSvg ? SvgFacts(*report, options) : SvgPlotOptions()));
+  SvgPlotOptions svg;
+  if (options.format == OutputFormat::kSvg) {
+    svg = SvgFacts(*report, options);
+    svg.note = svg_note;
+  }
+  IOTRACE_RETURN_IF_ERROR(WriteReportOutputs(*report, options, out, svg));
   // How the file was read (one pass or two time ranges), for whoever measures the report.
   if (std::getenv("IOTRACE_REPORT_PLAN") != nullptr) {
     err << "iotrace: read plan: " << report->read_plan << "\n";
@@ -304,12 +335,16 @@ absl::StatusOr<std::unique_ptr<TraceReader>> OpenReportInput(const ReportOptions
 absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ostream& err) {
   IOTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, OpenReportInput(options, err));
   if (options.events) return RunEventDump(*reader, options, out, err);
-  if (options.format == OutputFormat::kSvg && options.interval_s == 0) {
+  if (options.format == OutputFormat::kSvg) {
+    ReportOptions o = options;
+    // At most kSvgPanels panels, those of the devices with the most requests (RunReportOn: the
+    // file is read again; a pipe, which reads once, draws them all).
+    if (options.input != "-") o.max_interval_groups = kSvgPanels;
+    if (options.interval_s != 0) return RunReportOn(*reader, o, out, err);
     // The pictures need intervals: as many as make about kSvgColumns columns over the file's
     // span, which a large file's reader tells from a look at its ends, and a small one gives
     // by a read of its times (not a pipe's, which reads once: 1 s, columns merged past the
     // writer's limit).
-    ReportOptions o = options;
     o.interval_s = 1;
     if (const std::optional<TraceTimeSpan> span = reader->TimeSpan(); span.has_value()) {
       o.interval_s = SvgInterval(span->last_ts - span->first_ts);

@@ -151,6 +151,7 @@ void SvgWriter::Header(double height) {
                          per_column_, Seconds(r_.interval_s), o_.max_columns, o_.max_cells),
          absl::StrFormat("fill=\"%s\"", kAlert));
   }
+  if (!o_.note.empty()) Text(10, 82, o_.note, absl::StrFormat("fill=\"%s\"", kAlert));
   if (!r_.warnings.empty() || !r_.coverage.complete) {
     Text(10, 66, "the data is incomplete: see iotrace report's warnings; marked columns lost "
                  "events or had samples left out", absl::StrFormat("fill=\"%s\"", kAlert));

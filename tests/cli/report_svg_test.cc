@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,8 +23,10 @@
 #include "iotrace/analysis/latency_report.h"
 #include "iotrace/analysis/report.h"
 #include "iotrace/cli/report_runner.h"
+#include "iotrace/event/block_dev.h"
 #include "iotrace/output/svg_diff.h"
 #include "svg_test_util.h"
+#include "synth_recording.h"
 #include "test_json.h"
 
 namespace iotrace {
@@ -234,6 +237,62 @@ TEST_F(ReportSvgTest, ColumnsPastTheLimitAreMergedAndSaidSo) {
   for (std::string v; values >> v;) ++columns;
   EXPECT_LE(columns, 1000u);
   EXPECT_GT(columns, 100u);
+}
+
+// A file of 40 devices (240 panels, more than the 64 a picture draws): the binary draws the
+// 10 devices with the most requests (6 panels each), every panel with its device's count as
+// the generator made it, and says so at the top; --dev of three devices draws those, no note;
+// --phases d2c --op read: 40 panels, all drawn.
+TEST_F(ReportSvgTest, ManyDevicesDrawTheBusiestAndSaySo) {
+  bench::SynthOptions o;
+  o.trace_dat = true;
+  o.cpus = 2;
+  o.devices = 40;
+  o.in_flight = 16;
+  o.events = 60'000;
+  o.formats_dir = kFixtures + "/formats/6.18";
+  bench::SynthExpected expected;
+  const std::string file = (dir_ / "many.dat").string();
+  ASSERT_TRUE(bench::WriteSynthRecording(file, o, &expected).ok());
+  // The devices by requests (reads + writes), most first, ties to the lower index.
+  std::vector<uint32_t> order(o.devices);
+  std::iota(order.begin(), order.end(), 0u);
+  auto requests = [&](uint32_t i) { return expected.requests[i][0] + expected.requests[i][1]; };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return requests(a) > requests(b); });
+  auto panels_of = [&](const std::string& svg) {
+    std::map<std::string, std::vector<uint64_t>> by_dev;  // dev -> each panel's count
+    for (size_t at : Tags(svg, "<g class=\"panel\"")) {
+      by_dev[Attr(svg, at, "data-dev")].push_back(std::stoull(Attr(svg, at, "data-count")));
+    }
+    return by_dev;
+  };
+  const std::string path = (dir_ / "many.svg").string();
+  ASSERT_EQ(Run("-i " + file + " --format svg -o " + path), 0);
+  std::string svg = Slurp(path);
+  EXPECT_NE(svg.find("40 devices: the 10 with the most requests drawn, 60 of 240 panels; --dev "
+                     "picks others"),
+            std::string::npos);
+  auto drawn = panels_of(svg);
+  ASSERT_EQ(drawn.size(), 10u);
+  for (size_t k = 0; k < 10; ++k) {
+    const uint32_t i = order[k];
+    const auto it = drawn.find(DevString(bench::SynthDev(i)));
+    ASSERT_NE(it, drawn.end()) << "device " << i << " of the 10 busiest not drawn";
+    ASSERT_EQ(it->second.size(), 6u);
+    // Reads' three phases, then writes' (the report's order).
+    for (size_t p = 0; p < 6; ++p) EXPECT_EQ(it->second[p], expected.requests[i][p / 3]);
+  }
+  ASSERT_EQ(Run("-i " + file + " --dev 259:3 --dev 259:7 --dev 259:39 --format svg -o " + path), 0);
+  svg = Slurp(path);
+  EXPECT_EQ(svg.find("with the most requests drawn"), std::string::npos);
+  drawn = panels_of(svg);
+  EXPECT_EQ(drawn.size(), 3u);
+  EXPECT_EQ(drawn.count("259:39"), 1u);
+  ASSERT_EQ(Run("-i " + file + " --phases d2c --op read --format svg -o " + path), 0);
+  svg = Slurp(path);
+  EXPECT_EQ(Tags(svg, "<g class=\"panel\"").size(), 40u);  // 40 panels: all fit
+  EXPECT_EQ(svg.find("with the most requests drawn"), std::string::npos);
 }
 
 TEST_F(ReportSvgTest, PhasesSelectTheHistogramsOfEveryFormat) {

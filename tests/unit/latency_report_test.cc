@@ -887,3 +887,46 @@ TEST(LatencyReportTest, BuildLatencyReportRefusesBadOptionsWithTheCommandLinesMe
 
 }  // namespace
 }  // namespace iotrace
+
+namespace iotrace {
+namespace {
+
+// A device's requests are, over its ops (and --by's classes), the largest count of its rows of
+// that op; the busiest come first, ties to the lower dev, as many as keep their rows within the
+// limit, and one even when its rows pass it alone.
+TEST(BusiestDevicesTest, KeepsTheDevicesWithTheMostRequestsWithinTheRows) {
+  LatencyReport r;
+  auto row = [&r](uint32_t dev, const std::string& by, BlockOp op, Phase phase, uint64_t n) {
+    LatencyGroup g;
+    g.dev = dev;
+    g.by = by;
+    g.op = op;
+    g.phase = phase;
+    g.summary.count = n;
+    r.groups.push_back(g);
+  };
+  // dev 1: reads 50 (D2C 50, I2D 40) + writes 30 = 80 requests, 3 rows.
+  row(1, "", BlockOp::kRead, Phase::kI2D, 40);
+  row(1, "", BlockOp::kRead, Phase::kD2C, 50);
+  row(1, "", BlockOp::kWrite, Phase::kD2C, 30);
+  // dev 2: two classes of reads, 45 + 45 = 90 requests, 2 rows.
+  row(2, "4K", BlockOp::kRead, Phase::kD2C, 45);
+  row(2, "8K", BlockOp::kRead, Phase::kD2C, 45);
+  // dev 3 and dev 4: 80 requests each, 1 row each (a tie with dev 1).
+  row(3, "", BlockOp::kRead, Phase::kD2C, 80);
+  row(4, "", BlockOp::kRead, Phase::kD2C, 80);
+  size_t rows = 0;
+  EXPECT_EQ(BusiestDevices(r, 100, &rows), (std::vector<uint32_t>{1, 2, 3, 4}));
+  EXPECT_EQ(rows, 7u);
+  // 2 (90), then 1 (80, 3 rows: 5 in all), then 3 (80: 6), where 4 no longer fits.
+  EXPECT_EQ(BusiestDevices(r, 6, &rows), (std::vector<uint32_t>{1, 2, 3}));
+  EXPECT_EQ(rows, 6u);
+  EXPECT_EQ(BusiestDevices(r, 4, &rows), (std::vector<uint32_t>{2}));
+  EXPECT_EQ(rows, 2u);
+  EXPECT_EQ(BusiestDevices(r, 1, &rows), (std::vector<uint32_t>{2}));  // one, past the limit
+  EXPECT_EQ(rows, 2u);
+  EXPECT_TRUE(BusiestDevices(LatencyReport{}, 10).empty());
+}
+
+}  // namespace
+}  // namespace iotrace

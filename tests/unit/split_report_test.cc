@@ -804,6 +804,28 @@ TEST(SplitReportTest, ManyDevicesWithByOrFiltersEverySampleInItsBucket) {
   }
 }
 
+// With intervals and more groups than ReportOptions::max_interval_groups: the intervals made
+// before the limit go, none are made after it, and the whole run's histograms hold every
+// sample all the same; below the limit, the intervals stay.
+TEST(SplitReportTest, IntervalsDroppedPastTheGroupLimitLeaveTheTotalsWhole) {
+  const ManyDevices m(5, /*requests=*/6000, /*devices=*/50);
+  for (size_t limit : {size_t{20}, size_t{1000}}) {
+    ReportOptions o = m.Options();
+    o.interval_s = 0.01;
+    o.max_interval_groups = limit;
+    auto reader = OpenTraceReader(m.path);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    auto r = BuildLatencyReport(**reader, o);
+    ASSERT_TRUE(r.ok()) << r.status();
+    const bool dropped = limit < m.want.size();
+    EXPECT_EQ(r->intervals_dropped, dropped);
+    EXPECT_EQ(r->intervals.empty(), dropped);
+    if (dropped) EXPECT_TRUE(r->unpaired_idle.empty());
+    EXPECT_EQ(r->interval_s, dropped ? 0 : 0.01);
+    m.Check(*r, "limit " + std::to_string(limit));
+  }
+}
+
 // Auto's one pass, with stretches so short that pairing moves between the reading thread
 // (where the event lag is on) and the pairing thread every few dozen events, at odd lengths so
 // that stretches end with events held. Every sample in its bucket, as above.

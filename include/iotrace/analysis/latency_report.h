@@ -193,6 +193,9 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   LatencyGroup GroupOf(const Histogram& h, const Group& g, const std::string& device,
                        CountsBlock* block = nullptr) const;
   Group* GroupFor(DeviceSlot& slot, BlockOp op, Phase phase);
+  // ReportOptions::max_interval_groups passed: the intervals kept so far go, and no more are
+  // made (interval_ns_ 0 from here on).
+  void DropIntervals();
   void CloseInterval(Group* g);
   // Counts what the filters remove (filtering_ only); true when `s` passes all of them.
   bool PassesFilters(DeviceSlot& slot, const RequestSample& s);
@@ -353,6 +356,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   uint64_t since_ns_ = 0;
   uint64_t until_ns_ = ~uint64_t{0};
   uint64_t interval_ns_ = 0;
+  bool intervals_dropped_ = false;
   // --since, --until or --interval given: samples are looked at against the window and put
   // into intervals; without them (the usual report) into the totals alone.
   bool windowed_ = false;

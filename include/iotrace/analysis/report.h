@@ -116,6 +116,12 @@ struct ReportOptions {
   // the interval in which it ended. The report is the same either way.
   bool samples_at_each_stage = false;
 
+  // With interval_s: once the report has more groups (device x class x op x phase) than this,
+  // it keeps no intervals (LatencyReport::intervals_dropped), only the whole run's histograms.
+  // 0: no limit. The pictures set it (report --format svg): at 1024 devices, 6,144 groups x 600
+  // intervals made 1.5 GB of intervals, for a picture of 6,144 panels nobody could read.
+  size_t max_interval_groups = 0;
+
   // Gaps to assume besides those the file has (tests: another recording's gaps, to compare
   // what both files cover on the same clock).
   std::vector<DataGap> assume_gaps;
@@ -453,6 +459,9 @@ struct LatencyReport {
   bool ioprio_absent = false;
   std::vector<LatencyGroup> groups;  // sorted by dev, by_order, by, op, phase
   std::vector<LatencyInterval> intervals;  // only with interval_s > 0, increasing
+  // ReportOptions::max_interval_groups was passed: no intervals (nor unpaired_idle), the groups
+  // whole.
+  bool intervals_dropped = false;
   // Unpaired events (LatencyInterval::unpaired) of intervals that hold no sample and so are not
   // in `intervals`: (interval index, count), increasing. With the intervals' they add up to the
   // matcher's issues without insert, completions without issue and unmatched requeues.
@@ -485,6 +494,13 @@ struct LatencyReport {
 
 // Keeps the histograms and warnings of the phases in `mask` (PhaseBit; 0 keeps all): --phases.
 void KeepPhases(unsigned mask, LatencyReport* report);
+
+// The devices with the most requests (a device's: over its ops, the largest count of any of
+// its rows of that op), as many as keep their rows of `report` (all of a device's: ops, phases,
+// --by's classes) within `max_rows`; at least one when there is any. Ties go to the lower dev.
+// In order of dev; `rows` (if not null) gets how many rows they have.
+std::vector<uint32_t> BusiestDevices(const LatencyReport& report, size_t max_rows,
+                                     size_t* rows = nullptr);
 
 // Human-readable "why" of a no-insert reason, for notes.
 std::string_view NoInsertReasonText(NoInsertReason reason);

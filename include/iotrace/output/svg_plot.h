@@ -32,6 +32,8 @@ struct SvgPlotOptions {
   // column on the time axis (live: the oldest interval still drawn).
   std::string title;
   double start_s = 0;
+  // Said at the top in orange when not empty (report: which of the file's panels are drawn).
+  std::string note;
 };
 
 // Heatmap rows: every power of two of latency cut into four (the histogram's buckets, 64 to a
