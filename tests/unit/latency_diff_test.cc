@@ -137,6 +137,21 @@ TEST(LatencyDiffTest, BlockPValueApproachesTheExactPermutationPValue) {
   // The same stream every time.
   EXPECT_EQ(KsPValueBlocks(lists(a2), lists(b2), 999, 7),
             KsPValueBlocks(lists(a2), lists(b2), 999, 7));
+  // Every count times 2^31: D is the same (exactly, a power of two), so the same p, though the
+  // counts now pass 2^32 and the relabellings' D is worked out in 128 bits, not 64.
+  auto scaled = [&](const std::vector<std::vector<uint64_t>>& blocks) {
+    std::vector<std::vector<LatencyBucket>> out = lists(blocks);
+    for (auto& block : out) {
+      for (LatencyBucket& bucket : block) bucket.count <<= 31;
+    }
+    return out;
+  };
+  for (uint64_t seed : {1u, 7u, 12345u}) {
+    EXPECT_EQ(KsPValueBlocks(scaled(a), scaled(b), 999, seed),
+              KsPValueBlocks(lists(a), lists(b), 999, seed));
+    EXPECT_EQ(KsPValueBlocks(scaled(a2), scaled(b2), 999, seed),
+              KsPValueBlocks(lists(a2), lists(b2), 999, seed));
+  }
 }
 
 TEST(LatencyDiffTest, HolmAdjustsStepDownAndKeepsTheOrder) {
