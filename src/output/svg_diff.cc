@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <numeric>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -92,6 +94,7 @@ class SvgDiffWriter {
   Canvas canvas_;
   std::array<SideLayout, 2> sides_;
   std::vector<Panel> panels_;
+  std::string note_;       // which rows are drawn, when not all
   uint64_t cell_max_ = 1;  // the colour scale's top, over both sides
 };
 
@@ -104,12 +107,44 @@ const LatencyGroup* FindGroup(const std::vector<LatencyGroup>& groups, uint32_t 
   return nullptr;
 }
 
+// The rows drawn (indexes into `rows`, increasing): all, or max_panels of them as
+// SvgDiffOptions says.
+std::vector<size_t> RowsDrawn(const std::vector<DiffRow>& rows, size_t max_panels) {
+  std::vector<size_t> drawn(rows.size());
+  std::iota(drawn.begin(), drawn.end(), size_t{0});
+  if (rows.size() <= max_panels) return drawn;
+  auto rank = [&rows](size_t i) {
+    const DiffRow& r = rows[i];
+    const bool changed = r.verdict == DiffVerdict::kSlower || r.verdict == DiffVerdict::kFaster;
+    const bool one_side = r.verdict == DiffVerdict::kOnlyA || r.verdict == DiffVerdict::kOnlyB;
+    return std::make_tuple(changed    ? 0
+                           : one_side ? 1
+                                      : 2,
+                           changed ? r.p_adjusted : 0.0, ~(r.count_a + r.count_b));
+  };
+  std::stable_sort(drawn.begin(), drawn.end(),
+                   [&rank](size_t x, size_t y) { return rank(x) < rank(y); });
+  drawn.resize(max_panels);
+  std::sort(drawn.begin(), drawn.end());
+  return drawn;
+}
+
 void SvgDiffWriter::Layout() {
-  panels_.resize(d_.rows.size());
+  const std::vector<size_t> drawn = RowsDrawn(d_.rows, std::max<size_t>(o_.max_panels, 1));
+  if (drawn.size() < d_.rows.size()) {
+    size_t changed = 0;
+    for (const DiffRow& r : d_.rows) {
+      changed += r.verdict == DiffVerdict::kSlower || r.verdict == DiffVerdict::kFaster;
+    }
+    note_ = absl::StrFormat(
+        "%u rows (%u changed): %u drawn, the changed first, then by requests; --dev picks others",
+        d_.rows.size(), changed, drawn.size());
+  }
+  panels_.resize(drawn.size());
   std::array<std::vector<Series*>, 2> series;
-  for (size_t i = 0; i < d_.rows.size(); ++i) {
-    const DiffRow& r = d_.rows[i];
-    Panel& p = panels_[i];
+  for (size_t k = 0; k < drawn.size(); ++k) {
+    const DiffRow& r = d_.rows[drawn[k]];
+    Panel& p = panels_[k];
     p.row = &r;
     uint64_t lo = ~uint64_t{0}, hi = 0;
     for (int s = 0; s < 2; ++s) {
@@ -171,12 +206,16 @@ void SvgDiffWriter::Header(double height) {
                                        sides_[s].per_column));
     }
   }
+  std::vector<std::string> alerts;
+  if (!note_.empty()) alerts.push_back(note_);
   if (!coarse.empty()) {
-    canvas_.Text(10, 82,
-                 absl::StrFormat("columns coarsened (at most %zu columns and %zu heatmap "
-                                 "rectangles a side): %s",
-                                 o_.max_columns, o_.max_cells, absl::StrJoin(coarse, "; ")),
-                 absl::StrFormat("fill=\"%s\"", kAlert));
+    alerts.push_back(
+        absl::StrFormat("columns coarsened (at most %zu columns and %zu heatmap "
+                        "rectangles a side): %s",
+                        o_.max_columns, o_.max_cells, absl::StrJoin(coarse, "; ")));
+  }
+  if (!alerts.empty()) {
+    canvas_.Text(10, 82, absl::StrJoin(alerts, "; "), absl::StrFormat("fill=\"%s\"", kAlert));
   }
   // One colour scale for every heatmap of both sides.
   canvas_.ColourScale(640, 26, 280, cell_max_);

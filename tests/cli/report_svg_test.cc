@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "cli_test_util.h"
 #include "gtest/gtest.h"
 #include "iotrace/analysis/latency_diff.h"
@@ -362,6 +363,65 @@ TEST_F(ReportSvgTest, DiffOfPerfDataAgainstTraceDatWithMapMatchesGolden) {
   // Both sides of the mapped pair are drawn, and the rows of one side only are there too.
   EXPECT_NE(svg.find("data-dev-a=\"254:0\" data-dev-b=\"7:0\""), std::string::npos);
   EXPECT_NE(svg.find("data-verdict=\"a_only\""), std::string::npos);
+}
+
+// A diff of more rows than the picture draws (SvgDiffOptions::max_panels, lowered here): the
+// rows drawn are the changed ones first (smallest adjusted p first), then those of one side,
+// then the most requests, in the diff's order, and the picture says how many of how many; with
+// room for every row, no note and the same picture as by default.
+TEST_F(ReportSvgTest, DiffOfMoreRowsThanDrawnDrawsTheChangedFirstAndSaysSo) {
+  constexpr double kBlock = 0.02;
+  const LatencyReport a = Side("golden/perf_mq.data", kBlock);
+  const LatencyReport b = Side("tracedat/dd_v6.dat", kBlock);
+  DiffOptions options;
+  options.map = {{"254:0", "7:0"}};
+  absl::StatusOr<LatencyDiff> diff = DiffLatencyReports(a, b, kBlock, options);
+  ASSERT_TRUE(diff.ok()) << diff.status();
+  const std::vector<DiffRow>& rows = diff->rows;
+  ASSERT_GE(rows.size(), 3u);
+  auto rank = [&rows](size_t i) {
+    const DiffRow& r = rows[i];
+    const bool changed = r.verdict == DiffVerdict::kSlower || r.verdict == DiffVerdict::kFaster;
+    const bool one_side = r.verdict == DiffVerdict::kOnlyA || r.verdict == DiffVerdict::kOnlyB;
+    return std::make_tuple(changed    ? 0
+                           : one_side ? 1
+                                      : 2,
+                           changed ? r.p_adjusted : 0.0,
+                           -static_cast<double>(r.count_a + r.count_b), i);
+  };
+  std::vector<size_t> by_rank(rows.size());
+  std::iota(by_rank.begin(), by_rank.end(), size_t{0});
+  std::sort(by_rank.begin(), by_rank.end(), [&](size_t x, size_t y) { return rank(x) < rank(y); });
+  std::ostringstream all;
+  WriteSvgDiff(*diff, a, b, SvgDiffOptions{}, all);
+  for (size_t k = 1; k <= rows.size(); ++k) {
+    SCOPED_TRACE(k);
+    SvgDiffOptions o;
+    o.max_panels = k;
+    std::ostringstream out;
+    WriteSvgDiff(*diff, a, b, o, out);
+    const std::string svg = out.str();
+    std::vector<size_t> want(by_rank.begin(), by_rank.begin() + k);
+    std::sort(want.begin(), want.end());
+    const std::vector<size_t> drawn = Tags(svg, "<g class=\"row\"");
+    ASSERT_EQ(drawn.size(), k);
+    for (size_t j = 0; j < k; ++j) {
+      const DiffRow& r = rows[want[j]];
+      EXPECT_EQ(Attr(svg, drawn[j], "data-op"), BlockOpName(r.op));
+      EXPECT_EQ(Attr(svg, drawn[j], "data-phase"), PhaseName(r.phase));
+      EXPECT_EQ(Attr(svg, drawn[j], "data-verdict"), DiffVerdictName(r.verdict));
+      EXPECT_EQ(Attr(svg, drawn[j], "data-count-a"), std::to_string(r.count_a));
+      EXPECT_EQ(Attr(svg, drawn[j], "data-count-b"), std::to_string(r.count_b));
+    }
+    const std::string note = absl::StrFormat("%u rows (", rows.size());
+    if (k < rows.size()) {
+      EXPECT_NE(svg.find(note), std::string::npos);
+      EXPECT_NE(svg.find(absl::StrFormat(": %u drawn, the changed first", k)), std::string::npos);
+    } else {
+      EXPECT_EQ(svg.find("drawn, the changed first"), std::string::npos);
+      EXPECT_EQ(svg, all.str());
+    }
+  }
 }
 
 // Each row: its verdict and counts are the JSON diff's, and each side's heatmap cells add up to

@@ -19,6 +19,10 @@ struct SvgDiffOptions {
   // max_cells rectangles. The picture says when.
   size_t max_columns = 400;
   size_t max_cells = 10000;
+  // Of more rows than this, the picture draws this many, the changed ones first (smallest
+  // adjusted p first), then those of one side only, then the rest by requests (A's and B's),
+  // in the diff's order, and says so at the top.
+  size_t max_panels = 64;
 };
 
 // `a` and `b`: the two reports the diff was made of (their intervals are the heatmaps' columns).
