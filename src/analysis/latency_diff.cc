@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <exception>
 #include <map>
 #include <numeric>
 #include <span>
@@ -588,10 +589,27 @@ absl::StatusOr<LatencyDiff> DiffLatencyReports(const LatencyReport& a, const Lat
   const size_t threads = p_tasks.size() >= kThreadedTestRows
                              ? std::min<size_t>(std::max(UsableCpus(), 1), kMaxTestThreads)
                              : 1;
+  // A helper's exception (out of memory) comes out here, once every thread has ended.
+  std::vector<std::exception_ptr> failed(threads);
   {
     std::vector<std::jthread> helpers;
-    for (size_t t = 1; t < threads; ++t) helpers.emplace_back(test_rows, t, threads);
-    test_rows(0, threads);
+    for (size_t t = 1; t < threads; ++t) {
+      helpers.emplace_back([&, t] {
+        try {
+          test_rows(t, threads);
+        } catch (...) {
+          failed[t] = std::current_exception();
+        }
+      });
+    }
+    try {
+      test_rows(0, threads);
+    } catch (...) {
+      failed[0] = std::current_exception();
+    }
+  }
+  for (const std::exception_ptr& e : failed) {
+    if (e) std::rethrow_exception(e);
   }
   std::stable_sort(d.rows.begin(), d.rows.end(), [](const DiffRow& x, const DiffRow& y) {
     const uint32_t dx = x.count_a != 0 ? x.dev_a : x.dev_b;

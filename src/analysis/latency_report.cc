@@ -411,8 +411,10 @@ LatencyReportBuilder::Group* LatencyReportBuilder::GroupFor(DeviceSlot& slot, Bl
                                                             Phase phase) {
   Group*& g = slot.groups[static_cast<int>(op)][static_cast<int>(phase)];
   if (g == nullptr) {
+    // (Only the groups of the phases shown count: --phases keeps those.)
+    if (options_.phases == 0 || (options_.phases & PhaseBit(phase)) != 0) ++shown_groups_;
     if (interval_ns_ != 0 && options_.max_interval_groups != 0 &&
-        groups_.size() >= options_.max_interval_groups) [[unlikely]] {
+        shown_groups_ > options_.max_interval_groups) [[unlikely]] {
       DropIntervals();
     }
     ArenaPool<Group>::Ptr ng = group_pool_.Make(arena_);
@@ -436,6 +438,7 @@ void LatencyReportBuilder::DropIntervals() {
     g->outside_by_interval = {};
   }
   unpaired_by_interval_.clear();
+  counters_.late_interval_samples = 0;
 }
 
 bool LatencyReportBuilder::MatchesPid(const RequestSample& s, bool mark) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_format.h"
@@ -97,14 +98,16 @@ SvgPlotOptions SvgFacts(const LatencyReport& report, const ReportOptions& option
 }  // namespace
 
 absl::Status WriteReportOutputs(const LatencyReport& report, const ReportOptions& options,
-                                std::ostream& out, const SvgPlotOptions& svg) {
+                                std::ostream& out, const SvgPlotOptions& svg,
+                                const LatencyReport* picture) {
+  const LatencyReport& main = picture != nullptr ? *picture : report;
   if (options.output.empty()) {
-    WriteMain(report, options, svg, out);
+    WriteMain(main, options, svg, out);
     out.flush();
     if (!out) return ErrnoError(errno != 0 ? errno : EIO, "write", "standard output");
   } else {
     IOTRACE_RETURN_IF_ERROR(WriteFile(
-        options.output, [&](std::ostream& file) { WriteMain(report, options, svg, file); }));
+        options.output, [&](std::ostream& file) { WriteMain(main, options, svg, file); }));
   }
   if (!options.summary_csv.empty()) {
     IOTRACE_RETURN_IF_ERROR(WriteFile(
@@ -118,10 +121,12 @@ absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std:
   absl::StatusOr<LatencyReport> report = BuildLatencyReport(reader, options);
   if (!report.ok()) return Annotate(report.status(), "report " + options.input);
   KeepPhases(options.phases, &*report);
+  // The picture of more panels than it draws: of the devices with the most requests, read
+  // again with their intervals, and said at its top. The rest (the summary CSV, the warnings)
+  // stays the whole file's.
+  std::optional<LatencyReport> picture;
   std::string svg_note;
   if (report->intervals_dropped) {
-    // The pictures of more panels than they draw: those of the devices with the most requests,
-    // read again with their intervals (the picture says so at the top).
     size_t rows = 0;
     const std::vector<uint32_t> chosen =
         BusiestDevices(*report, options.max_interval_groups, &rows);
@@ -129,16 +134,17 @@ absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std:
     for (const LatencyGroup& g : report->groups) devices.insert(g.dev);
     ReportOptions again = options;
     again.max_interval_groups = 0;
-    again.devices.clear();
+    again.devices.clear();  // (the chosen are among those --dev named)
     for (uint32_t dev : chosen) again.devices.push_back(DevString(dev));
-    if (chosen.size() < devices.size()) {
+    if (rows < report->groups.size()) {
       svg_note = absl::StrFormat(
           "%u devices: the %u with the most requests drawn, %u of %u panels; --dev picks others",
           devices.size(), chosen.size(), rows, report->groups.size());
     }
-    report = BuildLatencyReport(reader, again);
-    if (!report.ok()) return Annotate(report.status(), "report " + options.input);
-    KeepPhases(options.phases, &*report);
+    absl::StatusOr<LatencyReport> drawn = BuildLatencyReport(reader, again);
+    if (!drawn.ok()) return Annotate(drawn.status(), "report " + options.input);
+    KeepPhases(options.phases, &*drawn);
+    picture = *std::move(drawn);
   }
   // No --dev names a device of the file: every request would be filtered out, and a report of
   // nothing would hide that the name is wrong.
@@ -151,10 +157,11 @@ absl::Status RunReportOn(TraceReader& reader, const ReportOptions& options, std:
   for (const std::string& w : report->filter_warnings) err << "iotrace: warning: " << w << "\n";
   SvgPlotOptions svg;
   if (options.format == OutputFormat::kSvg) {
-    svg = SvgFacts(*report, options);
+    svg = SvgFacts(picture.has_value() ? *picture : *report, options);
     svg.note = svg_note;
   }
-  IOTRACE_RETURN_IF_ERROR(WriteReportOutputs(*report, options, out, svg));
+  IOTRACE_RETURN_IF_ERROR(
+      WriteReportOutputs(*report, options, out, svg, picture.has_value() ? &*picture : nullptr));
   // How the file was read (one pass or two time ranges), for whoever measures the report.
   if (std::getenv("IOTRACE_REPORT_PLAN") != nullptr) {
     err << "iotrace: read plan: " << report->read_plan << "\n";
@@ -338,8 +345,8 @@ absl::Status RunReport(const ReportOptions& options, std::ostream& out, std::ost
   if (options.format == OutputFormat::kSvg) {
     ReportOptions o = options;
     // At most kSvgPanels panels, those of the devices with the most requests (RunReportOn: the
-    // file is read again; a pipe, which reads once, draws them all).
-    if (options.input != "-") o.max_interval_groups = kSvgPanels;
+    // reader reads the file again; standard input is read from the copy it was saved to).
+    o.max_interval_groups = kSvgPanels;
     if (options.interval_s != 0) return RunReportOn(*reader, o, out, err);
     // The pictures need intervals: as many as make about kSvgColumns columns over the file's
     // span, which a large file's reader tells from a look at its ends, and a small one gives

@@ -137,7 +137,8 @@ void SvgDiffWriter::Layout() {
       changed += r.verdict == DiffVerdict::kSlower || r.verdict == DiffVerdict::kFaster;
     }
     note_ = absl::StrFormat(
-        "%u rows (%u changed): %u drawn, the changed first, then by requests; --dev picks others",
+        "%u rows (%u changed): %u drawn, the changed first, then one side's, then by requests; "
+        "--dev picks others",
         d_.rows.size(), changed, drawn.size());
   }
   panels_.resize(drawn.size());
@@ -206,16 +207,19 @@ void SvgDiffWriter::Header(double height) {
                                        sides_[s].per_column));
     }
   }
-  std::vector<std::string> alerts;
-  if (!note_.empty()) alerts.push_back(note_);
-  if (!coarse.empty()) {
-    alerts.push_back(
-        absl::StrFormat("columns coarsened (at most %zu columns and %zu heatmap "
-                        "rectangles a side): %s",
-                        o_.max_columns, o_.max_cells, absl::StrJoin(coarse, "; ")));
+  // The orange lines: which rows are drawn, then the columns coarsened, each on a line of its
+  // own (the panels start a line lower when both are there: Write).
+  double y = 82;
+  if (!note_.empty()) {
+    canvas_.Text(10, y, note_, absl::StrFormat("fill=\"%s\"", kAlert));
+    y += 16;
   }
-  if (!alerts.empty()) {
-    canvas_.Text(10, 82, absl::StrJoin(alerts, "; "), absl::StrFormat("fill=\"%s\"", kAlert));
+  if (!coarse.empty()) {
+    canvas_.Text(10, y,
+                 absl::StrFormat("columns coarsened (at most %zu columns and %zu heatmap "
+                                 "rectangles a side): %s",
+                                 o_.max_columns, o_.max_cells, absl::StrJoin(coarse, "; ")),
+                 absl::StrFormat("fill=\"%s\"", kAlert));
   }
   // One colour scale for every heatmap of both sides.
   canvas_.ColourScale(640, 26, 280, cell_max_);
@@ -354,10 +358,13 @@ void SvgDiffWriter::DrawSpectra(const Panel& p, double top) {
 
 void SvgDiffWriter::Write() {
   Layout();
-  Header(kPageTop + std::max<size_t>(panels_.size(), 1) * kPanelH);
-  for (size_t i = 0; i < panels_.size(); ++i) DrawPanel(panels_[i], kPageTop + i * kPanelH);
+  bool coarse = false;
+  for (const SideLayout& side : sides_) coarse |= side.per_column > 1;
+  const double top = kPageTop + (!note_.empty() && coarse ? 16 : 0);
+  Header(top + std::max<size_t>(panels_.size(), 1) * kPanelH);
+  for (size_t i = 0; i < panels_.size(); ++i) DrawPanel(panels_[i], top + i * kPanelH);
   if (panels_.empty()) {
-    canvas_.Text(10, kPageTop + 20,
+    canvas_.Text(10, top + 20,
                  "no rows: neither file has samples of the devices and phases asked for");
   }
   out_ << "</svg>\n";

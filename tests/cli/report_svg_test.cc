@@ -261,10 +261,15 @@ TEST_F(ReportSvgTest, ManyDevicesDrawTheBusiestAndSaySo) {
   auto requests = [&](uint32_t i) { return expected.requests[i][0] + expected.requests[i][1]; };
   std::stable_sort(order.begin(), order.end(),
                    [&](uint32_t a, uint32_t b) { return requests(a) > requests(b); });
+  // dev -> each panel's count; and each panel's heatmap (its intervals) adds up to its count.
   auto panels_of = [&](const std::string& svg) {
-    std::map<std::string, std::vector<uint64_t>> by_dev;  // dev -> each panel's count
+    std::map<std::string, std::vector<uint64_t>> by_dev;
     for (size_t at : Tags(svg, "<g class=\"panel\"")) {
-      by_dev[Attr(svg, at, "data-dev")].push_back(std::stoull(Attr(svg, at, "data-count")));
+      const uint64_t count = std::stoull(Attr(svg, at, "data-count"));
+      by_dev[Attr(svg, at, "data-dev")].push_back(count);
+      const size_t heatmap = svg.find("<g class=\"heatmap\">", at);
+      EXPECT_NE(heatmap, std::string::npos);
+      if (heatmap != std::string::npos) EXPECT_EQ(test::HeatmapCount(svg, heatmap), count);
     }
     return by_dev;
   };
@@ -284,6 +289,18 @@ TEST_F(ReportSvgTest, ManyDevicesDrawTheBusiestAndSaySo) {
     // Reads' three phases, then writes' (the report's order).
     for (size_t p = 0; p < 6; ++p) EXPECT_EQ(it->second[p], expected.requests[i][p / 3]);
   }
+  // The summary CSV beside the picture is the whole file's: every device's rows.
+  const std::string csv = (dir_ / "many.csv").string();
+  ASSERT_EQ(Run("-i " + file + " --format svg -o " + path + " --summary-csv " + csv), 0);
+  std::istringstream lines(Slurp(csv));
+  size_t csv_rows = 0;
+  for (std::string line; std::getline(lines, line);) csv_rows += !line.empty();
+  EXPECT_EQ(csv_rows, 1 + 240u);  // the header, then the rows
+  // A --dev that names nothing is still said, beside the devices it named that are drawn.
+  const auto bogus =
+      RunLine("report -i " + file + " --dev bogus --dev 259:1 --format svg -o " + path);
+  EXPECT_EQ(bogus.exit_code, 0);
+  EXPECT_NE(bogus.err.find("bogus"), std::string::npos) << bogus.err;
   ASSERT_EQ(Run("-i " + file + " --dev 259:3 --dev 259:7 --dev 259:39 --format svg -o " + path), 0);
   svg = Slurp(path);
   EXPECT_EQ(svg.find("with the most requests drawn"), std::string::npos);
@@ -377,8 +394,26 @@ TEST_F(ReportSvgTest, DiffOfMoreRowsThanDrawnDrawsTheChangedFirstAndSaysSo) {
   options.map = {{"254:0", "7:0"}};
   absl::StatusOr<LatencyDiff> diff = DiffLatencyReports(a, b, kBlock, options);
   ASSERT_TRUE(diff.ok()) << diff.status();
+  // Rows both sides have, the largest first: the largest made "same", the next "slower" at p
+  // 0.04, the third "faster" at p 0.001, so that neither requests nor the diff's order give
+  // the ranking (the writer draws what the rows say).
+  std::vector<size_t> both;
+  for (size_t i = 0; i < diff->rows.size(); ++i) {
+    if (diff->rows[i].count_a != 0 && diff->rows[i].count_b != 0) both.push_back(i);
+  }
+  ASSERT_GE(both.size(), 3u);
+  std::stable_sort(both.begin(), both.end(), [&](size_t x, size_t y) {
+    return diff->rows[x].count_a + diff->rows[x].count_b >
+           diff->rows[y].count_a + diff->rows[y].count_b;
+  });
+  diff->rows[both[0]].verdict = DiffVerdict::kSame;
+  diff->rows[both[0]].p_adjusted = 1;
+  diff->rows[both[1]].verdict = DiffVerdict::kSlower;
+  diff->rows[both[1]].p_adjusted = 0.04;
+  diff->rows[both[2]].verdict = DiffVerdict::kFaster;
+  diff->rows[both[2]].p_adjusted = 0.001;
   const std::vector<DiffRow>& rows = diff->rows;
-  ASSERT_GE(rows.size(), 3u);
+  ASSERT_GE(rows.size(), 4u);
   auto rank = [&rows](size_t i) {
     const DiffRow& r = rows[i];
     const bool changed = r.verdict == DiffVerdict::kSlower || r.verdict == DiffVerdict::kFaster;
@@ -416,7 +451,8 @@ TEST_F(ReportSvgTest, DiffOfMoreRowsThanDrawnDrawsTheChangedFirstAndSaysSo) {
     const std::string note = absl::StrFormat("%u rows (", rows.size());
     if (k < rows.size()) {
       EXPECT_NE(svg.find(note), std::string::npos);
-      EXPECT_NE(svg.find(absl::StrFormat(": %u drawn, the changed first", k)), std::string::npos);
+      EXPECT_NE(svg.find(absl::StrFormat(": %u drawn, the changed first, then one side's", k)),
+                std::string::npos);
     } else {
       EXPECT_EQ(svg.find("drawn, the changed first"), std::string::npos);
       EXPECT_EQ(svg, all.str());

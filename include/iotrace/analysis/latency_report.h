@@ -357,6 +357,7 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   uint64_t until_ns_ = ~uint64_t{0};
   uint64_t interval_ns_ = 0;
   bool intervals_dropped_ = false;
+  size_t shown_groups_ = 0;  // groups of the phases --phases keeps (all without it)
   // --since, --until or --interval given: samples are looked at against the window and put
   // into intervals; without them (the usual report) into the totals alone.
   bool windowed_ = false;

@@ -116,8 +116,9 @@ struct ReportOptions {
   // the interval in which it ended. The report is the same either way.
   bool samples_at_each_stage = false;
 
-  // With interval_s: once the report has more groups (device x class x op x phase) than this,
-  // it keeps no intervals (LatencyReport::intervals_dropped), only the whole run's histograms.
+  // With interval_s: once the report has more groups (device x class x op x phase; of the
+  // phases `phases` keeps) than this, it keeps no intervals (LatencyReport::intervals_dropped),
+  // only the whole run's histograms.
   // 0: no limit. The pictures set it (report --format svg): at 1024 devices, 6,144 groups x 600
   // intervals made 1.5 GB of intervals, for a picture of 6,144 panels nobody could read.
   size_t max_interval_groups = 0;

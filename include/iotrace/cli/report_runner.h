@@ -36,9 +36,12 @@ absl::Status RunEventDump(TraceReader& reader, const ReportOptions& options, std
                           std::ostream& err);
 
 // Writes an already built report the way RunReport does (main output + summary CSV); `svg`:
-// what the pictures show besides the report (--format svg).
+// what the pictures show besides the report (--format svg); `picture` (if not null): the
+// report the main output shows instead (a picture of some of the devices), the summary CSV
+// still `report`'s.
 absl::Status WriteReportOutputs(const LatencyReport& report, const ReportOptions& options,
-                                std::ostream& out, const SvgPlotOptions& svg = {});
+                                std::ostream& out, const SvgPlotOptions& svg = {},
+                                const LatencyReport* picture = nullptr);
 
 }  // namespace iotrace
 
