@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <exception>
 #include <map>
 #include <numeric>
 #include <span>
 #include <string_view>
-#include <thread>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
@@ -17,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "iotrace/base/run_on_threads.h"
 #include "iotrace/base/status.h"
 #include "iotrace/event/block_dev.h"
 #include "iotrace/sys/cpus.h"
@@ -247,8 +246,7 @@ void CheckFailOn(LatencyDiff& d) {
   for (const FailOnRule& rule : d.fail_on) {
     for (size_t i = 0; i < d.rows.size(); ++i) {
       const DiffRow& row = d.rows[i];
-      if (row.phase != rule.phase ||
-          (row.verdict != DiffVerdict::kSlower && row.verdict != DiffVerdict::kFaster)) {
+      if (row.phase != rule.phase || !DiffChanged(row.verdict)) {
         continue;
       }
       const DiffStat& s = row.stats[static_cast<int>(rule.stat)];
@@ -326,6 +324,17 @@ double KsPValueBlocks(const std::vector<std::vector<LatencyBucket>>& blocks_a,
   std::vector<uint64_t> pooled_below(grid.size());
   std::partial_sum(pooled.begin(), pooled.end(), pooled_below.begin());
   std::vector<uint64_t> side(grid.size());
+  // max over the cells of |c total - pooled n|, the products in T.
+  auto walk = [&]<typename T>(uint64_t n) {
+    uint64_t c = 0;
+    T most = 0;
+    for (size_t g = 0; g < grid.size(); ++g) {
+      c += side[g];
+      const T x = T{c} * total, y = T{pooled_below[g]} * n;
+      most = std::max(most, x > y ? x - y : y - x);
+    }
+    return most;
+  };
   auto d_of = [&](const std::vector<size_t>& order, size_t k) {
     std::fill(side.begin(), side.end(), 0);
     uint64_t n = 0;
@@ -334,23 +343,10 @@ double KsPValueBlocks(const std::vector<std::vector<LatencyBucket>>& blocks_a,
       n += sizes[order[j]];
     }
     if (n == 0 || n == total) return 0.0;
-    uint64_t c = 0;
-    unsigned __int128 best = 0;
-    if (total < (uint64_t{1} << 32)) {
-      // Every product below 2^64: the walk in 64 bits (the same integers).
-      uint64_t most = 0;
-      for (size_t g = 0; g < grid.size(); ++g) {
-        c += side[g];
-        const uint64_t x = c * total, y = pooled_below[g] * n;
-        most = std::max(most, x > y ? x - y : y - x);
-      }
-      best = most;
-    } else {
-      for (size_t g = 0; g < grid.size(); ++g) {
-        c += side[g];
-        best = std::max(best, ScaledGap(c, n, pooled_below[g], total));
-      }
-    }
+    // Below 2^32 requests every product fits in 64 bits: the walk in those (the same integers).
+    const unsigned __int128 best = total < (uint64_t{1} << 32)
+                                       ? walk.template operator()<uint64_t>(n)
+                                       : walk.template operator()<unsigned __int128>(n);
     return static_cast<double>(best) / (static_cast<double>(n) * static_cast<double>(total - n));
   };
   std::vector<size_t> order(all.size());
@@ -589,28 +585,7 @@ absl::StatusOr<LatencyDiff> DiffLatencyReports(const LatencyReport& a, const Lat
   const size_t threads = p_tasks.size() >= kThreadedTestRows
                              ? std::min<size_t>(std::max(UsableCpus(), 1), kMaxTestThreads)
                              : 1;
-  // A helper's exception (out of memory) comes out here, once every thread has ended.
-  std::vector<std::exception_ptr> failed(threads);
-  {
-    std::vector<std::jthread> helpers;
-    for (size_t t = 1; t < threads; ++t) {
-      helpers.emplace_back([&, t] {
-        try {
-          test_rows(t, threads);
-        } catch (...) {
-          failed[t] = std::current_exception();
-        }
-      });
-    }
-    try {
-      test_rows(0, threads);
-    } catch (...) {
-      failed[0] = std::current_exception();
-    }
-  }
-  for (const std::exception_ptr& e : failed) {
-    if (e) std::rethrow_exception(e);
-  }
+  RunOnThreads(threads, [&](size_t t) { test_rows(t, threads); });
   std::stable_sort(d.rows.begin(), d.rows.end(), [](const DiffRow& x, const DiffRow& y) {
     const uint32_t dx = x.count_a != 0 ? x.dev_a : x.dev_b;
     const uint32_t dy = y.count_a != 0 ? y.dev_a : y.dev_b;

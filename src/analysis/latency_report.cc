@@ -16,6 +16,7 @@
 #include "iotrace/base/counters.h"
 #include "iotrace/base/non_temporal_store.h"
 #include "iotrace/base/prefetch.h"
+#include "iotrace/base/run_on_threads.h"
 #include "iotrace/base/status.h"
 #include "iotrace/base/text.h"
 #include "report_steps.h"
@@ -808,13 +809,10 @@ void LatencyReportBuilder::FinishHistograms(const ReadStats& reader_stats, Laten
       row.outside_coverage = g.outside_coverage;
     }
   };
-  if (rows.size() >= kTwoThreadGroups && UsableCpus() >= 2) {
-    const size_t mid = rows.size() / 2;
-    std::jthread later(make_rows, mid, rows.size());
-    make_rows(0, mid);
-  } else {
-    make_rows(0, rows.size());
-  }
+  const size_t threads = rows.size() >= kTwoThreadGroups && UsableCpus() >= 2 ? 2 : 1;
+  RunOnThreads(threads, [&](size_t t) {
+    make_rows(rows.size() * t / threads, rows.size() * (t + 1) / threads);
+  });
   for (size_t i = 0; i < groups_.size(); ++i) {
     const ArenaPool<Group>::Ptr& g = groups_[i];
     const std::string& device = devices[i];

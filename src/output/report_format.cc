@@ -6,7 +6,6 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
-#include <exception>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -18,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "format_cells.h"
+#include "iotrace/base/run_on_threads.h"
 #include "iotrace/base/text.h"
 #include "iotrace/output/svg_plot.h"
 #include "iotrace/sys/cpus.h"
@@ -787,20 +787,9 @@ void WriteHistograms(const LatencyReport& r, TimeUnit unit, HistogramView view, 
     write(0, n, out);
     return;
   }
-  std::ostringstream earlier, later;
-  std::exception_ptr helper_error;
-  {
-    std::jthread helper([&] {
-      try {
-        write(n / 2, n, later);
-      } catch (...) {
-        helper_error = std::current_exception();
-      }
-    });
-    write(0, n / 2, earlier);
-  }
-  if (helper_error) std::rethrow_exception(helper_error);
-  out << earlier.view() << later.view();
+  std::array<std::ostringstream, 2> halves;
+  RunOnThreads(2, [&](size_t t) { write(t * (n / 2), t == 0 ? n / 2 : n, halves[t]); });
+  out << halves[0].view() << halves[1].view();
 }
 
 }  // namespace

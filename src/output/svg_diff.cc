@@ -115,7 +115,7 @@ std::vector<size_t> RowsDrawn(const std::vector<DiffRow>& rows, size_t max_panel
   if (rows.size() <= max_panels) return drawn;
   auto rank = [&rows](size_t i) {
     const DiffRow& r = rows[i];
-    const bool changed = r.verdict == DiffVerdict::kSlower || r.verdict == DiffVerdict::kFaster;
+    const bool changed = DiffChanged(r.verdict);
     const bool one_side = r.verdict == DiffVerdict::kOnlyA || r.verdict == DiffVerdict::kOnlyB;
     return std::make_tuple(changed    ? 0
                            : one_side ? 1
@@ -134,7 +134,7 @@ void SvgDiffWriter::Layout() {
   if (drawn.size() < d_.rows.size()) {
     size_t changed = 0;
     for (const DiffRow& r : d_.rows) {
-      changed += r.verdict == DiffVerdict::kSlower || r.verdict == DiffVerdict::kFaster;
+      changed += DiffChanged(r.verdict);
     }
     note_ = absl::StrFormat(
         "%u rows (%u changed): %u drawn, the changed first, then one side's, then by requests; "
@@ -244,7 +244,7 @@ void SvgDiffWriter::DrawPanel(const Panel& p, double top) {
       DevString(r.dev_a), DevString(r.dev_b), BlockOpName(r.op), PhaseName(r.phase),
       DiffVerdictName(r.verdict), r.count_a, r.count_b);
   out_ << "<path d=\"M10 " << Num(top) << "H" << Num(kWidth - 10) << "\" stroke=\"#999\"/>\n";
-  const bool changed = r.verdict == DiffVerdict::kSlower || r.verdict == DiffVerdict::kFaster;
+  const bool changed = DiffChanged(r.verdict);
   canvas_.Text(10, top + 18,
                absl::StrFormat("%s%s %s %s: %s", DiffRowDevice(r),
                                d_.by.empty() ? "" : absl::StrCat(" ", d_.by, " ", r.by),

@@ -416,7 +416,7 @@ TEST_F(ReportSvgTest, DiffOfMoreRowsThanDrawnDrawsTheChangedFirstAndSaysSo) {
   ASSERT_GE(rows.size(), 4u);
   auto rank = [&rows](size_t i) {
     const DiffRow& r = rows[i];
-    const bool changed = r.verdict == DiffVerdict::kSlower || r.verdict == DiffVerdict::kFaster;
+    const bool changed = DiffChanged(r.verdict);
     const bool one_side = r.verdict == DiffVerdict::kOnlyA || r.verdict == DiffVerdict::kOnlyB;
     return std::make_tuple(changed    ? 0
                            : one_side ? 1

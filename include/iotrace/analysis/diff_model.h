@@ -42,6 +42,10 @@ enum class DiffVerdict : uint8_t {
   kOnlyA,   // the row has samples in A only
   kOnlyB,
 };
+// A change shown: slower or faster.
+inline bool DiffChanged(DiffVerdict v) {
+  return v == DiffVerdict::kSlower || v == DiffVerdict::kFaster;
+}
 std::string_view DiffVerdictSymbol(DiffVerdict v);  // "~", "+", "-", "A only", "B only"
 std::string_view DiffVerdictName(DiffVerdict v);    // "same", "slower", "faster", "a_only", ...
 
