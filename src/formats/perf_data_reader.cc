@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -101,6 +103,7 @@ class PerfDataReader final : public TraceReader {
   }
   std::string RangesUnfit(const TimeRange& range, const RangeReadResult& earlier,
                           const RangeReadResult& later) const override;
+  bool ShareRanges(const TimeRange& earlier, const TimeRange& later) override;
 
  private:
   // The data section seen by SortedRunMerger. kRanged: a TimeRange of it (ReadRange), which
@@ -744,6 +747,57 @@ class PerfDataReader final : public TraceReader {
 
   template <bool kRanged>
   absl::Status Read(EventSink* sink, const TimeRange& range, RangeReadResult* out);
+  // The end of Read and ReadShared: what the stream and the merge counted, into `out`.
+  template <bool kRanged, typename Merger>
+  void PutResult(Stream<kRanged>& stream, const Merger& merger, bool read_failed,
+                 const TimeRange& range, RangeReadResult* out) const;
+
+  // A split read whose two ranges share one walk of the data (ShareRanges): in a file whose
+  // rounds are so long that both ranges read from the start of the data, and that has no more
+  // round marks than the merge's round lag, a merge emits nothing before its scan has reached
+  // the end of the data (no record is final before), so each range's merge is a merge of every
+  // run of the file, which a scan made elsewhere can set up (SortedRunMerger::Seed). Each
+  // range's thread walks half the data (the first range's up to a record boundary near the
+  // middle, which its walk must land on) and finds its runs and untimed records; both then
+  // merge their own range of all the runs. The alternative, each range scanning every record
+  // for itself, read a 256-CPU file's 320 MB twice (bench/README.md).
+  static constexpr uint64_t kNoPos = ~uint64_t{0};
+  // A run as the walk found it: records whose times do not decrease.
+  struct WalkRun {
+    uint64_t start = 0;  // its first timed record
+    uint64_t first_time = 0;
+    uint64_t last_time = 0;
+    // Per range (0 earlier, 1 later): its first record at or after the range's start_ts, which
+    // the range's scan would not have skipped (kNoPos: none), where the range's run begins.
+    std::array<uint64_t, 2> kept = {kNoPos, kNoPos};
+  };
+  // What one half's walk found, and what each range's scan would have counted there.
+  struct WalkPart {
+    bool sound = false;  // walked to its end, with nothing a seeded merge cannot stand for
+    std::vector<WalkRun> runs;
+    std::vector<uint64_t> untimed;  // positions of the records Scan does not time
+    uint64_t records = 0;
+    uint64_t marks = 0;
+    // Per range, as Stream::Scan counts them: records before end_position, the latest time
+    // among them, the last record timed before count_from_ts; whether a record at or after
+    // end_position was met, and the first of them lay exactly there.
+    std::array<uint64_t, 2> mine = {0, 0};
+    std::array<uint64_t, 2> latest_mine = {0, 0};
+    std::array<uint64_t, 2> last_before_count = {0, 0};
+    std::array<bool, 2> crossed = {false, false};
+    std::array<bool, 2> met = {false, false};
+  };
+  struct SharedWalk {
+    std::array<TimeRange, 2> ranges;
+    uint64_t middle = 0;  // part 0 walks [data_begin_, middle), part 1 [middle, data_end_)
+    std::atomic<uint64_t> marks{0};  // both parts': a walk gives up past the round lag
+    std::mutex mu;
+    std::condition_variable cv;
+    std::array<std::optional<WalkPart>, 2> parts;  // each set once, when its walk ended
+  };
+  std::unique_ptr<SharedWalk> shared_;
+  void Walk(SharedWalk& w, int part, WalkPart* out) const;
+  absl::Status ReadShared(EventSink* sink, const TimeRange& range, RangeReadResult* out);
   // Whether a chain of records that look sound (sizes, types, samples that parse with a time)
   // starts at `pos` of `bytes` (file offset `base`) and runs to near its end.
   bool LooksLikeRecords(ByteView bytes, uint64_t base, uint64_t pos, uint64_t* first_time) const;
@@ -1347,12 +1401,14 @@ void PerfDataReader::ParseFeature(int feature, ByteView bytes) {
 
 template <bool kRanged>
 absl::Status PerfDataReader::Read(EventSink* sink, const TimeRange& range, RangeReadResult* out) {
+  if constexpr (kRanged) {
+    if (range.shared_part >= 0 && shared_ != nullptr) return ReadShared(sink, range, out);
+  }
   {
     std::lock_guard lock(scan_mu_);
     scan_.reset();  // the looks are over
   }
   *out = RangeReadResult{};
-  ReadStats& stats = out->stats;
   const uint64_t begin =
       kRanged ? std::clamp(range.start_position, data_begin_, data_end_) : data_begin_;
   IOTRACE_ASSIGN_OR_RETURN(FileRing ring,
@@ -1378,7 +1434,14 @@ absl::Status PerfDataReader::Read(EventSink* sink, const TimeRange& range, Range
   // A failed read (or a file cut short while being read) ends the data early, as a cut would.
   const bool read_failed = !ring.error().empty() || stream.far_errors_ != 0;
   ring = FileRing();
+  PutResult(stream, merger, read_failed, range, out);
+  return absl::OkStatus();
+}
 
+template <bool kRanged, typename Merger>
+void PerfDataReader::PutResult(Stream<kRanged>& stream, const Merger& merger, bool read_failed,
+                               const TimeRange& range, RangeReadResult* out) const {
+  ReadStats& stats = out->stats;
   stats.records = stream.records_;
   stats.batched_reads = stream.aheads_taken_;
   stats.events = stream.events_;
@@ -1399,7 +1462,7 @@ absl::Status PerfDataReader::Read(EventSink* sink, const TimeRange& range, Range
   out->latest_before_end_position = stream.latest_mine_;
   out->last_position_before_count = stream.last_before_count_;
   // The problems of the data and the file's own belong to the range that reads to the end.
-  if (kRanged && range.end_ts != ~uint64_t{0}) return absl::OkStatus();
+  if (kRanged && range.end_ts != ~uint64_t{0}) return;
   for (const auto& [name, count] : open_problems_) stats.AddProblem(name, count);
   // The data ends early, for every CPU at once (the records of all CPUs are interleaved in one
   // stream): the file is cut short, its writer never finished it, or its last part is unusable.
@@ -1426,6 +1489,205 @@ absl::Status PerfDataReader::Read(EventSink* sink, const TimeRange& range, Range
   if (read_failed) stats.AddProblem("read_error", 1);
   stats.AddProblem("bad_record_size", stream.bad_size_);
   stats.AddProblem("out_of_order_beyond_window", merger.counters().out_of_order);
+}
+
+bool PerfDataReader::ShareRanges(const TimeRange& earlier, const TimeRange& later) {
+  shared_.reset();
+  if (!options_.share_walk) return false;
+  // Only where both ranges would scan every record: both read from the start of the data.
+  if (earlier.start_position > data_begin_ || later.start_position > data_begin_) return false;
+  // Where no window or cap of the merge can make a record final before the end of the data
+  // (the round marks are counted as the data is walked).
+  const MergeLimits& l = options_.merge;
+  const uint64_t bytes = data_end_ - data_begin_;
+  if (bytes < (uint64_t{1} << 20) || bytes >= std::max(l.window_bytes, l.far_window_bytes) ||
+      bytes > l.max_span_bytes) {
+    return false;
+  }
+  std::lock_guard lock(scan_mu_);
+  if (!scan_.has_value()) {
+    absl::StatusOr<UniqueMapping> scan = MapHugeAnonymous(kScanBufferBytes);
+    if (!scan.ok()) return false;
+    scan_ = *std::move(scan);
+  }
+  uint64_t time = 0;
+  const std::optional<uint64_t> middle =
+      BoundaryNear(data_begin_ + bytes / 2, &time, static_cast<uint8_t*>(scan_->addr()));
+  if (!middle.has_value() || *middle <= data_begin_ || *middle >= data_end_) return false;
+  shared_ = std::make_unique<SharedWalk>();
+  shared_->ranges = {earlier, later};
+  shared_->middle = *middle;
+  return true;
+}
+
+void PerfDataReader::Walk(SharedWalk& w, int part, WalkPart* out) const {
+  // Losses without a time are delivered as the scan meets them: not in a seeded merge.
+  class LossCount final : public EventSink {
+   public:
+    void OnEvent(const RawEvent&) override {}
+    void OnLoss(const LossRecord&) override { ++losses; }
+    uint64_t losses = 0;
+  };
+  const uint64_t from = part == 0 ? data_begin_ : w.middle;
+  const uint64_t to = part == 0 ? w.middle : data_end_;
+  absl::StatusOr<FileRing> ring = FileRing::Create(fd_.get(), from, to, options_.read_ring_bytes,
+                                                   options_.read_step_bytes, kMaxRecordBytes);
+  if (!ring.ok()) return;
+  LossCount losses;
+  const TimeRange all;
+  Stream<true> stream(this, &losses, &*ring, all);
+  const uint64_t lag = static_cast<uint64_t>(std::clamp(options_.merge.round_lag, 1, 8));
+  const size_t max_runs = std::max<size_t>(options_.merge.max_runs, 2);
+  constexpr uint64_t kReleaseStep = uint64_t{256} << 10;
+  uint64_t release_at = from + kReleaseStep;
+  bool open = false;  // a run is open: the next timed record goes on with it unless earlier
+  uint64_t pos = from;
+  while (pos < to) {
+    uint64_t next = 0;
+    uint64_t t = 0;
+    const ScanKind kind = stream.ScanRecord(pos, &next, &t);
+    if (kind == ScanKind::kStop || next <= pos || next > to) return;
+    ++out->records;
+    const bool timed = kind == ScanKind::kTimed;
+    for (size_t r = 0; r < 2; ++r) {
+      const TimeRange& range = w.ranges[r];
+      if (pos < range.end_position) {
+        ++out->mine[r];
+        if (timed) out->latest_mine[r] = std::max(out->latest_mine[r], t);
+      } else if (!out->crossed[r]) {
+        out->crossed[r] = true;
+        out->met[r] = pos == range.end_position;
+      }
+      if (timed && t < range.count_from_ts) out->last_before_count[r] = pos;
+    }
+    if (timed) {
+      if (!open || t < out->runs.back().last_time) {
+        // As many runs as a merge's cap: it would force records out (a range's runs are as
+        // many as the walk's at most, and no more than this are kept in memory).
+        if (out->runs.size() >= max_runs) return;
+        out->runs.push_back(WalkRun{.start = pos, .first_time = t, .last_time = t});
+        open = true;
+      }
+      WalkRun& run = out->runs.back();
+      run.last_time = t;
+      for (size_t r = 0; r < 2; ++r) {
+        if (run.kept[r] == kNoPos && t >= w.ranges[r].start_ts) run.kept[r] = pos;
+      }
+    } else {
+      out->untimed.push_back(pos);
+      if (kind == ScanKind::kRoundEnd) {
+        ++out->marks;
+        // More marks than the lag: a merge makes records final before the end.
+        if (w.marks.fetch_add(1, std::memory_order_relaxed) + 1 > lag) return;
+      }
+    }
+    pos = next;
+    if (pos >= release_at) {
+      ring->Release(pos);
+      release_at = pos + kReleaseStep;
+      if (w.marks.load(std::memory_order_relaxed) > lag) return;  // the other half's
+    }
+  }
+  bool problems = stream.truncated_ != 0 || stream.bad_size_ != 0;
+  for (size_t i = 1; i < stream.problems_.size(); ++i) problems |= stream.problems_[i] != 0;
+  out->sound = pos == to && !problems && losses.losses == 0 && ring->error().empty();
+}
+
+absl::Status PerfDataReader::ReadShared(EventSink* sink, const TimeRange& range,
+                                        RangeReadResult* out) {
+  {
+    std::lock_guard lock(scan_mu_);
+    scan_.reset();  // the looks are over
+  }
+  SharedWalk& w = *shared_;
+  const size_t part = range.shared_part == 0 ? 0 : 1;
+  {
+    // The other range's read waits for this part, whatever happens to this one's walk.
+    WalkPart found;
+    struct Publish {
+      SharedWalk& w;
+      size_t part;
+      WalkPart& found;
+      ~Publish() {
+        {
+          std::lock_guard lock(w.mu);
+          w.parts[part] = std::move(found);
+        }
+        w.cv.notify_all();
+      }
+    } publish{w, part, found};
+    Walk(w, static_cast<int>(part), &found);
+  }
+  {
+    std::unique_lock lock(w.mu);
+    w.cv.wait(lock, [&] { return w.parts[1 - part].has_value(); });
+  }
+  // Both parts are set and no longer written.
+  const WalkPart& first = *w.parts[0];
+  const WalkPart& second = *w.parts[1];
+  TimeRange alone = range;
+  alone.shared_part = -1;
+  const uint64_t lag = static_cast<uint64_t>(std::clamp(options_.merge.round_lag, 1, 8));
+  const MergeLimits& l = options_.merge;
+  const uint64_t records = first.records + second.records;
+  if (!first.sound || !second.sound || first.marks + second.marks > lag ||
+      records >= std::max(l.window_records, l.far_window_bytes / 16)) {
+    return Read<true>(sink, alone, out);
+  }
+  // The runs in data order: the later part's first goes on with the earlier part's last when
+  // its first time does not fall below that run's last (the scan would have kept it open).
+  std::vector<WalkRun> runs;
+  runs.reserve(first.runs.size() + second.runs.size());
+  runs = first.runs;
+  size_t joined = 0;
+  if (!runs.empty() && !second.runs.empty() &&
+      second.runs.front().first_time >= runs.back().last_time) {
+    WalkRun& last = runs.back();
+    const WalkRun& next = second.runs.front();
+    for (size_t r = 0; r < 2; ++r) {
+      if (last.kept[r] == kNoPos) last.kept[r] = next.kept[r];
+    }
+    last.last_time = next.last_time;
+    joined = 1;
+  }
+  runs.insert(runs.end(), second.runs.begin() + static_cast<ptrdiff_t>(joined), second.runs.end());
+  // This range's runs: each from its first record the range does not skip (a record it skips
+  // ends the run before, and the next one it keeps begins another) to the next run's start.
+  using Merger = SortedRunMerger<Stream<true>>;
+  std::vector<Merger::SeedRun> seeds;
+  seeds.reserve(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].kept[part] == kNoPos) continue;
+    seeds.push_back({runs[i].kept[part], i + 1 < runs.size() ? runs[i + 1].start : data_end_});
+  }
+  // A merge of as many runs as its cap forces records out before the end.
+  if (seeds.size() >= std::max<size_t>(l.max_runs, 2)) return Read<true>(sink, alone, out);
+
+  *out = RangeReadResult{};
+  // No bytes in memory: every cursor reads through the far path.
+  IOTRACE_ASSIGN_OR_RETURN(FileRing ring,
+                           FileRing::Create(fd_.get(), data_end_, data_end_, kMaxRecordBytes,
+                                            kMaxRecordBytes, kMaxRecordBytes));
+  Stream<true> stream(this, sink, &ring, range);
+  std::vector<uint64_t> untimed;
+  untimed.reserve(first.untimed.size() + second.untimed.size());
+  untimed = first.untimed;
+  untimed.insert(untimed.end(), second.untimed.begin(), second.untimed.end());
+  MergeLimits limits = options_.merge;
+  limits.release_step = std::min<uint64_t>(limits.release_step, uint64_t{256} << 10);
+  Merger merger(&stream, data_begin_, data_end_, limits);
+  merger.Seed(seeds, std::move(untimed), records);
+  merger.Run();
+  // What the range's scan would have counted, from both parts.
+  stream.records_ = first.mine[part] + second.mine[part];
+  stream.met_end_position_ = first.crossed[part] ? first.met[part] : second.met[part];
+  stream.latest_mine_ = std::max(first.latest_mine[part], second.latest_mine[part]);
+  stream.last_before_count_ = second.last_before_count[part] != 0 ? second.last_before_count[part]
+                                                                  : first.last_before_count[part];
+  const bool read_failed = !ring.error().empty() || stream.far_errors_ != 0;
+  ring = FileRing();
+  PutResult(stream, merger, read_failed, range, out);
+  out->shared_walk = true;
   return absl::OkStatus();
 }
 

@@ -8,12 +8,16 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -637,6 +641,125 @@ TEST_F(SplitPerfDataTest, RangesFromTheStartTogetherAreReadAllOrFoundUnfit) {
   EXPECT_EQ(ra2.out_of_order, 0u);
   EXPECT_LT(ra2.scan_end, r.rb.scan_end);  // it stopped before the end of the data
   EXPECT_EQ(reader->RangesUnfit(r.a, ra2, r.rb), "records late across the cut");
+}
+
+// Where a perf.data's data section begins (its file header's data.offset).
+uint64_t PerfDataBegin(const std::string& path) {
+  perf::FileHeader h{};
+  std::ifstream in(path, std::ios::binary);
+  in.read(reinterpret_cast<char*>(&h), sizeof(h));
+  EXPECT_TRUE(in.good());
+  return h.data.offset;
+}
+
+// Both ranges read from the start of the data, read alone one after the other and read at once
+// sharing one walk (ShareRanges): the same records delivered, counted and checked, whichever
+// way; `shared`: whether the reads merged what the walk found or fell back to a scan each.
+void ExpectSharedWalkAsAlone(const std::string& path, const PerfReadOptions& options, uint64_t cut,
+                             uint64_t later_start, bool shared) {
+  const uint64_t data = PerfDataBegin(path);
+  TimeRange a, b;
+  a.end_ts = cut;
+  a.end_position = data;
+  b.start_ts = later_start;
+  b.count_from_ts = cut;
+  b.start_position = data;
+  auto alone_reader = OpenPerfData(path, options);
+  ASSERT_TRUE(alone_reader.ok()) << alone_reader.status();
+  RangeSink alone_a, alone_b;
+  alone_b.from = cut;
+  RangeReadResult ra, rb;
+  ASSERT_TRUE((*alone_reader)->ReadRange(&alone_a, a, &ra).ok());
+  ASSERT_TRUE((*alone_reader)->ReadRange(&alone_b, b, &rb).ok());
+  EXPECT_FALSE(ra.shared_walk);
+
+  auto reader = OpenPerfData(path, options);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ASSERT_TRUE((*reader)->ShareRanges(a, b));
+  TimeRange sa = a, sb = b;
+  sa.shared_part = 0;
+  sb.shared_part = 1;
+  RangeSink shared_a, shared_b;
+  shared_b.from = cut;
+  RangeReadResult qa, qb;
+  absl::Status status_b;
+  std::thread later([&] { status_b = (*reader)->ReadRange(&shared_b, sb, &qb); });
+  const absl::Status status_a = (*reader)->ReadRange(&shared_a, sa, &qa);
+  later.join();
+  ASSERT_TRUE(status_a.ok()) << status_a;
+  ASSERT_TRUE(status_b.ok()) << status_b;
+  EXPECT_EQ(qa.shared_walk, shared);
+  EXPECT_EQ(qb.shared_walk, shared);
+  EXPECT_EQ(shared_a.seen, alone_a.seen);
+  EXPECT_EQ(shared_b.seen, alone_b.seen);
+  EXPECT_EQ(shared_b.before, alone_b.before);
+  for (const auto& [q, r] : {std::pair{&qa, &ra}, std::pair{&qb, &rb}}) {
+    EXPECT_EQ(q->stats.records, r->stats.records);
+    EXPECT_EQ(q->stats.events, r->stats.events);
+    EXPECT_EQ(q->stats.problems, r->stats.problems);
+    EXPECT_EQ(q->stats.coverage.complete(), r->stats.coverage.complete());
+    EXPECT_EQ(q->out_of_order, r->out_of_order);
+    EXPECT_EQ(q->problems, r->problems);
+    EXPECT_EQ(q->scan_end, r->scan_end);
+    EXPECT_EQ(q->met_end_position, r->met_end_position);
+    EXPECT_EQ(q->latest_before_end_position, r->latest_before_end_position);
+    EXPECT_EQ(q->last_position_before_count, r->last_position_before_count);
+  }
+  EXPECT_EQ((*reader)->RangesUnfit(a, qa, qb), (*alone_reader)->RangesUnfit(a, ra, rb));
+}
+
+// A file whose round marks are at most the merge's round lag is one merge from start to end:
+// two ranges that both read from the start share one walk of it, each thread walking half the
+// data, and deliver and count what each range read alone does; with more marks (records final
+// before the end), or a damaged record, each range scans for itself as before.
+TEST_F(SplitPerfDataTest, RangesSharingOneWalkReadWhatEachReadsAlone) {
+  const std::vector<Ev> events = PerfWorkload(26);
+  uint64_t last = 0;
+  for (const Ev& e : events) last = std::max(last, e.ts);
+  const uint64_t cut = last / 2 + 7 * kMs;
+  const uint64_t later_start = last / 2 - 20 * kMs;
+  PerfReadOptions options;
+  options.min_interleave_from_start = 0;
+  // One mark (at the end), two (one drain between), three: the last merges before its end.
+  const std::string one = WritePerfData(Path("one.data"), events, 3'600'000 * kMs);
+  ExpectSharedWalkAsAlone(one, options, cut, later_start, true);
+  // Every drain after the first starts with its CPU's last record again: copies dropped the
+  // same way in both.
+  const std::string two = WritePerfData(Path("two.data"), events, last * 6 / 10, 1);
+  ExpectSharedWalkAsAlone(two, options, cut, later_start, true);
+  const std::string three = WritePerfData(Path("three.data"), events, last * 4 / 10, 1);
+  ExpectSharedWalkAsAlone(three, options, cut, later_start, false);
+  // With a lag of 1, two marks are one too many.
+  PerfReadOptions lag1 = options;
+  lag1.merge.round_lag = 1;
+  ExpectSharedWalkAsAlone(two, lag1, cut, later_start, false);
+  // The cut before every record, and after every one.
+  ExpectSharedWalkAsAlone(one, options, 1, 0, true);
+  ExpectSharedWalkAsAlone(one, options, last + 1, last, true);
+
+  // A record in the later half whose size runs past the data: each range scans alone.
+  std::string bytes;
+  {
+    std::ifstream in(one, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  perf::FileHeader h{};
+  std::memcpy(&h, bytes.data(), sizeof(h));
+  uint64_t pos = h.data.offset;
+  const uint64_t three_quarters = h.data.offset + h.data.size * 3 / 4;
+  while (pos < three_quarters) {
+    perf::EventHeader e{};
+    std::memcpy(&e, bytes.data() + pos, sizeof(e));
+    pos += e.size;
+  }
+  const uint16_t huge = 0xfff8;
+  std::memcpy(bytes.data() + pos + 6, &huge, sizeof(huge));
+  const std::string damaged = Path("damaged.data");
+  {
+    std::ofstream out(damaged, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  ExpectSharedWalkAsAlone(damaged, options, cut, later_start, false);
 }
 
 // perf.data ranges: together, what ReadAll delivers and counts.

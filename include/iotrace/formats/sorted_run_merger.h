@@ -157,6 +157,61 @@ class SortedRunMerger {
     source_->Release(end_);
   }
 
+  // A run of the stream found by a scan made elsewhere (Seed): its first record, timed, at
+  // `pos`, and where the run ends (the next run's first record, or a record the source skips,
+  // or the end of the stream).
+  struct SeedRun {
+    uint64_t pos = 0;
+    uint64_t end = 0;
+  };
+  // Sets the merge up as a scan of the whole stream would have left it, for a stream whose scan
+  // emits nothing before its end: no round limit (at most round_lag marks), no window, no cap
+  // reached (the caller's to know). `runs` in stream order, the last one the run the scan left
+  // open; `untimed`: the positions of the records Scan did not time (ascending), as the scan
+  // would have kept them; `scanned`: the records scanned. Run() then only emits, without a
+  // call to Scan; each run's cursor reads through the far path when the source has one (the
+  // scan's bytes were never in the source's memory), else with PeekTimed. On a merger that has
+  // not run.
+  void Seed(const std::vector<SeedRun>& runs, std::vector<uint64_t> untimed, uint64_t scanned) {
+    size_t size = 2;
+    while (size < runs.size()) size *= 2;
+    ring_.assign(size, RunCursor{});
+    mask_ = size - 1;
+    tree_.assign(2 * size, kEndedKey);
+    untimed_ = std::move(untimed);
+    untimed_head_ = 0;
+    head_ = 0;
+    live_ = runs.size();
+    far_ = kFar ? live_ : 0;
+    SetNearHead();
+    for (size_t i = 0; i < runs.size(); ++i) {
+      RunCursor& r = ring_[i];
+      r.pos = runs[i].pos;
+      r.end = runs[i].end;
+      r.seq = i;
+      r.closed = i + 1 < runs.size();
+      r.far = kFar;
+      UntimedAfter(r, r.pos);  // (the run's first record is timed: its mark lies after it)
+      uint64_t n = 0;
+      r.ready = ReadTimed(r, r.pos, &n);
+      if (r.ready) {
+        r.next = n;
+        tree_[size + i] = MakeKey(r.item.time, r.seq);
+      } else {
+        r.pos = r.end;  // the far path could not read it: the run ends before it starts
+        if constexpr (kFar) source_->DropFar(&r.bytes);
+      }
+    }
+    for (size_t node = size - 1; node >= 1; --node) {
+      tree_[node] = std::min(tree_[2 * node], tree_[2 * node + 1]);
+    }
+    counters_.runs = runs.size();
+    counters_.max_live_runs = runs.size();
+    scanned_ = scanned;
+    scan_pos_ = end_;
+    scan_done_ = true;
+  }
+
   const MergeCounters& counters() const { return counters_; }
   // Where the scan stopped: the first record not scanned (the end, once all was).
   uint64_t scan_position() const { return scan_pos_; }

@@ -91,6 +91,9 @@ struct TimeRange {
   // count) belong to this range. Other readers ignore both.
   uint64_t start_position = 0;
   uint64_t end_position = ~uint64_t{0};
+  // Which of the two ranges of a shared read this is (TraceReader::ShareRanges: 0 the earlier,
+  // 1 the later), or -1: read alone.
+  int shared_part = -1;
 };
 
 // Where the file's records lie in time, for choosing where to cut it (TimeSpan).
@@ -137,6 +140,9 @@ struct RangeReadResult {
   bool met_end_position = false;
   uint64_t latest_before_end_position = 0;
   uint64_t last_position_before_count = 0;
+  // The range merged what a walk shared with the other range found (ShareRanges), not a scan of
+  // its own.
+  bool shared_walk = false;
 };
 
 // Event formats from outside a file, for a perf.data that lost its own (cut short before its
@@ -213,6 +219,12 @@ class TraceReader {
   virtual absl::Status ReadRange(EventSink* sink, const TimeRange& range, RangeReadResult* out) {
     return absl::UnimplementedError("this reader does not read time ranges");
   }
+  // Two ranges about to be read at once, each by a thread of its own, with ReadRange: true when
+  // the reader shares work between them; each is then read with its `shared_part` set (0 for
+  // `earlier`, 1 for `later`), and each read waits for the other's part of the work, so both must
+  // be read, at once. (perf.data whose records form one merge from start to end: each thread
+  // walks half the data for both.) False: each is read alone, as without the call.
+  virtual bool ShareRanges(const TimeRange& earlier, const TimeRange& later) { return false; }
   // Why `earlier` (read with `range`, up to its end_ts) and `later` (counted from that time)
   // cannot stand for one ReadAll, or "" when they can. By default: no problems, losses placed
   // in the data or records out of order in either, and every stream stops in `earlier` at the
