@@ -1,12 +1,14 @@
 // SortedRunMerger, the time-ordering core of the perf.data reader, on toy record streams.
+#include "iotrace/formats/sorted_run_merger.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "iotrace/formats/sorted_run_merger.h"
 
 namespace iotrace {
 namespace {
@@ -875,6 +877,16 @@ void ScanForSeed(const std::vector<ToyRecord>& records, std::vector<typename Mer
   if (open) runs->back().end = pos;
 }
 
+// Seeds `merger` with the runs a scan of `records` finds and runs it.
+template <typename Source>
+void SeedAndRun(const std::vector<ToyRecord>& records, SortedRunMerger<Source>* merger) {
+  std::vector<typename SortedRunMerger<Source>::SeedRun> runs;
+  std::vector<uint64_t> untimed;
+  ScanForSeed<SortedRunMerger<Source>>(records, &runs, &untimed);
+  merger->Seed(runs, std::move(untimed), records.size());
+  merger->Run();
+}
+
 TEST(SortedRunMergerTest, ASeededMergeEmitsWhatAScanOfTheWholeStreamWould) {
   // Streams without round marks, far shorter than the window: a scan emits only at its end, so a
   // merge seeded with the runs it would have found emits the same, in the same order (ties by
@@ -897,11 +909,7 @@ TEST(SortedRunMergerTest, ASeededMergeEmitsWhatAScanOfTheWholeStreamWould) {
     ToySource seeded(records);
     seeded.stop_at = stop_at;
     SortedRunMerger<ToySource> seed_merger(&seeded, 0, seeded.end());
-    std::vector<SortedRunMerger<ToySource>::SeedRun> runs;
-    std::vector<uint64_t> untimed;
-    ScanForSeed<SortedRunMerger<ToySource>>(records, &runs, &untimed);
-    seed_merger.Seed(runs, untimed, records.size());
-    seed_merger.Run();
+    SeedAndRun(records, &seed_merger);
     ASSERT_EQ(Tags(seeded), Tags(scanned)) << "trial " << trial;
     EXPECT_EQ(seeded.flags, scanned.flags);
     EXPECT_EQ(seed_merger.counters().runs, scan_merger.counters().runs) << "trial " << trial;
@@ -909,11 +917,7 @@ TEST(SortedRunMergerTest, ASeededMergeEmitsWhatAScanOfTheWholeStreamWould) {
     EXPECT_EQ(seed_merger.scan_position(), scan_merger.scan_position());
     FarSource far(records);
     SortedRunMerger<FarSource> far_merger(&far, 0, far.end());
-    std::vector<SortedRunMerger<FarSource>::SeedRun> far_runs;
-    std::vector<uint64_t> far_untimed;
-    ScanForSeed<SortedRunMerger<FarSource>>(records, &far_runs, &far_untimed);
-    far_merger.Seed(far_runs, far_untimed, records.size());
-    far_merger.Run();
+    SeedAndRun(records, &far_merger);
     std::vector<ToyRecord> kept;
     for (const ToyRecord& r : records) {
       if (r.kind != ScanKind::kSkip) kept.push_back(r);
