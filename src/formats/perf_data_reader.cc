@@ -754,9 +754,11 @@ class PerfDataReader final : public TraceReader {
 
   // A split read whose two ranges share one walk of the data (ShareRanges): in a file whose
   // rounds are so long that both ranges read from the start of the data, and that has no more
-  // round marks than the merge's round lag, a merge emits nothing before its scan has reached
-  // the end of the data (no record is final before), so each range's merge is a merge of every
-  // run of the file, which a scan made elsewhere can set up (SortedRunMerger::Seed). Each
+  // round marks than the merge's round lag, or one more as its last record (iotrace and perf
+  // write a mark after the last drain: a file of lag + 1 rounds), a merge emits nothing before
+  // its scan has met every record (no record is final before), so each range's merge is a
+  // merge of every run of the file, which a scan made elsewhere can set up
+  // (SortedRunMerger::Seed). Each
   // range's thread walks half the data (the first range's up to a record boundary near the
   // middle, which its walk must land on) and finds its runs and untimed records; both then
   // merge their own range of all the runs. The alternative, each range scanning every record
@@ -777,7 +779,8 @@ class PerfDataReader final : public TraceReader {
     std::vector<WalkRun> runs;
     std::vector<uint64_t> untimed;  // positions of the records Scan does not time
     uint64_t records = 0;
-    uint64_t marks = 0;
+    std::vector<uint64_t> marks;  // positions of the round marks
+    uint64_t last_mark_end = 0;   // where the record after the last of them begins
     // Per range, as Stream::Scan counts them: records before end_position, the latest time
     // among them, the last record timed before count_from_ts; whether a record at or after
     // end_position was met, and the first of them lay exactly there.
@@ -790,7 +793,10 @@ class PerfDataReader final : public TraceReader {
   struct SharedWalk {
     std::array<TimeRange, 2> ranges;
     uint64_t middle = 0;  // part 0 walks [data_begin_, middle), part 1 [middle, data_end_)
-    std::atomic<uint64_t> marks{0};  // both parts': a walk gives up past the round lag
+    // Both parts' marks: the walks give up past lag + 1 (or, see Walk, at a first round too
+    // short for the data to hold no more rounds than that).
+    std::atomic<uint64_t> marks{0};
+    static constexpr uint64_t kGiveUp = uint64_t{1} << 62;  // marks: both walks give up
     std::mutex mu;
     std::condition_variable cv;
     std::array<std::optional<WalkPart>, 2> parts;  // each set once, when its walk ended
@@ -1576,16 +1582,25 @@ void PerfDataReader::Walk(SharedWalk& w, int part, WalkPart* out) const {
     } else {
       out->untimed.push_back(pos);
       if (kind == ScanKind::kRoundEnd) {
-        ++out->marks;
-        // More marks than the lag: a merge makes records final before the end.
-        if (w.marks.fetch_add(1, std::memory_order_relaxed) + 1 > lag) return;
+        out->marks.push_back(pos);
+        out->last_mark_end = next;
+        // More marks than the lag and the one after the last drain: a merge makes records
+        // final before the end. So, most likely, does a file longer than lag + 1 times its
+        // first round (a busy machine's rounds are about as long as each other): both walks
+        // stop there, not at the third mark, which may lie near the end of both halves.
+        const bool first_round = part == 0 && out->marks.size() == 1;
+        if (first_round && data_end_ - data_begin_ > (lag + 1) * (pos - data_begin_)) {
+          w.marks.store(SharedWalk::kGiveUp, std::memory_order_relaxed);
+          return;
+        }
+        if (w.marks.fetch_add(1, std::memory_order_relaxed) + 1 > lag + 1) return;
       }
     }
     pos = next;
     if (pos >= release_at) {
       ring->Release(pos);
       release_at = pos + kReleaseStep;
-      if (w.marks.load(std::memory_order_relaxed) > lag) return;  // the other half's
+      if (w.marks.load(std::memory_order_relaxed) > lag + 1) return;  // the other half's
     }
   }
   bool problems = stream.truncated_ != 0 || stream.bad_size_ != 0;
@@ -1630,7 +1645,11 @@ absl::Status PerfDataReader::ReadShared(EventSink* sink, const TimeRange& range,
   const uint64_t lag = static_cast<uint64_t>(std::clamp(options_.merge.round_lag, 1, 8));
   const MergeLimits& l = options_.merge;
   const uint64_t records = first.records + second.records;
-  if (!first.sound || !second.sound || first.marks + second.marks > lag ||
+  // From the lag + 1-th mark on, records are final and emitted: only when that mark is the
+  // last record of the data has the scan then met every record, as the walk has.
+  const uint64_t marks = first.marks.size() + second.marks.size();
+  const bool marks_fit = marks <= lag || (marks == lag + 1 && second.last_mark_end == data_end_);
+  if (!first.sound || !second.sound || !marks_fit ||
       records >= std::max(l.window_records, l.far_window_bytes / 16)) {
     return Read<true>(sink, alone, out);
   }

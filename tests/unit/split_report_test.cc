@@ -445,8 +445,9 @@ TEST(SplitReportTest, RangesMeetAtTheCutAndTogetherAreReadAll) {
 // before it), and every `repeat_every`-th drain of a CPU starting with the last sample of its
 // drain before written again, as perf record 6.1 does here (0: never). The fixtures' perf
 // setup has no requeue format: workloads for it have no requeues (PerfWorkload).
-std::string WritePerfData(const std::string& path, std::vector<Ev> events,
-                          uint64_t drain_ns = kMs, uint32_t repeat_every = 0) {
+std::string WritePerfData(const std::string& path, std::vector<Ev> events, uint64_t drain_ns = kMs,
+                          uint32_t repeat_every = 0, std::vector<uint64_t> drain_times = {},
+                          bool final_mark = true) {
   std::stable_sort(events.begin(), events.end(),
                    [](const Ev& a, const Ev& b) { return a.ts < b.ts; });
   test::BlockSetup setup = test::LoadBlockSetup();
@@ -465,7 +466,9 @@ std::string WritePerfData(const std::string& path, std::vector<Ev> events,
     EXPECT_TRUE((*writer)->AppendData(ByteView(bytes.data(), bytes.size())).ok());
     ring[cpu].clear();
   };
-  uint64_t next_drain = drain_ns;
+  // The drains at `drain_times` when given (ascending), else every drain_ns.
+  size_t next_time = 0;
+  uint64_t next_drain = drain_times.empty() ? drain_ns : drain_times[0];
   test::PerfRecordBuilder b;
   for (const Ev& e : events) {
     EXPECT_NE(e.kind, kRequeue);
@@ -473,7 +476,11 @@ std::string WritePerfData(const std::string& path, std::vector<Ev> events,
       drain(0);
       drain(1);
       EXPECT_TRUE((*writer)->AppendFinishedRound().ok());
-      next_drain += drain_ns;
+      if (drain_times.empty()) {
+        next_drain += drain_ns;
+      } else {
+        next_drain = ++next_time < drain_times.size() ? drain_times[next_time] : ~uint64_t{0};
+      }
     }
     const int f = format_of[e.kind];
     test::BlockRq rq;
@@ -496,7 +503,7 @@ std::string WritePerfData(const std::string& path, std::vector<Ev> events,
   }
   drain(0);
   drain(1);
-  EXPECT_TRUE((*writer)->AppendFinishedRound().ok());
+  if (final_mark) EXPECT_TRUE((*writer)->AppendFinishedRound().ok());
   EXPECT_TRUE((*writer)->Finish().ok());
   return path;
 }
@@ -708,10 +715,11 @@ void ExpectSharedWalkAsAlone(const std::string& path, const PerfReadOptions& opt
   EXPECT_EQ((*reader)->RangesUnfit(a, qa, qb), (*alone_reader)->RangesUnfit(a, ra, rb));
 }
 
-// A file whose round marks are at most the merge's round lag is one merge from start to end:
-// two ranges that both read from the start share one walk of it, each thread walking half the
-// data, and deliver and count what each range read alone does; with more marks (records final
-// before the end), or a damaged record, each range scans for itself as before.
+// A file with no more round marks than the merge's round lag, or one more as its last record,
+// is one merge from start to end: two ranges that both read from the start share one walk of it,
+// each thread walking half the data, and deliver and count what each range read alone does;
+// with more marks (records final before the end), or a damaged record, each range scans for
+// itself as before.
 TEST_F(SplitPerfDataTest, RangesSharingOneWalkReadWhatEachReadsAlone) {
   const std::vector<Ev> events = PerfWorkload(26);
   uint64_t last = 0;
@@ -720,7 +728,8 @@ TEST_F(SplitPerfDataTest, RangesSharingOneWalkReadWhatEachReadsAlone) {
   const uint64_t later_start = last / 2 - 20 * kMs;
   PerfReadOptions options;
   options.min_interleave_from_start = 0;
-  // One mark (at the end), two (one drain between), three: the last merges before its end.
+  // One mark (after the last drain, at the end), two (one drain between), three (the last of
+  // them the last record).
   const std::string one = WritePerfData(Path("one.data"), events, 3'600'000 * kMs);
   ExpectSharedWalkAsAlone(one, options, cut, later_start, true);
   // Every drain after the first starts with its CPU's last record again: copies dropped the
@@ -728,11 +737,27 @@ TEST_F(SplitPerfDataTest, RangesSharingOneWalkReadWhatEachReadsAlone) {
   const std::string two = WritePerfData(Path("two.data"), events, last * 6 / 10, 1);
   ExpectSharedWalkAsAlone(two, options, cut, later_start, true);
   const std::string three = WritePerfData(Path("three.data"), events, last * 4 / 10, 1);
-  ExpectSharedWalkAsAlone(three, options, cut, later_start, false);
-  // With a lag of 1, two marks are one too many.
+  ExpectSharedWalkAsAlone(three, options, cut, later_start, true);
+  // Three marks before the last record: the merge emits before it has met every record.
+  // With rounds of a third of the data, both walks stop at the first mark (the data is longer
+  // than the lag + 1 rounds); with a long first round, at the fourth mark; without a mark
+  // after the last drain, once both halves were walked.
+  const std::string four = WritePerfData(Path("four.data"), events, last * 3 / 10, 1);
+  ExpectSharedWalkAsAlone(four, options, cut, later_start, false);
+  const std::vector<uint64_t> late = {last * 55 / 100, last * 7 / 10, last * 8 / 10};
+  ExpectSharedWalkAsAlone(WritePerfData(Path("late.data"), events, 0, 1, late), options, cut,
+                          later_start, false);
+  ExpectSharedWalkAsAlone(WritePerfData(Path("late_unmarked.data"), events, 0, 1, late, false),
+                          options, cut, later_start, false);
+  // Without it, two marks are still as many as the lag.
+  ExpectSharedWalkAsAlone(WritePerfData(Path("two_unmarked.data"), events, 0, 1,
+                                        {last * 55 / 100, last * 8 / 10}, false),
+                          options, cut, later_start, true);
+  // With a lag of 1: two marks, the second the last record, and three.
   PerfReadOptions lag1 = options;
   lag1.merge.round_lag = 1;
-  ExpectSharedWalkAsAlone(two, lag1, cut, later_start, false);
+  ExpectSharedWalkAsAlone(two, lag1, cut, later_start, true);
+  ExpectSharedWalkAsAlone(three, lag1, cut, later_start, false);
   // The cut before every record, and after every one.
   ExpectSharedWalkAsAlone(one, options, 1, 0, true);
   ExpectSharedWalkAsAlone(one, options, last + 1, last, true);

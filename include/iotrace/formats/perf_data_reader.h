@@ -63,8 +63,9 @@ struct PerfReadOptions {
   // and 256 CPUs read faster so, 16 slower). 0: wherever the marks are too far apart.
   double min_interleave_from_start = 32;
   // Two such ranges share one walk of the data where the whole data is one merge (at most
-  // MergeLimits::round_lag round marks: nothing is final before the end): each range's thread
-  // walks half of it for both (TraceReader::ShareRanges). False: each range scans every record.
+  // MergeLimits::round_lag round marks, or one more as the data's last record: nothing is final
+  // before the scan has met every record): each range's thread walks half of it for both
+  // (TraceReader::ShareRanges). False: each range scans every record.
   bool share_walk = true;
   // Tried at open when the file's event formats are lost (HEADER_TRACING_DATA cut off); null:
   // such a file is an error. Only used during the open.

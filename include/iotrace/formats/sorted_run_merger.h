@@ -165,8 +165,9 @@ class SortedRunMerger {
     uint64_t end = 0;
   };
   // Sets the merge up as a scan of the whole stream would have left it, for a stream whose scan
-  // emits nothing before its end: no round limit (at most round_lag marks), no window, no cap
-  // reached (the caller's to know). `runs` in stream order, the last one the run the scan left
+  // emits nothing before it has met every record: no round limit before its last record (at
+  // most round_lag marks, or one more as the last record), no window, no cap reached (the
+  // caller's to know). `runs` in stream order, the last one the run the scan left
   // open; `untimed`: the positions of the records Scan did not time (ascending), as the scan
   // would have kept them; `scanned`: the records scanned. Run() then only emits, without a
   // call to Scan; each run's cursor reads through the far path when the source has one (the
