@@ -808,9 +808,11 @@ class PerfDataReader final : public TraceReader {
   // starts at `pos` of `bytes` (file offset `base`) and runs to near its end.
   bool LooksLikeRecords(ByteView bytes, uint64_t base, uint64_t pos, uint64_t* first_time) const;
   // A record boundary at or after `from` (within 64 KiB), found by LooksLikeRecords; with the
-  // time of the earliest sample in the chain after it (and the chain's times in `times`).
+  // time of the earliest sample in the chain after it (and the chain's times in `times`, the
+  // CPU of its first event in `cpu`, -1 when none decodes).
   std::optional<uint64_t> BoundaryNear(uint64_t from, uint64_t* time, uint8_t* buf,
-                                       std::vector<uint64_t>* times = nullptr) const;
+                                       std::vector<uint64_t>* times = nullptr,
+                                       int64_t* cpu = nullptr) const;
   // From the record boundary `from` on, the first two FINISHED_ROUND marks (within 64 MiB):
   // where the round after the first begins, the largest sample time before the first (from
   // `from`) and between the two. False when two marks are not found there; `*unreadable` then
@@ -842,6 +844,9 @@ class PerfDataReader final : public TraceReader {
   static constexpr size_t kScanBufferBytes = size_t{2} << 20;
   static_assert(kScanChunk + kMaxRecordBytes <= kScanBufferBytes);
   mutable std::mutex scan_mu_;  // two ranges' reads begin at once
+  // SpanFromStart's looks, in data order, that met a lower CPU than the look before them: round
+  // boundaries seen (-1: no such looks made). Under scan_mu_.
+  mutable int look_wraps_ = -1;
   mutable std::optional<UniqueMapping> scan_;
 
   PerfDataReader() = default;
@@ -1511,6 +1516,10 @@ bool PerfDataReader::ShareRanges(const TimeRange& earlier, const TimeRange& late
     return false;
   }
   std::lock_guard lock(scan_mu_);
+  // The looks that chose reading from the start saw the rounds begin again more often than the
+  // lag allows: the data most likely holds more marks (each found only by walking up to it).
+  const int lag = std::clamp(l.round_lag, 1, 8);
+  if (options_.share_walk_by_looks && (look_wraps_ < 0 || look_wraps_ > lag)) return false;
   if (!scan_.has_value()) {
     absl::StatusOr<UniqueMapping> scan = MapHugeAnonymous(kScanBufferBytes);
     if (!scan.ok()) return false;
@@ -1750,7 +1759,8 @@ bool PerfDataReader::LooksLikeRecords(ByteView bytes, uint64_t base, uint64_t po
 }
 
 std::optional<uint64_t> PerfDataReader::BoundaryNear(uint64_t from, uint64_t* time, uint8_t* buf,
-                                                     std::vector<uint64_t>* times) const {
+                                                     std::vector<uint64_t>* times,
+                                                     int64_t* cpu) const {
   constexpr uint64_t kSearch = uint64_t{64} << 10;
   constexpr uint64_t kChain = uint64_t{256} << 10;
   static_assert(kSearch + kChain <= kScanBufferBytes);
@@ -1762,10 +1772,23 @@ std::optional<uint64_t> PerfDataReader::BoundaryNear(uint64_t from, uint64_t* ti
   for (uint64_t off = 0; off < kSearch && off < bytes.size; off += 8) {
     if (!LooksLikeRecords(bytes, from, off, time)) continue;
     // The chain again, for its sample times (LooksLikeRecords checked every record of it).
-    for (uint64_t pos = off; times != nullptr && pos + sizeof(perf::EventHeader) <= bytes.size;) {
+    if (cpu != nullptr) *cpu = -1;
+    for (uint64_t pos = off;
+         (times != nullptr || cpu != nullptr) && pos + sizeof(perf::EventHeader) <= bytes.size;) {
       perf::EventHeader h;
       std::memcpy(&h, bytes.data + pos, sizeof(h));
       if (pos + h.size > bytes.size) break;
+      if (cpu != nullptr && *cpu < 0 && h.type == perf::kRecordSample) {
+        PerfRecord rec;
+        if (parser_.Parse(ByteView(bytes.data + pos, h.size), &rec) == PerfProblem::kNone &&
+            rec.kind == PerfRecord::Kind::kEvent) {
+          *cpu = rec.event.cpu;
+        }
+      }
+      if (times == nullptr) {
+        pos += h.size;
+        continue;
+      }
       uint64_t t = 0;
       if (h.type == perf::kRecordSample &&
           parser_.SampleTime(ByteView(bytes.data + pos, h.size), &t) == PerfProblem::kNone) {
@@ -1882,14 +1905,23 @@ bool PerfDataReader::RoundsAfter(uint64_t from, uint64_t* after_first, uint64_t*
 std::optional<TraceTimeSpan> PerfDataReader::SpanFromStart(uint8_t* buf) const {
   std::vector<uint64_t> times;
   std::vector<uint64_t> look_spans;  // the time each look's records span
+  std::vector<int64_t> look_cpus;    // the CPU of each look's first event
   const uint64_t bytes = data_end_ - data_begin_;
   for (int i = 0; i < kTimeLooks; ++i) {
     const uint64_t from = data_begin_ + bytes / kTimeLooks * static_cast<uint64_t>(i);
     uint64_t first = 0;  // the look's earliest time (a chain found holds 128 samples or more)
     const size_t before = times.size();
-    if (!BoundaryNear(from, &first, buf, &times).has_value()) return std::nullopt;
+    int64_t cpu = -1;
+    if (!BoundaryNear(from, &first, buf, &times, &cpu).has_value()) return std::nullopt;
     look_spans.push_back(
         *std::max_element(times.begin() + static_cast<ptrdiff_t>(before), times.end()) - first);
+    look_cpus.push_back(cpu);
+  }
+  // A round drains the CPUs' rings in the order of their numbers: each look after one of a
+  // higher CPU lies in a later round.
+  look_wraps_ = 0;
+  for (size_t i = 1; i < look_cpus.size(); ++i) {
+    look_wraps_ += look_cpus[i] < look_cpus[i - 1] ? 1 : 0;
   }
   std::sort(times.begin(), times.end());
   const uint64_t first_ts = std::min(ends_->first_ts, times.front());

@@ -728,6 +728,7 @@ TEST_F(SplitPerfDataTest, RangesSharingOneWalkReadWhatEachReadsAlone) {
   const uint64_t later_start = last / 2 - 20 * kMs;
   PerfReadOptions options;
   options.min_interleave_from_start = 0;
+  options.share_walk_by_looks = false;  // the walk's own checks, whatever the looks saw
   // One mark (after the last drain, at the end), two (one drain between), three (the last of
   // them the last record).
   const std::string one = WritePerfData(Path("one.data"), events, 3'600'000 * kMs);
@@ -785,6 +786,36 @@ TEST_F(SplitPerfDataTest, RangesSharingOneWalkReadWhatEachReadsAlone) {
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }
   ExpectSharedWalkAsAlone(damaged, options, cut, later_start, false);
+}
+
+// Whether to walk at all is first asked of the looks that chose reading from the start: a round
+// drains the rings in CPU order, so a look that meets a lower CPU than the one before it lies in
+// a later round. One round: shared; four rounds in the first 40% of the data (and the mark after
+// the last drain): declined before any walk.
+TEST_F(SplitPerfDataTest, TheLooksDeclineAWalkOfMoreRoundsThanTheLag) {
+  const std::vector<Ev> events = PerfWorkload(28);
+  uint64_t last = 0;
+  for (const Ev& e : events) last = std::max(last, e.ts);
+  PerfReadOptions options;
+  options.min_interleave_from_start = 0;
+  TimeRange a, b;
+  a.end_ts = last / 2;
+  b.start_ts = last / 2 - 20 * kMs;
+  b.count_from_ts = last / 2;
+  for (const auto& [name, drains, shared] :
+       {std::tuple{"one.data", std::vector<uint64_t>{}, true},
+        std::tuple{"many.data",
+                   std::vector<uint64_t>{last / 10, last * 2 / 10, last * 3 / 10, last * 4 / 10},
+                   false}}) {
+    const std::string path = WritePerfData(Path(name), events, 3'600'000 * kMs, 0, drains);
+    auto reader = OpenPerfData(path, options);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    const std::optional<TraceTimeSpan> span = (*reader)->TimeSpan();
+    ASSERT_TRUE(span.has_value()) << name;
+    ASSERT_TRUE(span->starts_anywhere) << name;
+    a.end_position = b.start_position = a.start_position = span->split_position;
+    EXPECT_EQ((*reader)->ShareRanges(a, b), shared) << name;
+  }
 }
 
 // perf.data ranges: together, what ReadAll delivers and counts.

@@ -67,6 +67,11 @@ struct PerfReadOptions {
   // before the scan has met every record): each range's thread walks half of it for both
   // (TraceReader::ShareRanges). False: each range scans every record.
   bool share_walk = true;
+  // Only where the looks that chose reading from the start saw no more round boundaries than
+  // the lag (each mark is found only by walking up to it, and a walk that finds one too many
+  // was spent for nothing); false: wherever both ranges read from the start (tests of the
+  // walk's own checks).
+  bool share_walk_by_looks = true;
   // Tried at open when the file's event formats are lost (HEADER_TRACING_DATA cut off); null:
   // such a file is an error. Only used during the open.
   const FormatsFallback* formats_fallback = nullptr;
