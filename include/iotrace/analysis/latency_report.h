@@ -214,9 +214,11 @@ class LatencyReportBuilder : public EventSink, private RequestSampleSink {
   // The devices are counted every kLagRecheck events, not for each one: at one device the
   // count's loads were ~4% more instructions an event.
   static constexpr uint32_t kLagRecheck = 4096;
+  // Only while this thread pairs (no batch: with one, the pairing thread owns the matcher, and
+  // the lag is not used).
   void RecheckLag() {
     lag_recheck_ = kLagRecheck;
-    lag_on_ = matcher_->device_count() >= kLagFromDevices;
+    if (batch_ == nullptr) lag_on_ = matcher_->device_count() >= kLagFromDevices;
   }
   void FlushEvents() {
     for (; lag_out_ != lag_in_; ++lag_out_) matcher_->OnEvent(lag_[lag_out_ % kEventLag]);
