@@ -793,12 +793,12 @@ class PerfDataReader final : public TraceReader {
   struct SharedWalk {
     std::array<TimeRange, 2> ranges;
     uint64_t middle = 0;  // part 0 walks [data_begin_, middle), part 1 [middle, data_end_)
-    // Both parts' marks: the walks give up past lag + 1 (or, see Walk, at a first round too
-    // short for the data to hold no more rounds than that).
+    // Both parts' marks: the walks give up past lag + 1, or at kGiveUp (a walk ended unsound).
     std::atomic<uint64_t> marks{0};
-    static constexpr uint64_t kGiveUp = uint64_t{1} << 62;  // marks: both walks give up
+    static constexpr uint64_t kGiveUp = uint64_t{1} << 62;
     std::mutex mu;
     std::condition_variable cv;
+    std::array<bool, 2> taken = {false, false};    // a read of each part came
     std::array<std::optional<WalkPart>, 2> parts;  // each set once, when its walk ended
   };
   std::unique_ptr<SharedWalk> shared_;
@@ -1505,8 +1505,13 @@ void PerfDataReader::PutResult(Stream<kRanged>& stream, const Merger& merger, bo
 bool PerfDataReader::ShareRanges(const TimeRange& earlier, const TimeRange& later) {
   shared_.reset();
   if (!options_.share_walk) return false;
-  // Only where both ranges would scan every record: both read from the start of the data.
-  if (earlier.start_position > data_begin_ || later.start_position > data_begin_) return false;
+  // Only where both ranges would scan every record: both read from the start of the data. Not in
+  // a file cut short or never finished, whose coverage ends at a round mark's time, which a
+  // seeded merge does not keep.
+  if (earlier.start_position > data_begin_ || later.start_position > data_begin_ ||
+      !open_problems_.empty()) {
+    return false;
+  }
   // Where no window or cap of the merge can make a record final before the end of the data
   // (the round marks are counted as the data is walked).
   const MergeLimits& l = options_.merge;
@@ -1543,6 +1548,15 @@ void PerfDataReader::Walk(SharedWalk& w, int part, WalkPart* out) const {
     void OnLoss(const LossRecord&) override { ++losses; }
     uint64_t losses = 0;
   };
+  // A walk that ends unsound, wherever it stops, sends both back to a scan each: the other half
+  // need walk no further.
+  struct GiveUpUnlessSound {
+    SharedWalk& w;
+    const WalkPart& out;
+    ~GiveUpUnlessSound() {
+      if (!out.sound) w.marks.store(SharedWalk::kGiveUp, std::memory_order_relaxed);
+    }
+  } give_up{w, *out};
   const uint64_t from = part == 0 ? data_begin_ : w.middle;
   const uint64_t to = part == 0 ? w.middle : data_end_;
   absl::StatusOr<FileRing> ring = FileRing::Create(fd_.get(), from, to, options_.read_ring_bytes,
@@ -1594,14 +1608,7 @@ void PerfDataReader::Walk(SharedWalk& w, int part, WalkPart* out) const {
         out->marks.push_back(pos);
         out->last_mark_end = next;
         // More marks than the lag and the one after the last drain: a merge makes records
-        // final before the end. So, most likely, does a file longer than lag + 1 times its
-        // first round (a busy machine's rounds are about as long as each other): both walks
-        // stop there, not at the third mark, which may lie near the end of both halves.
-        const bool first_round = part == 0 && out->marks.size() == 1;
-        if (first_round && data_end_ - data_begin_ > (lag + 1) * (pos - data_begin_)) {
-          w.marks.store(SharedWalk::kGiveUp, std::memory_order_relaxed);
-          return;
-        }
+        // final before the end.
         if (w.marks.fetch_add(1, std::memory_order_relaxed) + 1 > lag + 1) return;
       }
     }
@@ -1624,7 +1631,22 @@ absl::Status PerfDataReader::ReadShared(EventSink* sink, const TimeRange& range,
     scan_.reset();  // the looks are over
   }
   SharedWalk& w = *shared_;
-  const size_t part = range.shared_part == 0 ? 0 : 1;
+  TimeRange alone = range;
+  alone.shared_part = -1;
+  if (range.shared_part != 0 && range.shared_part != 1) return Read<true>(sink, alone, out);
+  const size_t part = static_cast<size_t>(range.shared_part);
+  {
+    // A part read again (the shared read is over) is read alone, without waiting.
+    std::lock_guard lock(w.mu);
+    if (w.taken[part]) return Read<true>(sink, alone, out);
+    w.taken[part] = true;
+  }
+  // The range ShareRanges was given: else the walk's counts are not this range's.
+  const TimeRange& shared = w.ranges[part];
+  const bool same = range.start_ts == shared.start_ts &&
+                    range.count_from_ts == shared.count_from_ts && range.end_ts == shared.end_ts &&
+                    range.start_position == shared.start_position &&
+                    range.end_position == shared.end_position;
   {
     // The other range's read waits for this part, whatever happens to this one's walk.
     WalkPart found;
@@ -1640,7 +1662,11 @@ absl::Status PerfDataReader::ReadShared(EventSink* sink, const TimeRange& range,
         w.cv.notify_all();
       }
     } publish{w, part, found};
-    Walk(w, static_cast<int>(part), &found);
+    if (same) {
+      Walk(w, static_cast<int>(part), &found);
+    } else {
+      w.marks.store(SharedWalk::kGiveUp, std::memory_order_relaxed);
+    }
   }
   {
     std::unique_lock lock(w.mu);
@@ -1649,8 +1675,6 @@ absl::Status PerfDataReader::ReadShared(EventSink* sink, const TimeRange& range,
   // Both parts are set and no longer written.
   const WalkPart& first = *w.parts[0];
   const WalkPart& second = *w.parts[1];
-  TimeRange alone = range;
-  alone.shared_part = -1;
   const uint64_t lag = static_cast<uint64_t>(std::clamp(options_.merge.round_lag, 1, 8));
   const MergeLimits& l = options_.merge;
   const uint64_t records = first.records + second.records;
@@ -1686,7 +1710,8 @@ absl::Status PerfDataReader::ReadShared(EventSink* sink, const TimeRange& range,
   seeds.reserve(runs.size());
   for (size_t i = 0; i < runs.size(); ++i) {
     if (runs[i].kept[part] == kNoPos) continue;
-    seeds.push_back({runs[i].kept[part], i + 1 < runs.size() ? runs[i + 1].start : data_end_});
+    const bool last = i + 1 == runs.size();  // the run the scan leaves open
+    seeds.push_back({runs[i].kept[part], last ? data_end_ : runs[i + 1].start, last});
   }
   // A merge of as many runs as its cap forces records out before the end.
   if (seeds.size() >= std::max<size_t>(l.max_runs, 2)) return Read<true>(sink, alone, out);
@@ -1786,6 +1811,7 @@ std::optional<uint64_t> PerfDataReader::BoundaryNear(uint64_t from, uint64_t* ti
         }
       }
       if (times == nullptr) {
+        if (*cpu >= 0) break;
         pos += h.size;
         continue;
       }

@@ -360,8 +360,10 @@ struct RangeSink : EventSink {
   void OnEvent(const RawEvent& e) override {
     if (e.ts >= from) seen.push_back({e.ts, e.cpu}); else ++before;
   }
+  void OnLoss(const LossRecord& loss) override { lost += loss.count; }
   uint64_t from = 0;
   uint64_t before = 0;
+  uint64_t lost = 0;
   std::vector<std::pair<uint64_t, uint32_t>> seen;
 };
 
@@ -447,7 +449,7 @@ TEST(SplitReportTest, RangesMeetAtTheCutAndTogetherAreReadAll) {
 // setup has no requeue format: workloads for it have no requeues (PerfWorkload).
 std::string WritePerfData(const std::string& path, std::vector<Ev> events, uint64_t drain_ns = kMs,
                           uint32_t repeat_every = 0, std::vector<uint64_t> drain_times = {},
-                          bool final_mark = true) {
+                          bool final_mark = true, uint64_t lost_at = ~uint64_t{0}) {
   std::stable_sort(events.begin(), events.end(),
                    [](const Ev& a, const Ev& b) { return a.ts < b.ts; });
   test::BlockSetup setup = test::LoadBlockSetup();
@@ -472,6 +474,18 @@ std::string WritePerfData(const std::string& path, std::vector<Ev> events, uint6
   test::PerfRecordBuilder b;
   for (const Ev& e : events) {
     EXPECT_NE(e.kind, kRequeue);
+    if (e.ts >= lost_at) {
+      // A LOST record in the CPU's ring, timed as the sample after it (sample_id_all).
+      perf::SampleId sid;
+      sid.pid = sid.tid = e.pid;
+      sid.time = e.ts;
+      sid.cpu = e.cpu;
+      sid.id = test::SyntheticId(0, e.cpu, 2);
+      b.Clear();
+      b.AddLost(specs[0].attr, sid.id, 5, sid);
+      ring[e.cpu] += b.bytes();
+      lost_at = ~uint64_t{0};
+    }
     while (e.ts >= next_drain) {
       drain(0);
       drain(1);
@@ -663,11 +677,11 @@ uint64_t PerfDataBegin(const std::string& path) {
 // sharing one walk (ShareRanges): the same records delivered, counted and checked, whichever
 // way; `shared`: whether the reads merged what the walk found or fell back to a scan each.
 void ExpectSharedWalkAsAlone(const std::string& path, const PerfReadOptions& options, uint64_t cut,
-                             uint64_t later_start, bool shared) {
+                             uint64_t later_start, bool shared, uint64_t end_position = 0) {
   const uint64_t data = PerfDataBegin(path);
   TimeRange a, b;
   a.end_ts = cut;
-  a.end_position = data;
+  a.end_position = end_position != 0 ? end_position : data;
   b.start_ts = later_start;
   b.count_from_ts = cut;
   b.start_position = data;
@@ -678,11 +692,13 @@ void ExpectSharedWalkAsAlone(const std::string& path, const PerfReadOptions& opt
   RangeReadResult ra, rb;
   ASSERT_TRUE((*alone_reader)->ReadRange(&alone_a, a, &ra).ok());
   ASSERT_TRUE((*alone_reader)->ReadRange(&alone_b, b, &rb).ok());
-  EXPECT_FALSE(ra.shared_walk);
 
   auto reader = OpenPerfData(path, options);
   ASSERT_TRUE(reader.ok()) << reader.status();
-  ASSERT_TRUE((*reader)->ShareRanges(a, b));
+  if (!(*reader)->ShareRanges(a, b)) {
+    EXPECT_FALSE(shared) << "declined before any walk";
+    return;
+  }
   TimeRange sa = a, sb = b;
   sa.shared_part = 0;
   sb.shared_part = 1;
@@ -700,11 +716,14 @@ void ExpectSharedWalkAsAlone(const std::string& path, const PerfReadOptions& opt
   EXPECT_EQ(shared_a.seen, alone_a.seen);
   EXPECT_EQ(shared_b.seen, alone_b.seen);
   EXPECT_EQ(shared_b.before, alone_b.before);
+  EXPECT_EQ(shared_a.lost, alone_a.lost);
+  EXPECT_EQ(shared_b.lost, alone_b.lost);
   for (const auto& [q, r] : {std::pair{&qa, &ra}, std::pair{&qb, &rb}}) {
     EXPECT_EQ(q->stats.records, r->stats.records);
     EXPECT_EQ(q->stats.events, r->stats.events);
     EXPECT_EQ(q->stats.problems, r->stats.problems);
     EXPECT_EQ(q->stats.coverage.complete(), r->stats.coverage.complete());
+    EXPECT_EQ(q->stats.coverage.gaps.size(), r->stats.coverage.gaps.size());
     EXPECT_EQ(q->out_of_order, r->out_of_order);
     EXPECT_EQ(q->problems, r->problems);
     EXPECT_EQ(q->scan_end, r->scan_end);
@@ -713,6 +732,17 @@ void ExpectSharedWalkAsAlone(const std::string& path, const PerfReadOptions& opt
     EXPECT_EQ(q->last_position_before_count, r->last_position_before_count);
   }
   EXPECT_EQ((*reader)->RangesUnfit(a, qa, qb), (*alone_reader)->RangesUnfit(a, ra, rb));
+  // The reader reads on as before: a part asked for again is read alone (without waiting for a
+  // walk that is over), and the whole file as one pass.
+  RangeSink again;
+  RangeReadResult qa2;
+  ASSERT_TRUE((*reader)->ReadRange(&again, sa, &qa2).ok());
+  EXPECT_FALSE(qa2.shared_walk);
+  EXPECT_EQ(again.seen, alone_a.seen);
+  RangeSink all, alone_all;
+  ASSERT_TRUE((*reader)->ReadAll(&all).ok());
+  ASSERT_TRUE((*alone_reader)->ReadAll(&alone_all).ok());
+  EXPECT_EQ(all.seen, alone_all.seen);
 }
 
 // A file with no more round marks than the merge's round lag, or one more as its last record,
@@ -759,6 +789,27 @@ TEST_F(SplitPerfDataTest, RangesSharingOneWalkReadWhatEachReadsAlone) {
   lag1.merge.round_lag = 1;
   ExpectSharedWalkAsAlone(two, lag1, cut, later_start, true);
   ExpectSharedWalkAsAlone(three, lag1, cut, later_start, false);
+  // The merge's caps: as many runs as it may hold, and a window of records that makes some
+  // final before the end.
+  PerfReadOptions capped = options;
+  capped.merge.max_runs = 2;
+  ExpectSharedWalkAsAlone(one, capped, cut, later_start, false);
+  PerfReadOptions windowed = options;
+  windowed.merge.window_bytes = uint64_t{64} << 20;
+  windowed.merge.far_window_bytes = 1024;
+  windowed.merge.window_records = 64;
+  ExpectSharedWalkAsAlone(one, windowed, cut, later_start, false);
+  // A loss with a time (placed in its CPU's coverage) in each half, delivered alike.
+  for (const auto& [name, lost_at] :
+       {std::pair{"lost_early.data", last / 4}, std::pair{"lost_late.data", last * 3 / 4}}) {
+    const std::string path = WritePerfData(Path(name), events, last * 6 / 10, 1, {}, true, lost_at);
+    auto check = OpenPerfData(path, options);
+    ASSERT_TRUE(check.ok()) << check.status();
+    RangeSink all;
+    ASSERT_TRUE((*check)->ReadAll(&all).ok());
+    EXPECT_EQ(all.lost, 5u) << name;
+    ExpectSharedWalkAsAlone(path, options, cut, later_start, true);
+  }
   // The cut before every record, and after every one.
   ExpectSharedWalkAsAlone(one, options, 1, 0, true);
   ExpectSharedWalkAsAlone(one, options, last + 1, last, true);
@@ -778,6 +829,8 @@ TEST_F(SplitPerfDataTest, RangesSharingOneWalkReadWhatEachReadsAlone) {
     std::memcpy(&e, bytes.data() + pos, sizeof(e));
     pos += e.size;
   }
+  // (An earlier range that counts the records up to here: its end position in the later half.)
+  ExpectSharedWalkAsAlone(one, options, cut, later_start, true, pos);
   const uint16_t huge = 0xfff8;
   std::memcpy(bytes.data() + pos + 6, &huge, sizeof(huge));
   const std::string damaged = Path("damaged.data");
@@ -790,8 +843,9 @@ TEST_F(SplitPerfDataTest, RangesSharingOneWalkReadWhatEachReadsAlone) {
 
 // Whether to walk at all is first asked of the looks that chose reading from the start: a round
 // drains the rings in CPU order, so a look that meets a lower CPU than the one before it lies in
-// a later round. One round: shared; four rounds in the first 40% of the data (and the mark after
-// the last drain): declined before any walk.
+// a later round. One round, and three (two marks before the middle and the one after the last
+// drain): shared; five rounds, four of them in the first 40% of the data: declined before any
+// walk.
 TEST_F(SplitPerfDataTest, TheLooksDeclineAWalkOfMoreRoundsThanTheLag) {
   const std::vector<Ev> events = PerfWorkload(28);
   uint64_t last = 0;
@@ -804,6 +858,7 @@ TEST_F(SplitPerfDataTest, TheLooksDeclineAWalkOfMoreRoundsThanTheLag) {
   b.count_from_ts = last / 2;
   for (const auto& [name, drains, shared] :
        {std::tuple{"one.data", std::vector<uint64_t>{}, true},
+        std::tuple{"three.data", std::vector<uint64_t>{last / 5, last * 45 / 100}, true},
         std::tuple{"many.data",
                    std::vector<uint64_t>{last / 10, last * 2 / 10, last * 3 / 10, last * 4 / 10},
                    false}}) {

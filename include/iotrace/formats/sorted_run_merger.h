@@ -159,20 +159,21 @@ class SortedRunMerger {
 
   // A run of the stream found by a scan made elsewhere (Seed): its first record, timed, at
   // `pos`, and where the run ends (the next run's first record, or a record the source skips,
-  // or the end of the stream).
+  // or the end of the stream); `open`: the run the scan leaves open at the end (the last one,
+  // unless a skipped record closed it).
   struct SeedRun {
     uint64_t pos = 0;
     uint64_t end = 0;
+    bool open = false;
   };
   // Sets the merge up as a scan of the whole stream would have left it, for a stream whose scan
   // emits nothing before it has met every record: no round limit before its last record (at
   // most round_lag marks, or one more as the last record), no window, no cap reached (the
-  // caller's to know). `runs` in stream order, the last one the run the scan left
-  // open; `untimed`: the positions of the records Scan did not time (ascending), as the scan
-  // would have kept them; `scanned`: the records scanned. Run() then only emits, without a
-  // call to Scan; each run's cursor reads through the far path when the source has one (the
-  // scan's bytes were never in the source's memory), else with PeekTimed. On a merger that has
-  // not run.
+  // caller's to know). `runs` in stream order; `untimed`: the positions of the records Scan did not
+  // time (ascending), as the scan would have kept them; `scanned`: the records scanned. Run() then
+  // only emits, without a call to Scan; each run's cursor reads through the far path when the
+  // source has one (the scan's bytes were never in the source's memory), else with PeekTimed. On a
+  // merger that has not run.
   void Seed(const std::vector<SeedRun>& runs, std::vector<uint64_t> untimed, uint64_t scanned) {
     size_t size = 2;
     while (size < runs.size()) size *= 2;
@@ -190,7 +191,7 @@ class SortedRunMerger {
       r.pos = runs[i].pos;
       r.end = runs[i].end;
       r.seq = i;
-      r.closed = i + 1 < runs.size();
+      r.closed = !runs[i].open;
       r.far = kFar;
       UntimedAfter(r, r.pos);  // (the run's first record is timed: its mark lies after it)
       uint64_t n = 0;
