@@ -813,9 +813,8 @@ class PerfDataReader final : public TraceReader {
   std::optional<uint64_t> BoundaryNear(uint64_t from, uint64_t* time, uint8_t* buf,
                                        std::vector<uint64_t>* times = nullptr,
                                        int64_t* cpu = nullptr) const;
-  static constexpr uint64_t kRoundsLimit = uint64_t{64} << 20;
   // From the record boundary `from` on, the first two FINISHED_ROUND marks (within
-  // kRoundsLimit):
+  // PerfReadOptions::marks_look_bytes):
   // where the round after the first begins, the largest sample time before the first (from
   // `from`) and between the two. False when two marks are not found there; `*unreadable` then
   // says whether the records there could not be walked (else the rounds are longer).
@@ -1871,7 +1870,7 @@ std::optional<TraceTimeSpan> PerfDataReader::TimeSpanFrom(double fraction) const
   // of a round, which the cut must lie beyond. With as many rings drained a round as a busy
   // many-CPU machine has, a round is tens of MiB and that time a good part of the file's.
   //
-  // The walk for the marks reads up to kRoundsLimit. In a many-CPU machine's file whose looks
+  // The walk for the marks reads up to marks_look_bytes. In a many-CPU machine's file whose looks
   // from the start (SpanFromStart) see rounds of twice that or longer (a round drains the rings
   // in CPU order: the looks meeting a lower CPU than the one before count the round boundaries
   // they pass), it would find none, and the plan is that of the looks without it: a 256-CPU
@@ -1883,7 +1882,8 @@ std::optional<TraceTimeSpan> PerfDataReader::TimeSpanFrom(double fraction) const
     from_start = SpanFromStart(buf);
     looked = true;
     if (from_start.has_value() && look_wraps_ >= 0 &&
-        (data_end_ - data_begin_) / static_cast<uint64_t>(look_wraps_ + 1) >= 2 * kRoundsLimit) {
+        (data_end_ - data_begin_) / static_cast<uint64_t>(look_wraps_ + 1) >=
+            2 * options_.marks_look_bytes) {
       return from_start;
     }
   }
@@ -1904,14 +1904,14 @@ std::optional<TraceTimeSpan> PerfDataReader::TimeSpanFrom(double fraction) const
 bool PerfDataReader::RoundsAfter(uint64_t from, uint64_t* after_first, uint64_t* max_before_first,
                                  uint64_t* max_between, uint8_t* buf, bool* unreadable) const {
   *unreadable = true;
-  constexpr uint64_t kLimit = kRoundsLimit;
+  const uint64_t limit = options_.marks_look_bytes;
   size_t buf_len = 0;
   uint64_t buf_at = 0;
   uint64_t pos = from;
   int marks = 0;
   uint64_t max_time = 0;
   *max_before_first = *max_between = 0;
-  const uint64_t end = std::min(data_end_, from + kLimit);
+  const uint64_t end = std::min(data_end_, from + limit);
   while (pos + sizeof(perf::EventHeader) <= end) {
     if (buf_len == 0 || pos + kMaxRecordBytes > buf_at + buf_len) {
       buf_len = PreadUpTo(fd_.get(), buf,

@@ -18,6 +18,7 @@
 #include "iotrace/analysis/report.h"
 #include "iotrace/base/sanitizers.h"
 #include "iotrace/event/block_event.h"
+#include "iotrace/formats/perf_data_reader.h"
 #include "iotrace/formats/trace_reader_open.h"
 #include "iotrace/sys/cpus.h"
 #include "test_files.h"
@@ -234,6 +235,41 @@ TEST_P(SynthRecordingTest, TheSplitIsFoundFromEarlierInTheDataWhenAsked) {
   EXPECT_EQ(fields(*after_read), fields(*earlier));
 }
 
+// A many-CPU file whose looks from the start see rounds of twice the bytes the walk for round
+// marks reads: the walk, which would find none, is skipped, and the plan is the one it would have
+// led to. With short rounds the looks see many round boundaries, and the walk finds its marks as
+// before. (The walk's reach is shrunk here so that a file of a test's size is "long rounds".)
+// (perf.data only: trace.dat has no rounds.)
+class SynthPerfDataTest : public SynthRecordingTest {};
+TEST_P(SynthPerfDataTest, TheLooksSkipAWalkForMarksThatWouldFindNone) {
+  auto fields = [](const TraceTimeSpan& s) {
+    return std::tuple(s.first_ts, s.middle_ts, s.last_ts, s.split_position, s.late_ns,
+                      s.starts_anywhere);
+  };
+  SynthOptions one_round = Shaped(64, 16, 64, 300'000, 10'000);  // ~32 MB, one round
+  one_round.wake_bytes = uint64_t{1} << 30;
+  one_round.flush_interval_ns = uint64_t{1} << 40;
+  SynthOptions short_rounds = one_round;
+  short_rounds.wake_bytes = 16 << 10;  // rounds of ~1 MiB
+  for (const auto& [o, long_rounds] :
+       {std::pair{one_round, true}, std::pair{short_rounds, false}}) {
+    SynthExpected e;
+    const std::string path = dir_ + "/looks.data";
+    ASSERT_TRUE(WriteSynthRecording(path, o, &e).ok());
+    PerfReadOptions walk;
+    PerfReadOptions skip;
+    skip.marks_look_bytes = 4 << 20;  // the file's 32 MB: rounds of twice that and longer
+    auto walked = OpenPerfData(path, walk);
+    auto skipped = OpenPerfData(path, skip);
+    ASSERT_TRUE(walked.ok() && skipped.ok());
+    const std::optional<TraceTimeSpan> a = (*walked)->TimeSpan();
+    const std::optional<TraceTimeSpan> b = (*skipped)->TimeSpan();
+    ASSERT_TRUE(a.has_value() && b.has_value());
+    EXPECT_EQ(a->starts_anywhere, long_rounds);
+    EXPECT_EQ(fields(*a), fields(*b));
+  }
+}
+
 // A report of many devices keeps its rows' buckets as views of their histograms' counts, in one
 // block of memory for each thread that makes rows; each row's buckets add up to its count, in
 // increasing order, and a copy of the report and a row moved out of it outlive the report.
@@ -285,6 +321,8 @@ TEST_P(SynthRecordingTest, ManyDevicesRowsAreViewsOfCountsInOneBlockAThread) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, SynthRecordingTest, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "TraceDat" : "PerfData"; });
+INSTANTIATE_TEST_SUITE_P(Formats, SynthPerfDataTest, ::testing::Values(false),
+                         [](const auto&) { return "PerfData"; });
 
 }  // namespace
 }  // namespace iotrace

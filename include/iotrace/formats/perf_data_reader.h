@@ -62,6 +62,8 @@ struct PerfReadOptions {
   // each range scans every record, which pays only where the merge of many runs costs more (64
   // and 256 CPUs read faster so, 16 slower). 0: wherever the marks are too far apart.
   double min_interleave_from_start = 32;
+  // How far after the middle the plan walks for two round marks, to cut where a round begins.
+  uint64_t marks_look_bytes = uint64_t{64} << 20;
   // Two such ranges share one walk of the data where the whole data is one merge (at most
   // MergeLimits::round_lag round marks, or one more as the data's last record: nothing is final
   // before the scan has met every record): each range's thread walks half of it for both
