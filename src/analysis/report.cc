@@ -134,7 +134,6 @@ absl::Status ParsePhaseList(std::string_view list, unsigned* mask) {
 
 std::vector<uint32_t> BusiestDevices(const LatencyReport& report, size_t max_rows, size_t* rows) {
   struct Device {
-    uint32_t dev = 0;
     size_t rows = 0;
     std::map<std::pair<std::string, BlockOp>, uint64_t> most;  // (class, op) -> largest count
     uint64_t requests = 0;
@@ -142,23 +141,23 @@ std::vector<uint32_t> BusiestDevices(const LatencyReport& report, size_t max_row
   std::map<uint32_t, Device> by_dev;
   for (const LatencyGroup& g : report.groups) {
     Device& d = by_dev[g.dev];
-    d.dev = g.dev;
     ++d.rows;
     uint64_t& most = d.most[{g.by, g.op}];
     most = std::max(most, g.summary.count);
   }
-  std::vector<Device*> order;
+  std::vector<std::pair<uint32_t, Device*>> order;  // in order of dev
   for (auto& [dev, d] : by_dev) {
     for (const auto& [key, count] : d.most) d.requests += count;
-    order.push_back(&d);
+    order.emplace_back(dev, &d);
   }
-  std::stable_sort(order.begin(), order.end(),
-                   [](const Device* a, const Device* b) { return a->requests > b->requests; });
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.second->requests > b.second->requests;
+  });
   std::vector<uint32_t> chosen;
   size_t kept = 0;
-  for (const Device* d : order) {
+  for (const auto& [dev, d] : order) {
     if (!chosen.empty() && kept + d->rows > max_rows) break;
-    chosen.push_back(d->dev);
+    chosen.push_back(dev);
     kept += d->rows;
   }
   std::sort(chosen.begin(), chosen.end());

@@ -758,11 +758,10 @@ class PerfDataReader final : public TraceReader {
   // write a mark after the last drain: a file of lag + 1 rounds), a merge emits nothing before
   // its scan has met every record (no record is final before), so each range's merge is a
   // merge of every run of the file, which a scan made elsewhere can set up
-  // (SortedRunMerger::Seed). Each
-  // range's thread walks half the data (the first range's up to a record boundary near the
-  // middle, which its walk must land on) and finds its runs and untimed records; both then
-  // merge their own range of all the runs. The alternative, each range scanning every record
-  // for itself, read a 256-CPU file's 320 MB twice (bench/README.md).
+  // (SortedRunMerger::Seed). Each range's thread walks half the data (the first range's up to a
+  // record boundary near the middle, which its walk must land on) and finds its runs and
+  // untimed records; both then merge their own range of all the runs. The alternative, each range
+  // scanning every record for itself, read a 256-CPU file's 320 MB twice (bench/README.md).
   static constexpr uint64_t kNoPos = ~uint64_t{0};
   // A run as the walk found it: records whose times do not decrease.
   struct WalkRun {
@@ -802,6 +801,10 @@ class PerfDataReader final : public TraceReader {
     std::array<std::optional<WalkPart>, 2> parts;  // each set once, when its walk ended
   };
   std::unique_ptr<SharedWalk> shared_;
+  // The merge's round lag, as SortedRunMerger takes it (1 to 8).
+  uint64_t RoundLag() const {
+    return static_cast<uint64_t>(std::clamp(options_.merge.round_lag, 1, 8));
+  }
   void Walk(SharedWalk& w, int part, WalkPart* out) const;
   absl::Status ReadShared(EventSink* sink, const TimeRange& range, RangeReadResult* out);
   // Whether a chain of records that look sound (sizes, types, samples that parse with a time)
@@ -845,6 +848,15 @@ class PerfDataReader final : public TraceReader {
   static constexpr size_t kScanBufferBytes = size_t{2} << 20;
   static_assert(kScanChunk + kMaxRecordBytes <= kScanBufferBytes);
   mutable std::mutex scan_mu_;  // two ranges' reads begin at once
+  // scan_'s memory, mapped when there is none (under scan_mu_); null when it cannot be.
+  uint8_t* ScanBuffer() const {
+    if (!scan_.has_value()) {
+      absl::StatusOr<UniqueMapping> scan = MapHugeAnonymous(kScanBufferBytes);
+      if (!scan.ok()) return nullptr;
+      scan_ = *std::move(scan);
+    }
+    return static_cast<uint8_t*>(scan_->addr());
+  }
   // SpanFromStart's looks, in data order, that met a lower CPU than the look before them: round
   // boundaries seen (-1: no such looks made). Under scan_mu_.
   mutable int look_wraps_ = -1;
@@ -1524,16 +1536,14 @@ bool PerfDataReader::ShareRanges(const TimeRange& earlier, const TimeRange& late
   std::lock_guard lock(scan_mu_);
   // The looks that chose reading from the start saw the rounds begin again more often than the
   // lag allows: the data most likely holds more marks (each found only by walking up to it).
-  const int lag = std::clamp(l.round_lag, 1, 8);
-  if (options_.share_walk_by_looks && (look_wraps_ < 0 || look_wraps_ > lag)) return false;
-  if (!scan_.has_value()) {
-    absl::StatusOr<UniqueMapping> scan = MapHugeAnonymous(kScanBufferBytes);
-    if (!scan.ok()) return false;
-    scan_ = *std::move(scan);
+  if (options_.share_walk_by_looks &&
+      (look_wraps_ < 0 || look_wraps_ > static_cast<int>(RoundLag()))) {
+    return false;
   }
+  uint8_t* buf = ScanBuffer();
+  if (buf == nullptr) return false;
   uint64_t time = 0;
-  const std::optional<uint64_t> middle =
-      BoundaryNear(data_begin_ + bytes / 2, &time, static_cast<uint8_t*>(scan_->addr()));
+  const std::optional<uint64_t> middle = BoundaryNear(data_begin_ + bytes / 2, &time, buf);
   if (!middle.has_value() || *middle <= data_begin_ || *middle >= data_end_) return false;
   shared_ = std::make_unique<SharedWalk>();
   shared_->ranges = {earlier, later};
@@ -1566,7 +1576,7 @@ void PerfDataReader::Walk(SharedWalk& w, int part, WalkPart* out) const {
   LossCount losses;
   const TimeRange all;
   Stream<true> stream(this, &losses, &*ring, all);
-  const uint64_t lag = static_cast<uint64_t>(std::clamp(options_.merge.round_lag, 1, 8));
+  const uint64_t lag = RoundLag();
   const size_t max_runs = std::max<size_t>(options_.merge.max_runs, 2);
   constexpr uint64_t kReleaseStep = uint64_t{256} << 10;
   uint64_t release_at = from + kReleaseStep;
@@ -1676,7 +1686,7 @@ absl::Status PerfDataReader::ReadShared(EventSink* sink, const TimeRange& range,
   // Both parts are set and no longer written.
   const WalkPart& first = *w.parts[0];
   const WalkPart& second = *w.parts[1];
-  const uint64_t lag = static_cast<uint64_t>(std::clamp(options_.merge.round_lag, 1, 8));
+  const uint64_t lag = RoundLag();
   const MergeLimits& l = options_.merge;
   const uint64_t records = first.records + second.records;
   // From the lag + 1-th mark on, records are final and emitted: only when that mark is the
@@ -1689,9 +1699,7 @@ absl::Status PerfDataReader::ReadShared(EventSink* sink, const TimeRange& range,
   }
   // The runs in data order: the later part's first goes on with the earlier part's last when
   // its first time does not fall below that run's last (the scan would have kept it open).
-  std::vector<WalkRun> runs;
-  runs.reserve(first.runs.size() + second.runs.size());
-  runs = first.runs;
+  std::vector<WalkRun> runs = first.runs;
   size_t joined = 0;
   if (!runs.empty() && !second.runs.empty() &&
       second.runs.front().first_time >= runs.back().last_time) {
@@ -1723,9 +1731,7 @@ absl::Status PerfDataReader::ReadShared(EventSink* sink, const TimeRange& range,
                            FileRing::Create(fd_.get(), data_end_, data_end_, kMaxRecordBytes,
                                             kMaxRecordBytes, kMaxRecordBytes));
   Stream<true> stream(this, sink, &ring, range);
-  std::vector<uint64_t> untimed;
-  untimed.reserve(first.untimed.size() + second.untimed.size());
-  untimed = first.untimed;
+  std::vector<uint64_t> untimed = first.untimed;
   untimed.insert(untimed.end(), second.untimed.begin(), second.untimed.end());
   MergeLimits limits = options_.merge;
   limits.release_step = std::min<uint64_t>(limits.release_step, uint64_t{256} << 10);
@@ -1841,12 +1847,8 @@ std::optional<TraceTimeSpan> PerfDataReader::TimeSpanFrom(double fraction) const
   // plan asks again from earlier in the file: its huge page was touched for the first time
   // twice, 0.4-5 ms each here) until a read begins.
   std::lock_guard lock(scan_mu_);
-  if (!scan_.has_value()) {
-    absl::StatusOr<UniqueMapping> scan = MapHugeAnonymous(kScanBufferBytes);
-    if (!scan.ok()) return std::nullopt;
-    scan_ = *std::move(scan);
-  }
-  uint8_t* buf = static_cast<uint8_t*>(scan_->addr());
+  uint8_t* buf = ScanBuffer();
+  if (buf == nullptr) return std::nullopt;
   TraceTimeSpan span;
   span.data_bytes = data_end_ - data_begin_;
   if (!ends_.has_value()) {

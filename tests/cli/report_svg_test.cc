@@ -394,39 +394,38 @@ TEST_F(ReportSvgTest, DiffOfMoreRowsThanDrawnDrawsTheChangedFirstAndSaysSo) {
   options.map = {{"254:0", "7:0"}};
   absl::StatusOr<LatencyDiff> diff = DiffLatencyReports(a, b, kBlock, options);
   ASSERT_TRUE(diff.ok()) << diff.status();
-  // Rows both sides have, the largest first: the largest made "same", the next "slower" at p
-  // 0.04, the third "faster" at p 0.001, so that neither requests nor the diff's order give
-  // the ranking (the writer draws what the rows say).
-  std::vector<size_t> both;
+  // Rows both sides have, the largest first: all made "same" but the second largest, "slower"
+  // at p 0.04, and the third, "faster" at p 0.001, so that neither requests nor the diff's order
+  // give the ranking (the writer draws what the rows say).
+  std::vector<size_t> both, one_side;
   for (size_t i = 0; i < diff->rows.size(); ++i) {
-    if (diff->rows[i].count_a != 0 && diff->rows[i].count_b != 0) both.push_back(i);
+    const DiffRow& r = diff->rows[i];
+    (r.count_a != 0 && r.count_b != 0 ? both : one_side).push_back(i);
   }
   ASSERT_GE(both.size(), 3u);
-  std::stable_sort(both.begin(), both.end(), [&](size_t x, size_t y) {
+  ASSERT_GE(one_side.size(), 1u);
+  auto more_requests = [&](size_t x, size_t y) {
     return diff->rows[x].count_a + diff->rows[x].count_b >
            diff->rows[y].count_a + diff->rows[y].count_b;
-  });
-  diff->rows[both[0]].verdict = DiffVerdict::kSame;
-  diff->rows[both[0]].p_adjusted = 1;
+  };
+  std::stable_sort(both.begin(), both.end(), more_requests);
+  std::stable_sort(one_side.begin(), one_side.end(), more_requests);
+  for (size_t i : both) {
+    diff->rows[i].verdict = DiffVerdict::kSame;
+    diff->rows[i].p_adjusted = 1;
+  }
   diff->rows[both[1]].verdict = DiffVerdict::kSlower;
   diff->rows[both[1]].p_adjusted = 0.04;
   diff->rows[both[2]].verdict = DiffVerdict::kFaster;
   diff->rows[both[2]].p_adjusted = 0.001;
   const std::vector<DiffRow>& rows = diff->rows;
-  ASSERT_GE(rows.size(), 4u);
-  auto rank = [&rows](size_t i) {
-    const DiffRow& r = rows[i];
-    const bool changed = DiffChanged(r.verdict);
-    const bool one_side = r.verdict == DiffVerdict::kOnlyA || r.verdict == DiffVerdict::kOnlyB;
-    return std::make_tuple(changed    ? 0
-                           : one_side ? 1
-                                      : 2,
-                           changed ? r.p_adjusted : 0.0,
-                           -static_cast<double>(r.count_a + r.count_b), i);
-  };
-  std::vector<size_t> by_rank(rows.size());
-  std::iota(by_rank.begin(), by_rank.end(), size_t{0});
-  std::sort(by_rank.begin(), by_rank.end(), [&](size_t x, size_t y) { return rank(x) < rank(y); });
+  // The order they are drawn in, by construction: the faster row (smaller p), the slower, the
+  // rows of one side, then the other rows of both, each by requests.
+  std::vector<size_t> by_rank = {both[2], both[1]};
+  by_rank.insert(by_rank.end(), one_side.begin(), one_side.end());
+  by_rank.push_back(both[0]);
+  by_rank.insert(by_rank.end(), both.begin() + 3, both.end());
+  ASSERT_EQ(by_rank.size(), rows.size());
   std::ostringstream all;
   WriteSvgDiff(*diff, a, b, SvgDiffOptions{}, all);
   for (size_t k = 1; k <= rows.size(); ++k) {

@@ -946,6 +946,12 @@ struct ManyDevices {
     o.sysfs_root = o.procfs_root = "/nonexistent";
     return o;
   }
+  // The report of the file with `o` (a reader of its own).
+  absl::StatusOr<LatencyReport> Build(const ReportOptions& o) const {
+    absl::StatusOr<std::unique_ptr<TraceReader>> reader = OpenTraceReader(path);
+    if (!reader.ok()) return reader.status();
+    return BuildLatencyReport(**reader, o);
+  }
   // Every group of `r` against the latencies made: count, sum, min, max, and each bucket's
   // count that of the latencies in its range.
   void Check(const LatencyReport& r, const std::string& how) const {
@@ -986,9 +992,7 @@ TEST(SplitReportTest, ManyDevicesEveryReadingPutsEverySampleInItsBucket) {
     o.threads = threads;
     o.split_min_bytes = 1;  // threads 0: two time ranges
     o.split_on_one_cpu = true;
-    auto reader = OpenTraceReader(m.path);
-    ASSERT_TRUE(reader.ok()) << reader.status();
-    auto r = BuildLatencyReport(**reader, o);
+    absl::StatusOr<LatencyReport> r = m.Build(o);
     ASSERT_TRUE(r.ok()) << r.status();
     if (threads == 0) EXPECT_EQ(r->read_plan.rfind("two ranges", 0), 0u) << r->read_plan;
     m.Check(*r, "threads " + std::to_string(threads));
@@ -1008,9 +1012,7 @@ TEST(SplitReportTest, ManyDevicesWithByOrFiltersEverySampleInItsBucket) {
       o.by = by;
       o.split_min_bytes = 1;
       o.split_on_one_cpu = true;
-      auto reader = OpenTraceReader(m.path);
-      ASSERT_TRUE(reader.ok()) << reader.status();
-      auto r = BuildLatencyReport(**reader, o);
+      absl::StatusOr<LatencyReport> r = m.Build(o);
       ASSERT_TRUE(r.ok()) << r.status();
       if (threads == 0 && by == BreakdownBy::kNone) {
         EXPECT_EQ(r->read_plan.rfind("two ranges", 0), 0u) << r->read_plan;
@@ -1022,9 +1024,7 @@ TEST(SplitReportTest, ManyDevicesWithByOrFiltersEverySampleInItsBucket) {
   ReportOptions o = m.Options();
   o.threads = 1;
   o.ops = {BlockOp::kRead};
-  auto reader = OpenTraceReader(m.path);
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  auto r = BuildLatencyReport(**reader, o);
+  absl::StatusOr<LatencyReport> r = m.Build(o);
   ASSERT_TRUE(r.ok()) << r.status();
   size_t read_groups = 0;
   for (const auto& [key, lat] : m.want) read_groups += std::get<1>(key) == BlockOp::kRead;
@@ -1047,9 +1047,7 @@ TEST(SplitReportTest, IntervalsDroppedPastTheGroupLimitLeaveTheTotalsWhole) {
     ReportOptions o = m.Options();
     o.interval_s = 0.01;
     o.max_interval_groups = limit;
-    auto reader = OpenTraceReader(m.path);
-    ASSERT_TRUE(reader.ok()) << reader.status();
-    auto r = BuildLatencyReport(**reader, o);
+    absl::StatusOr<LatencyReport> r = m.Build(o);
     ASSERT_TRUE(r.ok()) << r.status();
     const bool dropped = limit < m.want.size();
     EXPECT_EQ(r->intervals_dropped, dropped);

@@ -179,7 +179,6 @@ class SortedRunMerger {
     while (size < runs.size()) size *= 2;
     ring_.assign(size, RunCursor{});
     mask_ = size - 1;
-    tree_.assign(2 * size, kEndedKey);
     untimed_ = std::move(untimed);
     untimed_head_ = 0;
     head_ = 0;
@@ -196,17 +195,13 @@ class SortedRunMerger {
       UntimedAfter(r, r.pos);  // (the run's first record is timed: its mark lies after it)
       uint64_t n = 0;
       r.ready = ReadTimed(r, r.pos, &n);
-      if (r.ready) {
-        r.next = n;
-        tree_[size + i] = MakeKey(r.item.time, r.seq);
-      } else {
+      r.next = n;
+      if (!r.ready) {
         r.pos = r.end;  // the far path could not read it: the run ends before it starts
         if constexpr (kFar) source_->DropFar(&r.bytes);
       }
     }
-    for (size_t node = size - 1; node >= 1; --node) {
-      tree_[node] = std::min(tree_[2 * node], tree_[2 * node + 1]);
-    }
+    BuildTree();
     counters_.runs = runs.size();
     counters_.max_live_runs = runs.size();
     scanned_ = scanned;
@@ -718,11 +713,15 @@ class SortedRunMerger {
     ring_.swap(bigger);
     mask_ = mask;
     SetNearHead();
+    BuildTree();
+  }
+
+  // The tree from nothing: each ready live run's key at its slot's leaf, every match above it.
+  void BuildTree() {
     tree_.assign(2 * ring_.size(), kEndedKey);
     for (size_t i = 0; i < live_; ++i) {
-      const size_t slot = (head_ + i) & mask;
-      if (ring_[slot].ready) tree_[ring_.size() + slot] = MakeKey(ring_[slot].item.time,
-                                                                     ring_[slot].seq);
+      const RunCursor& r = ring_[(head_ + i) & mask_];
+      if (r.ready) tree_[ring_.size() + SlotOf(r)] = MakeKey(r.item.time, r.seq);
     }
     for (size_t node = ring_.size() - 1; node >= 1; --node) {
       tree_[node] = std::min(tree_[2 * node], tree_[2 * node + 1]);
